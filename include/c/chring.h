@@ -1,0 +1,460 @@
+/*
+ * chring.h — consistent hashing ring, C API.
+ *
+ * A ring maps keys (byte strings) to nodes (servers, shards, backends) so
+ * that a change of membership moves only the keys it must: adding node X
+ * moves keys only onto X, removing X moves only X's keys, and changing X's
+ * weight moves keys only to or from X. Each node places
+ * `weight * tokens_per_weight` tokens at H(id "#" i) on a 64-bit circle; a
+ * key belongs to the first token at or after H(key), wrapping around.
+ *
+ * Quick start (error checks shortened):
+ *
+ *     #include <chring.h>
+ *
+ *     chr_ring *ring = NULL;
+ *     if (chr_ring_new(NULL, &ring) != CHR_OK) die(chr_last_error());
+ *     chr_ring_add(ring, "cache-a", 7, 1, NULL, 0, 0);
+ *     chr_ring_add(ring, "cache-b", 7, 2, NULL, 0, 1);   // twice the share
+ *     chr_node_ref owner;
+ *     if (chr_ring_lookup(ring, "user:42", 7, &owner) == CHR_OK)
+ *         printf("%.*s\n", (int)owner.id_len, (const char *)owner.id);
+ *     chr_ring_free(ring);
+ *
+ * Build with `pkg-config --cflags --libs chring`.
+ *
+ * THREADING MODEL
+ *   A chr_ring is shared by any number of threads. Readers (lookup,
+ *   replicas, counts, fingerprint, snapshot) never take a lock and never
+ *   wait: each reads exactly one immutable snapshot, old or new, never a
+ *   mix. Writers (add, remove, set_weight, apply) serialize among
+ *   themselves on a per-ring mutex, build a new snapshot off to the side
+ *   and publish it with one atomic pointer swap. Old snapshots are freed by
+ *   epoch-based reclamation once no reader can still hold them (see README,
+ *   "Concurrency"). The only call that must not race with others on the
+ *   same ring is chr_ring_free().
+ *
+ * ERROR MODEL
+ *   Every fallible function returns a chr_status: CHR_OK (0) or a negative
+ *   code. On failure a message naming the function and the bad value is
+ *   kept per thread (chr_last_error()); success leaves it untouched. No
+ *   C++ exception crosses this API. Out of memory is CHR_ENOMEM. A failed
+ *   update leaves the ring exactly as it was.
+ *
+ * OWNERSHIP MODEL
+ *   `_new(&out)` hands you an object to release with its `_free` /
+ *   `_release` (both accept NULL). Calls on a ring copy results into caller
+ *   memory (chr_node_ref). Borrowed pointers (chr_node_view) come only from
+ *   a chr_snapshot and stay valid until that snapshot is released.
+ *
+ * Keys and node ids are (pointer, length) byte strings, never C strings;
+ * any bytes are allowed, including NUL. A NULL pointer is allowed only
+ * with length 0.
+ */
+#ifndef CHRING_H
+#define CHRING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chring_plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CHR_BUILDING_LIBRARY)
+#define CHR_API __attribute__((visibility("default")))
+#else
+#define CHR_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define CHR_VERSION_MAJOR 0
+#define CHR_VERSION_MINOR 1
+#define CHR_VERSION_PATCH 0
+/** MAJOR*10000 + MINOR*100 + PATCH, for compile-time checks. */
+#define CHR_VERSION_NUMBER \
+    (CHR_VERSION_MAJOR * 10000 + CHR_VERSION_MINOR * 100 + CHR_VERSION_PATCH)
+/** The ABI (soname) version; bumped only on an incompatible change. */
+#define CHR_ABI_VERSION 1
+
+/**
+ * The version of the library actually loaded, as CHR_VERSION_NUMBER.
+ * Thread-safety: any thread. Since: 0.1.
+ */
+CHR_API uint32_t chr_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/** 0 on success, a negative CHR_E* code otherwise. Values are never reused. */
+typedef int chr_status;
+
+#define CHR_OK 0
+#define CHR_EINVAL (-1)      /**< bad argument: NULL handle or out pointer, NULL data with length > 0, empty id, unknown operation */
+#define CHR_ENOMEM (-2)      /**< an allocation failed; nothing changed */
+#define CHR_ERANGE (-3)      /**< a value over a documented limit, or a caller buffer too small (the size needed is reported) */
+#define CHR_EEXIST (-4)      /**< the node id (or hasher name) is already present */
+#define CHR_ENOENT (-5)      /**< no node with that id */
+#define CHR_EEMPTY (-6)      /**< the ring has no node with a token (empty, or every weight is 0) */
+#define CHR_EVERSION (-7)    /**< a versioned struct has a version this library does not know */
+#define CHR_ENOHASHER (-8)   /**< no hasher of that name is registered or found in a plugin */
+#define CHR_ENOTSUP (-9)     /**< a placement mode or option this build does not provide */
+#define CHR_EINTERNAL (-10)  /**< a bug in chring: please report the chr_last_error() text */
+#define CHR_EPLUGIN_NOFILE (-11)  /**< plugin file missing or unreadable */
+#define CHR_EPLUGIN_NOTSO (-12)   /**< plugin file is not a loadable shared object */
+#define CHR_EPLUGIN_SYMBOL (-13)  /**< plugin lacks the CHR_PLUGIN_ENTRY_SYMBOL entry point */
+#define CHR_EPLUGIN_ABI (-14)     /**< plugin built for an ABI version this library does not accept */
+#define CHR_EPLUGIN_DESC (-15)    /**< a hasher descriptor is malformed (size, name, function, digest) */
+
+/**
+ * Static English text for a status (never NULL; unknown codes get a
+ * generic text). Thread-safety: any thread. Ownership: static storage.
+ * Since: 0.1.
+ */
+CHR_API const char *chr_strerror(chr_status status);
+
+/**
+ * The message of the last failed call made by this thread, naming the
+ * function, the bad value and the allowed range; "" if none yet. Never
+ * NULL. Kept in a fixed per-thread buffer: valid until this thread's next
+ * failing chring call. Successful calls do not change it.
+ * Thread-safety: per thread. Since: 0.1.
+ */
+CHR_API const char *chr_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Limits                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define CHR_NODE_ID_MAX 256            /**< node id length limit, bytes (1..256) */
+#define CHR_ZONE_MAX 64                /**< zone label length limit, bytes (0..64) */
+#define CHR_WEIGHT_MAX 1000000u        /**< weight limit (0..1e6; 0 = member without tokens) */
+#define CHR_TOKENS_PER_WEIGHT_MAX 65536u /**< tokens_per_weight limit (1..65536) */
+#define CHR_TOKENS_MAX (1u << 24)      /**< tokens in one ring, all nodes together (16,777,216) */
+#define CHR_NODES_MAX (1u << 20)       /**< members in one ring, weight 0 included */
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/** Placement: how tokens are derived and keys hashed. */
+#define CHR_PLACEMENT_NATIVE 0  /**< DESIGN §1: H(id "#" i), weight * tokens_per_weight tokens */
+
+#define CHR_OPTIONS_VERSION 1
+#define CHR_DEFAULT_HASHER "xxh3"
+#define CHR_DEFAULT_TOKENS_PER_WEIGHT 160
+
+/**
+ * Ring options. Always start from CHR_OPTIONS_INIT or chr_options_init():
+ * fields are only appended, and `version` tells the library which exist.
+ */
+typedef struct chr_options {
+    uint32_t version;           /**< CHR_OPTIONS_VERSION (1..current accepted) */
+    uint32_t tokens_per_weight; /**< tokens per unit of weight, 1..CHR_TOKENS_PER_WEIGHT_MAX; default 160 */
+    uint64_t seed;              /**< passed to the hasher for every key and token; default 0 */
+    const char *hasher;         /**< NUL-terminated hasher name; NULL = CHR_DEFAULT_HASHER */
+    int32_t placement;          /**< CHR_PLACEMENT_*; default CHR_PLACEMENT_NATIVE */
+    uint32_t reserved0;         /**< must be 0 */
+    const char *plugin_dir;     /**< extra directory searched for hash plugins; NULL = none */
+} chr_options;
+
+#define CHR_OPTIONS_INIT \
+    { CHR_OPTIONS_VERSION, CHR_DEFAULT_TOKENS_PER_WEIGHT, 0, NULL, CHR_PLACEMENT_NATIVE, 0, NULL }
+
+/**
+ * Fills `opts` with the defaults of struct version `version`, the function
+ * twin of CHR_OPTIONS_INIT for bindings.
+ * @return CHR_OK; CHR_EINVAL if opts is NULL; CHR_EVERSION if version is
+ *         not in 1..CHR_OPTIONS_VERSION.
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version);
+
+/* ------------------------------------------------------------------------ */
+/* Nodes as returned to callers                                             */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A copy of one member, filled by calls on a ring. Owns its bytes: keep it
+ * as long as you like. Only the first id_len / zone_len bytes are written.
+ */
+typedef struct chr_node_ref {
+    uint64_t tag;                     /**< the caller's tag given at add (e.g. a peer index) */
+    double ownership;                 /**< fraction of the 2^64 circle this node owns, 0..1 */
+    uint32_t weight;
+    uint32_t tokens;                  /**< tokens placed for it (weight * tokens_per_weight) */
+    uint32_t index;                   /**< position in the snapshot's node table (ids in byte order) */
+    uint32_t id_len;
+    uint32_t zone_len;
+    uint32_t reserved0;
+    unsigned char id[CHR_NODE_ID_MAX];
+    unsigned char zone[CHR_ZONE_MAX];
+} chr_node_ref;
+
+/**
+ * One member as seen through a snapshot: pointers are borrowed from the
+ * snapshot and valid until chr_snapshot_release() on it.
+ */
+typedef struct chr_node_view {
+    const unsigned char *id;
+    size_t id_len;
+    const unsigned char *zone;        /**< never NULL; zone_len may be 0 */
+    size_t zone_len;
+    uint64_t tag;
+    double ownership;
+    uint32_t weight;
+    uint32_t tokens;
+    uint32_t index;                   /**< 0..node_count-1, ids in byte order */
+    uint32_t reserved0;
+} chr_node_view;
+
+/* ------------------------------------------------------------------------ */
+/* Ring lifecycle                                                           */
+/* ------------------------------------------------------------------------ */
+
+/** An opaque, thread-safe, copy-on-write ring. */
+typedef struct chr_ring chr_ring;
+
+/**
+ * Creates an empty ring.
+ * @param opts  options, or NULL for the defaults (xxh3, 160 tokens per
+ *              weight, seed 0, native placement). Copied: not kept.
+ * @param out   receives the ring; set to NULL on failure.
+ * @return CHR_OK; CHR_EINVAL (NULL out, reserved field set); CHR_EVERSION;
+ *         CHR_ERANGE (tokens_per_weight); CHR_ENOHASHER; CHR_ENOTSUP
+ *         (placement); CHR_ENOMEM.
+ * Thread-safety: any thread. Ownership: release with chr_ring_free().
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out);
+
+/**
+ * Frees a ring. NULL is a no-op. No other call on this ring may run
+ * concurrently or follow. Snapshots taken from it stay valid until released.
+ * Thread-safety: exclusive. Since: 0.1.
+ */
+CHR_API void chr_ring_free(chr_ring *ring);
+
+/* ------------------------------------------------------------------------ */
+/* Membership changes (writers)                                             */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Adds a member. Its tokens are weight * tokens_per_weight positions
+ * H(id "#" i); keys move only onto the new node.
+ * @param id, id_len     1..CHR_NODE_ID_MAX bytes, unique in the ring
+ * @param weight         0..CHR_WEIGHT_MAX; 0 = member without tokens (draining)
+ * @param zone, zone_len optional label 0..CHR_ZONE_MAX bytes (NULL, 0 for none)
+ * @param tag            any value, returned with the node (e.g. a peer index)
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (id, zone, weight, node or token
+ *         totals); CHR_EEXIST; CHR_ENOMEM. On failure the ring is unchanged.
+ * Thread-safety: any thread; writers serialize, readers are not blocked.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_ring_add(chr_ring *ring, const void *id, size_t id_len, uint32_t weight,
+                                const void *zone, size_t zone_len, uint64_t tag);
+
+/**
+ * Removes a member; only its keys move.
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (id length); CHR_ENOENT; CHR_ENOMEM.
+ * Thread-safety: as chr_ring_add. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len);
+
+/**
+ * Changes a member's weight; keys move only to or from it (its token set
+ * grows or shrinks as a prefix in i).
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE; CHR_ENOENT; CHR_ENOMEM.
+ * Thread-safety: as chr_ring_add. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_set_weight(chr_ring *ring, const void *id, size_t id_len,
+                                       uint32_t weight);
+
+#define CHR_OP_ADD 1
+#define CHR_OP_REMOVE 2
+#define CHR_OP_SET_WEIGHT 3
+
+/** One change of a batch. Fields a given op does not use are ignored. */
+typedef struct chr_change {
+    uint32_t op;          /**< CHR_OP_* */
+    uint32_t weight;      /**< ADD, SET_WEIGHT */
+    const void *id;
+    size_t id_len;
+    const void *zone;     /**< ADD */
+    size_t zone_len;
+    uint64_t tag;         /**< ADD */
+} chr_change;
+
+/**
+ * Applies `count` changes in order and publishes the result as one
+ * snapshot: readers see all of them or none. A later change sees the
+ * earlier ones (add then remove of the same id is valid).
+ * @param failed_index  if not NULL, receives the index of the change that
+ *                      failed (count on success or on a batch-wide error).
+ * @return CHR_OK or the first change's error; on error nothing is applied.
+ *         CHR_EINVAL also for changes == NULL with count > 0.
+ * Thread-safety: as chr_ring_add. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_apply(chr_ring *ring, const chr_change *changes, size_t count,
+                                  size_t *failed_index);
+
+/* ------------------------------------------------------------------------ */
+/* Lookups on the ring (readers)                                            */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Finds the node that owns `key`.
+ * @param out  receives a copy of the owner.
+ * @return CHR_OK; CHR_EINVAL; CHR_EEMPTY (no node with tokens); CHR_ENOMEM
+ *         (only on a thread's first read, which registers it).
+ * Thread-safety: any thread, lock-free, wait-free with respect to writers.
+ * Ownership: writes caller memory only. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t key_len,
+                                   chr_node_ref *out);
+
+/**
+ * Up to `n` distinct nodes for `key`, coordinator first: walks clockwise
+ * from the key's successor and skips tokens of nodes already chosen.
+ * Weight-0 nodes are never chosen; n is clamped to the number of nodes
+ * with tokens.
+ * @param out    room for n entries
+ * @param count  receives how many were written
+ * @return CHR_OK; CHR_EINVAL (n == 0, NULL out or count); CHR_EEMPTY; CHR_ENOMEM.
+ * Thread-safety: as chr_ring_lookup. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size_t key_len,
+                                     size_t n, chr_node_ref *out, size_t *count);
+
+/**
+ * Counts members (weight 0 included) / tokens of the current snapshot.
+ * Thread-safety: as chr_ring_lookup. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count);
+CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count);
+
+/**
+ * Copies every member, ids in byte order, into `out` (room for `capacity`).
+ * @param count  receives the number of members; on CHR_ERANGE, the
+ *               capacity needed (out may be NULL with capacity 0 to ask).
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (capacity too small); CHR_ENOMEM.
+ * Thread-safety: as chr_ring_lookup. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_t capacity,
+                                  size_t *count);
+
+/**
+ * The fraction of the token circle (0..1) that member `id` owns: the sum of
+ * the arcs ending at its tokens. Over all members it sums to 1.
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (id length); CHR_ENOENT; CHR_ENOMEM.
+ * Thread-safety: as chr_ring_lookup. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size_t id_len,
+                                      double *fraction);
+
+/**
+ * A 64-bit digest of the placement options, the sorted token array (value
+ * and owner id) and the members (id, weight). Two rings with equal
+ * fingerprints route every key, and every replica list, the same; rings
+ * built from the same options and membership have equal fingerprints
+ * whatever the order of the calls that built them, on every platform.
+ * Tags and zones are metadata and not included.
+ * Thread-safety: as chr_ring_lookup. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint);
+
+/* ------------------------------------------------------------------------ */
+/* Snapshots: many reads against one consistent view                        */
+/* ------------------------------------------------------------------------ */
+
+/** An immutable view of a ring at one point in time. */
+typedef struct chr_snapshot chr_snapshot;
+
+/**
+ * Takes a reference to the ring's current snapshot. It stays valid, and
+ * unchanged, until chr_snapshot_release(), even after chr_ring_free().
+ * @return CHR_OK; CHR_EINVAL; CHR_ENOMEM (first read on this thread).
+ * Thread-safety: any thread; the snapshot itself may be used by many
+ * threads at once and released by any. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out);
+
+/** Releases a snapshot; NULL is a no-op. Since: 0.1. */
+CHR_API void chr_snapshot_release(chr_snapshot *snap);
+
+/**
+ * As chr_ring_lookup, without copying: `out` borrows from the snapshot.
+ * Lock-free, allocation-free, no atomic read-modify-write.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key, size_t key_len,
+                                       chr_node_view *out);
+
+/**
+ * Looks up `n` keys at once, for callers whose per-call cost dominates
+ * (FFI). `keys[i]`/`key_lens[i]` is key i; `indices[i]` receives its
+ * owner's node index (see chr_snapshot_node()).
+ * @return CHR_OK; CHR_EINVAL (NULL arrays with n > 0, NULL key with length);
+ *         CHR_EEMPTY. On error `indices` is unspecified.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_snapshot_lookup_batch(const chr_snapshot *snap, const void *const *keys,
+                                             const size_t *key_lens, size_t n, uint32_t *indices);
+
+/** As chr_ring_replicas, borrowing from the snapshot. Since: 0.1. */
+CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *key,
+                                         size_t key_len, size_t n, chr_node_view *out,
+                                         size_t *count);
+
+/** Member `index` (0..node_count-1, ids in byte order). CHR_ERANGE past the end. Since: 0.1. */
+CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr_node_view *out);
+
+/** Counts and fingerprint of the snapshot, as the ring versions. Since: 0.1. */
+CHR_API chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count);
+CHR_API chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count);
+CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *fingerprint);
+
+/**
+ * Token `index` of the sorted token array (0..token_count-1): its 64-bit
+ * value and its owner's node index. For inspection tools and tests.
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (index past the end).
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, uint64_t *value,
+                                      uint32_t *node_index);
+
+/* ------------------------------------------------------------------------ */
+/* Hashers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Registers a hasher in this process (see chring_plugin.h for the
+ * descriptor and its contract). The descriptor and everything it points to
+ * must stay valid for the rest of the process; registration is permanent.
+ * The descriptor is validated exactly as a plugin's is.
+ * @return CHR_OK; CHR_EINVAL (NULL); CHR_EPLUGIN_ABI; CHR_EPLUGIN_DESC;
+ *         CHR_EEXIST (name taken: the first one keeps working); CHR_ENOMEM.
+ * Thread-safety: any thread. Since: 0.1.
+ */
+CHR_API chr_status chr_hasher_register(const chr_hasher *hasher);
+
+/**
+ * Hashes bytes with the named hasher, as a ring with that hasher and seed
+ * would hash a key. For tools and tests that check known answers.
+ * @return CHR_OK; CHR_EINVAL; CHR_ENOHASHER.
+ * Thread-safety: any thread. Since: 0.1.
+ */
+CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed,
+                                   uint64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CHRING_H */

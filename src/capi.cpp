@@ -1,0 +1,389 @@
+// Every extern "C" entry point, each behind one exception firewall.
+#include <cstring>
+#include <new>
+
+#include "chring.h"
+#include "errors.hpp"
+#include "hashers.hpp"
+#include "ring.hpp"
+
+namespace {
+
+using chring::fail;
+using chring::Node;
+using chring::Ring;
+using chring::Snapshot;
+
+// Runs `body` and maps anything it throws to a status: bad_alloc to
+// CHR_ENOMEM, anything else to CHR_EINTERNAL. Nothing escapes to C.
+template <class F>
+chr_status guarded(const char *who, F &&body) noexcept {
+    try {
+        return body();
+    } catch (const std::bad_alloc &) {
+        return fail(CHR_ENOMEM, "%s: out of memory", who);
+    } catch (const std::exception &e) {
+        return fail(CHR_EINTERNAL, "%s: internal error: %s", who, e.what());
+    } catch (...) {
+        return fail(CHR_EINTERNAL, "%s: internal error: unknown exception", who);
+    }
+}
+
+Ring *impl(chr_ring *r) { return reinterpret_cast<Ring *>(r); }
+const Ring *impl(const chr_ring *r) { return reinterpret_cast<const Ring *>(r); }
+const Snapshot *impl(const chr_snapshot *s) { return reinterpret_cast<const Snapshot *>(s); }
+
+chr_status null_arg(const char *who, const char *what) {
+    return fail(CHR_EINVAL, "%s: %s is NULL", who, what);
+}
+
+chr_status check_key(const char *who, const void *key, size_t len) {
+    if (!key && len) return fail(CHR_EINVAL, "%s: key is NULL with length %zu", who, len);
+    return CHR_OK;
+}
+
+chr_status empty_ring(const char *who) {
+    return fail(CHR_EEMPTY, "%s: the ring has no node with tokens", who);
+}
+
+void fill_ref(const Node &n, uint32_t index, chr_node_ref *out) noexcept {
+    out->tag = n.tag;
+    out->ownership = n.ownership;
+    out->weight = n.weight;
+    out->tokens = n.tokens;
+    out->index = index;
+    out->id_len = uint32_t(n.id.size());
+    out->zone_len = uint32_t(n.zone.size());
+    out->reserved0 = 0;
+    std::memcpy(out->id, n.id.data(), n.id.size());
+    std::memcpy(out->zone, n.zone.data(), n.zone.size());
+}
+
+void fill_view(const Node &n, uint32_t index, chr_node_view *out) noexcept {
+    out->id = reinterpret_cast<const unsigned char *>(n.id.data());
+    out->id_len = n.id.size();
+    out->zone = reinterpret_cast<const unsigned char *>(n.zone.data());
+    out->zone_len = n.zone.size();
+    out->tag = n.tag;
+    out->ownership = n.ownership;
+    out->weight = n.weight;
+    out->tokens = n.tokens;
+    out->index = index;
+    out->reserved0 = 0;
+}
+
+// Shared by the ring and snapshot versions of replicas; `emit(i, node_index)`
+// writes one result.
+template <class Emit>
+chr_status replicas_on(const Snapshot &s, const char *who, const void *key, size_t len, size_t n,
+                       size_t *count, Emit &&emit) {
+    if (s.eligible_count() == 0) return empty_ring(who);
+    uint32_t chosen[32];
+    if (n <= 32) {
+        size_t got = s.replicas(key, len, n, chosen);
+        for (size_t i = 0; i < got; ++i) emit(i, chosen[i]);
+        *count = got;
+        return CHR_OK;
+    }
+    std::vector<uint32_t> many(std::min(n, s.eligible_count()));
+    size_t got = s.replicas(key, len, many.size(), many.data());
+    for (size_t i = 0; i < got; ++i) emit(i, many[i]);
+    *count = got;
+    return CHR_OK;
+}
+
+chr_status check_replica_args(const char *who, const void *key, size_t len, size_t n,
+                              const void *out, const size_t *count) {
+    if (!out) return null_arg(who, "out");
+    if (!count) return null_arg(who, "count");
+    if (n == 0) return fail(CHR_EINVAL, "%s: n is 0 (ask for at least 1 replica)", who);
+    return check_key(who, key, len);
+}
+
+}  // namespace
+
+extern "C" {
+
+CHR_API uint32_t chr_version(void) { return CHR_VERSION_NUMBER; }
+
+CHR_API const char *chr_strerror(chr_status status) { return chring::status_text(status); }
+
+CHR_API const char *chr_last_error(void) { return chring::last_error(); }
+
+CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) {
+    static const char *who = "chr_options_init";
+    if (!opts) return null_arg(who, "opts");
+    if (version < 1 || version > CHR_OPTIONS_VERSION)
+        return fail(CHR_EVERSION, "%s: version %u is not supported (1..%d)", who, version,
+                    CHR_OPTIONS_VERSION);
+    chr_options defaults = CHR_OPTIONS_INIT;
+    *opts = defaults;
+    opts->version = version;
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) {
+    return guarded("chr_ring_new", [&] {
+        Ring *r = nullptr;
+        chr_status st = Ring::create(opts, &r);
+        if (out) *out = reinterpret_cast<chr_ring *>(r);
+        return st;
+    });
+}
+
+CHR_API void chr_ring_free(chr_ring *ring) { delete impl(ring); }
+
+CHR_API chr_status chr_ring_apply(chr_ring *ring, const chr_change *changes, size_t count,
+                                  size_t *failed_index) {
+    static const char *who = "chr_ring_apply";
+    if (failed_index) *failed_index = count;
+    if (!ring) return null_arg(who, "ring");
+    if (!changes && count) return fail(CHR_EINVAL, "%s: changes is NULL with count %zu", who, count);
+    return guarded(who, [&] { return impl(ring)->apply(changes, count, failed_index, who); });
+}
+
+CHR_API chr_status chr_ring_add(chr_ring *ring, const void *id, size_t id_len, uint32_t weight,
+                                const void *zone, size_t zone_len, uint64_t tag) {
+    static const char *who = "chr_ring_add";
+    if (!ring) return null_arg(who, "ring");
+    chr_change c = {CHR_OP_ADD, weight, id, id_len, zone, zone_len, tag};
+    return guarded(who, [&] { return impl(ring)->apply(&c, 1, nullptr, who); });
+}
+
+CHR_API chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len) {
+    static const char *who = "chr_ring_remove";
+    if (!ring) return null_arg(who, "ring");
+    chr_change c = {CHR_OP_REMOVE, 0, id, id_len, nullptr, 0, 0};
+    return guarded(who, [&] { return impl(ring)->apply(&c, 1, nullptr, who); });
+}
+
+CHR_API chr_status chr_ring_set_weight(chr_ring *ring, const void *id, size_t id_len,
+                                       uint32_t weight) {
+    static const char *who = "chr_ring_set_weight";
+    if (!ring) return null_arg(who, "ring");
+    chr_change c = {CHR_OP_SET_WEIGHT, weight, id, id_len, nullptr, 0, 0};
+    return guarded(who, [&] { return impl(ring)->apply(&c, 1, nullptr, who); });
+}
+
+CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t key_len,
+                                   chr_node_ref *out) {
+    static const char *who = "chr_ring_lookup";
+    if (!ring) return null_arg(who, "ring");
+    if (!out) return null_arg(who, "out");
+    if (chr_status st = check_key(who, key, key_len)) return st;
+    return impl(ring)->read(who, [&](const Snapshot &s) {
+        if (s.token_count() == 0) return empty_ring(who);
+        uint32_t o = s.owner_of(key, key_len);
+        fill_ref(s.node(o), o, out);
+        return CHR_OK;
+    });
+}
+
+CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size_t key_len,
+                                     size_t n, chr_node_ref *out, size_t *count) {
+    static const char *who = "chr_ring_replicas";
+    if (!ring) return null_arg(who, "ring");
+    if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
+    return guarded(who, [&] {
+        return impl(ring)->read(who, [&](const Snapshot &s) {
+            return replicas_on(s, who, key, key_len, n, count,
+                               [&](size_t i, uint32_t o) { fill_ref(s.node(o), o, &out[i]); });
+        });
+    });
+}
+
+CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count) {
+    static const char *who = "chr_ring_node_count";
+    if (!ring) return null_arg(who, "ring");
+    if (!count) return null_arg(who, "count");
+    return impl(ring)->read(who, [&](const Snapshot &s) {
+        *count = s.node_count();
+        return CHR_OK;
+    });
+}
+
+CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count) {
+    static const char *who = "chr_ring_token_count";
+    if (!ring) return null_arg(who, "ring");
+    if (!count) return null_arg(who, "count");
+    return impl(ring)->read(who, [&](const Snapshot &s) {
+        *count = s.token_count();
+        return CHR_OK;
+    });
+}
+
+CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_t capacity,
+                                  size_t *count) {
+    static const char *who = "chr_ring_nodes";
+    if (!ring) return null_arg(who, "ring");
+    if (!count) return null_arg(who, "count");
+    if (!out && capacity) return fail(CHR_EINVAL, "%s: out is NULL with capacity %zu", who, capacity);
+    return impl(ring)->read(who, [&](const Snapshot &s) {
+        *count = s.node_count();
+        if (capacity < s.node_count())
+            return fail(CHR_ERANGE, "%s: capacity %zu is less than the %zu members", who, capacity,
+                        s.node_count());
+        for (size_t i = 0; i < s.node_count(); ++i) fill_ref(s.node(i), uint32_t(i), &out[i]);
+        return CHR_OK;
+    });
+}
+
+CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size_t id_len,
+                                      double *fraction) {
+    static const char *who = "chr_ring_ownership";
+    if (!ring) return null_arg(who, "ring");
+    if (!fraction) return null_arg(who, "fraction");
+    if (!id && id_len) return fail(CHR_EINVAL, "%s: id is NULL with length %zu", who, id_len);
+    if (id_len == 0 || id_len > CHR_NODE_ID_MAX)
+        return fail(id_len ? CHR_ERANGE : CHR_EINVAL, "%s: node id is %zu bytes (1..%d allowed)", who,
+                    id_len, CHR_NODE_ID_MAX);
+    return guarded(who, [&] {
+        std::string key(static_cast<const char *>(id), id_len);
+        return impl(ring)->read(who, [&](const Snapshot &s) {
+            int64_t i = s.find(key);
+            if (i < 0)
+                return fail(CHR_ENOENT, "%s: no node '%.*s' in the ring", who,
+                            int(std::min<size_t>(id_len, 64)), key.data());
+            *fraction = s.node(size_t(i)).ownership;
+            return CHR_OK;
+        });
+    });
+}
+
+CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) {
+    static const char *who = "chr_ring_fingerprint";
+    if (!ring) return null_arg(who, "ring");
+    if (!fingerprint) return null_arg(who, "fingerprint");
+    return impl(ring)->read(who, [&](const Snapshot &s) {
+        *fingerprint = s.fingerprint();
+        return CHR_OK;
+    });
+}
+
+CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out) {
+    static const char *who = "chr_ring_snapshot";
+    if (!out) return null_arg(who, "out");
+    *out = nullptr;
+    if (!ring) return null_arg(who, "ring");
+    const Snapshot *s = nullptr;
+    chr_status st = impl(ring)->acquire(&s, who);
+    if (st == CHR_OK) *out = reinterpret_cast<chr_snapshot *>(const_cast<Snapshot *>(s));
+    return st;
+}
+
+CHR_API void chr_snapshot_release(chr_snapshot *snap) {
+    if (snap) impl(snap)->release();
+}
+
+CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key, size_t key_len,
+                                       chr_node_view *out) {
+    static const char *who = "chr_snapshot_lookup";
+    if (!snap) return null_arg(who, "snap");
+    if (!out) return null_arg(who, "out");
+    if (chr_status st = check_key(who, key, key_len)) return st;
+    const Snapshot &s = *impl(snap);
+    if (s.token_count() == 0) return empty_ring(who);
+    uint32_t o = s.owner_of(key, key_len);
+    fill_view(s.node(o), o, out);
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_snapshot_lookup_batch(const chr_snapshot *snap, const void *const *keys,
+                                             const size_t *key_lens, size_t n, uint32_t *indices) {
+    static const char *who = "chr_snapshot_lookup_batch";
+    if (!snap) return null_arg(who, "snap");
+    if (n && (!keys || !key_lens || !indices))
+        return fail(CHR_EINVAL, "%s: keys, key_lens and indices must not be NULL when n is %zu",
+                    who, n);
+    const Snapshot &s = *impl(snap);
+    if (n && s.token_count() == 0) return empty_ring(who);
+    for (size_t i = 0; i < n; ++i) {
+        if (!keys[i] && key_lens[i])
+            return fail(CHR_EINVAL, "%s: key %zu is NULL with length %zu", who, i, key_lens[i]);
+        indices[i] = s.owner_of(keys[i], key_lens[i]);
+    }
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *key,
+                                         size_t key_len, size_t n, chr_node_view *out,
+                                         size_t *count) {
+    static const char *who = "chr_snapshot_replicas";
+    if (!snap) return null_arg(who, "snap");
+    if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
+    const Snapshot &s = *impl(snap);
+    return guarded(who, [&] {
+        return replicas_on(s, who, key, key_len, n, count,
+                           [&](size_t i, uint32_t o) { fill_view(s.node(o), o, &out[i]); });
+    });
+}
+
+CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr_node_view *out) {
+    static const char *who = "chr_snapshot_node";
+    if (!snap) return null_arg(who, "snap");
+    if (!out) return null_arg(who, "out");
+    const Snapshot &s = *impl(snap);
+    if (index >= s.node_count())
+        return fail(CHR_ERANGE, "%s: index %zu is past the %zu members", who, index, s.node_count());
+    fill_view(s.node(index), uint32_t(index), out);
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count) {
+    if (!snap) return null_arg("chr_snapshot_node_count", "snap");
+    if (!count) return null_arg("chr_snapshot_node_count", "count");
+    *count = impl(snap)->node_count();
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count) {
+    if (!snap) return null_arg("chr_snapshot_token_count", "snap");
+    if (!count) return null_arg("chr_snapshot_token_count", "count");
+    *count = impl(snap)->token_count();
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *fingerprint) {
+    if (!snap) return null_arg("chr_snapshot_fingerprint", "snap");
+    if (!fingerprint) return null_arg("chr_snapshot_fingerprint", "fingerprint");
+    *fingerprint = impl(snap)->fingerprint();
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, uint64_t *value,
+                                      uint32_t *node_index) {
+    static const char *who = "chr_snapshot_token";
+    if (!snap) return null_arg(who, "snap");
+    if (!value) return null_arg(who, "value");
+    if (!node_index) return null_arg(who, "node_index");
+    const Snapshot &s = *impl(snap);
+    if (index >= s.token_count())
+        return fail(CHR_ERANGE, "%s: index %zu is past the %zu tokens", who, index, s.token_count());
+    *value = s.token_value(index);
+    *node_index = s.token_owner(index);
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_hasher_register(const chr_hasher *hasher) {
+    static const char *who = "chr_hasher_register";
+    if (!hasher) return null_arg(who, "hasher");
+    return guarded(who, [&] { return chring::register_hasher(hasher, "registered", nullptr, who); });
+}
+
+CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed,
+                                   uint64_t *out) {
+    static const char *who = "chr_hasher_hash";
+    if (!name) return null_arg(who, "name");
+    if (!out) return null_arg(who, "out");
+    if (!data && len) return fail(CHR_EINVAL, "%s: data is NULL with length %zu", who, len);
+    return guarded(who, [&] {
+        chring::HasherPtr h = chring::find_hasher(name);
+        if (!h)
+            return fail(CHR_ENOHASHER, "%s: no hasher named '%.*s' is registered", who,
+                        CHR_HASHER_NAME_MAX, name);
+        *out = h->hash64(data, len, seed);
+        return CHR_OK;
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,52 @@
+// The mutable ring handle: one published snapshot, a writer mutex, and the
+// snapshots retired by writers until no reader can hold them.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "reclaim.hpp"
+#include "snapshot.hpp"
+
+namespace chring {
+
+class Ring {
+public:
+    // Validates `opts` (NULL = defaults) and creates an empty ring.
+    static chr_status create(const chr_options *opts, Ring **out);
+    ~Ring();
+
+    // Applies a batch and publishes it as one snapshot, or changes nothing.
+    chr_status apply(const chr_change *changes, size_t count, size_t *failed_index,
+                     const char *who);
+
+    // Runs f(const Snapshot &) inside a read-side critical section on the
+    // current snapshot: lock-free, never waits for a writer.
+    template <class F>
+    chr_status read(const char *who, F &&f) const {
+        reclaim::ReadGuard guard;
+        if (!guard.ok()) return out_of_slots(who);
+        return f(*current_.load(std::memory_order_seq_cst));
+    }
+
+    // A new reference to the current snapshot (release it with release()).
+    chr_status acquire(const Snapshot **out, const char *who) const;
+
+private:
+    explicit Ring(PlacementPtr placement);
+    static chr_status out_of_slots(const char *who);
+    void publish(Snapshot *next);  // under writer_; cannot fail
+    void collect() noexcept;       // under writer_
+
+    struct Retired {
+        Snapshot *snapshot;
+        uint64_t epoch;
+    };
+
+    std::mutex writer_;
+    std::atomic<Snapshot *> current_;
+    std::vector<Retired> retired_;  // guarded by writer_
+};
+
+}  // namespace chring

@@ -1,0 +1,120 @@
+// An immutable ring state: members, the sorted token array, and the index
+// that makes successor search a few memory reads. Built once by a writer,
+// then only read, by any number of threads, until its last reference goes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hashers.hpp"
+
+namespace chring {
+
+// What decides where tokens and keys land; fixed for a ring's lifetime.
+struct Placement {
+    HasherPtr hasher;
+    uint64_t seed = 0;
+    uint32_t tokens_per_weight = CHR_DEFAULT_TOKENS_PER_WEIGHT;
+    int32_t mode = CHR_PLACEMENT_NATIVE;
+};
+using PlacementPtr = std::shared_ptr<const Placement>;
+
+struct Node {
+    std::string id;  // bytes, compared as unsigned bytes (std::string's order)
+    std::string zone;
+    uint64_t tag = 0;
+    uint32_t weight = 0;
+    uint32_t tokens = 0;     // filled by the snapshot build
+    double ownership = 0.0;  // filled by the snapshot build
+};
+
+// A change of membership, as the snapshot build needs it: the new node
+// table plus, for each new node, where it was in the old table (-1 if new)
+// and whether its tokens must be generated again.
+struct MembershipDelta {
+    std::vector<Node> nodes;           // sorted by id
+    std::vector<int64_t> old_index;    // per node: index in the old snapshot, or -1
+    std::vector<uint8_t> regenerate;   // per node: 1 if added or reweighted
+};
+
+class Snapshot {
+public:
+    // The empty ring.
+    explicit Snapshot(PlacementPtr placement);
+    // `base` plus `delta`: tokens of unchanged nodes are filtered from
+    // `base` and merged with freshly generated ones in O(T + d log d).
+    Snapshot(const Snapshot &base, MembershipDelta delta);
+    ~Snapshot();
+    Snapshot(const Snapshot &) = delete;
+    Snapshot &operator=(const Snapshot &) = delete;
+
+    // References: the ring holds one while it publishes this snapshot,
+    // each chr_snapshot handle one more.
+    void retain() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+    void release() const noexcept;
+
+    uint64_t hash_key(const void *key, size_t len) const noexcept {
+        return hash64_(key, len, placement_->seed);
+    }
+    // Index of the first token >= h in the total order, wrapping to 0.
+    // Requires token_count() > 0.
+    uint32_t successor(uint64_t h) const noexcept {
+        uint64_t b = h >> prefix_shift_;
+        uint32_t lo = prefix_[b], hi = prefix_[b + 1];
+        if (hi - lo > kLinearScanMax) {
+            lo = lower_bound(lo, hi, h);
+        } else {
+            while (lo < hi && values_[lo] < h) ++lo;
+        }
+        return lo == values_.size() ? 0 : lo;
+    }
+    uint32_t owner_of(const void *key, size_t len) const noexcept {
+        return owners_[successor(hash_key(key, len))];
+    }
+    // Up to n distinct owners (node indices) clockwise from the key's
+    // successor; returns how many were written to `out`. May allocate a
+    // per-thread scratch table once, for n above kLinearScanReplicas.
+    size_t replicas(const void *key, size_t len, size_t n, uint32_t *out) const;
+
+    size_t token_count() const noexcept { return values_.size(); }
+    size_t node_count() const noexcept { return nodes_.size(); }
+    size_t eligible_count() const noexcept { return eligible_; }
+    const std::vector<Node> &nodes() const noexcept { return nodes_; }
+    const Node &node(size_t i) const noexcept { return nodes_[i]; }
+    uint64_t token_value(size_t i) const noexcept { return values_[i]; }
+    uint32_t token_owner(size_t i) const noexcept { return owners_[i]; }
+    uint64_t fingerprint() const noexcept { return fingerprint_; }
+    const PlacementPtr &placement() const noexcept { return placement_; }
+    // Index of the node with this id, or -1.
+    int64_t find(const std::string &id) const noexcept;
+    // Bytes of token array plus index (for the memory-per-token report).
+    size_t index_bytes() const noexcept;
+
+    // Snapshots alive in this process (white-box tests check reclamation).
+    static int64_t live_count() noexcept;
+
+private:
+    static constexpr uint32_t kLinearScanMax = 8;
+    static constexpr size_t kLinearScanReplicas = 32;
+
+    uint32_t lower_bound(uint32_t lo, uint32_t hi, uint64_t h) const noexcept;
+    void generate_tokens(const MembershipDelta &delta, std::vector<uint64_t> &values,
+                         std::vector<uint32_t> &owners) const;
+    void finish();  // ownership, eligible count, prefix index, fingerprint
+
+    mutable std::atomic<uint32_t> refs_{1};
+    PlacementPtr placement_;
+    chr_hash64_fn hash64_;
+    std::vector<Node> nodes_;
+    std::vector<uint64_t> values_;   // sorted by (value, owner): owner order is id order
+    std::vector<uint32_t> owners_;   // node index per token
+    std::vector<uint32_t> prefix_;   // prefix_[b] = first token whose top bits are >= b
+    unsigned prefix_shift_ = 63;
+    size_t eligible_ = 0;
+    uint64_t fingerprint_ = 0;
+};
+
+}  // namespace chring
