@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages chring needs to build, test and benchmark,
+# only those that are missing. Safe to run again; needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  meson ninja-build g++ pkg-config python3          # build
+  libboost-dev libssl-dev libxxhash-dev             # core and plugins
+  libcmocka-dev libbenchmark-dev libmemcached-dev   # tests, benchmarks, reference
+  libcli11-dev nlohmann-json3-dev                   # the chring CLI
+  golang-go cargo luajit                            # bindings
+  nginx nginx-dev wrk                               # nginx module
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
