@@ -5,6 +5,7 @@
 #include "chring.h"
 #include "errors.hpp"
 #include "hashers.hpp"
+#include "plugins.hpp"
 #include "ring.hpp"
 
 namespace {
@@ -364,11 +365,49 @@ CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, ui
     return CHR_OK;
 }
 
+CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded) {
+    static const char *who = "chr_plugin_load";
+    if (loaded) *loaded = 0;
+    if (!path) return null_arg(who, "path");
+    return guarded(who, [&] { return chring::load_plugin(path, loaded, who); });
+}
+
+CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out, size_t capacity,
+                                   size_t *count) {
+    static const char *who = "chr_hasher_list";
+    if (!count) return null_arg(who, "count");
+    if (!out && capacity) return fail(CHR_EINVAL, "%s: out is NULL with capacity %zu", who, capacity);
+    return guarded(who, [&] {
+        chring::discover_plugins(plugin_dir);
+        std::vector<chring::HasherPtr> all = chring::list_hashers();
+        *count = all.size();
+        if (capacity < all.size())
+            return fail(CHR_ERANGE, "%s: capacity %zu is less than the %zu hashers", who, capacity,
+                        all.size());
+        for (size_t i = 0; i < all.size(); ++i) {
+            // Registry entries are immutable and never removed: the strings stay valid.
+            out[i].name = all[i]->name.c_str();
+            out[i].description = all[i]->description.c_str();
+            out[i].origin = all[i]->origin.c_str();
+            out[i].digest_size = all[i]->digest_size;
+            out[i].reserved0 = 0;
+        }
+        return CHR_OK;
+    });
+}
+
 CHR_API chr_status chr_hasher_register(const chr_hasher *hasher) {
     static const char *who = "chr_hasher_register";
     if (!hasher) return null_arg(who, "hasher");
-    return guarded(who, [&] { return chring::register_hasher(hasher, "registered", nullptr, who); });
+    return guarded(who, [&] { return chring::register_hashers({hasher}, "registered", nullptr, who); });
 }
+
+namespace {
+chr_status no_hasher(const char *who, const char *name) {
+    return fail(CHR_ENOHASHER, "%s: no hasher named '%.*s' is registered or found in a plugin", who,
+                CHR_HASHER_NAME_MAX, name);
+}
+}  // namespace
 
 CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed,
                                    uint64_t *out) {
@@ -377,11 +416,30 @@ CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t le
     if (!out) return null_arg(who, "out");
     if (!data && len) return fail(CHR_EINVAL, "%s: data is NULL with length %zu", who, len);
     return guarded(who, [&] {
-        chring::HasherPtr h = chring::find_hasher(name);
-        if (!h)
-            return fail(CHR_ENOHASHER, "%s: no hasher named '%.*s' is registered", who,
-                        CHR_HASHER_NAME_MAX, name);
+        chring::HasherPtr h = chring::resolve_hasher(name, nullptr);
+        if (!h) return no_hasher(who, name);
         *out = h->hash64(data, len, seed);
+        return CHR_OK;
+    });
+}
+
+CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t len,
+                                     unsigned char *out, size_t capacity, size_t *digest_size) {
+    static const char *who = "chr_hasher_digest";
+    if (!name) return null_arg(who, "name");
+    if (!digest_size) return null_arg(who, "digest_size");
+    if (!out && capacity) return fail(CHR_EINVAL, "%s: out is NULL with capacity %zu", who, capacity);
+    if (!data && len) return fail(CHR_EINVAL, "%s: data is NULL with length %zu", who, len);
+    return guarded(who, [&] {
+        chring::HasherPtr h = chring::resolve_hasher(name, nullptr);
+        if (!h) return no_hasher(who, name);
+        *digest_size = h->digest_size;
+        if (!h->digest)
+            return fail(CHR_ENOTSUP, "%s: hasher '%s' has no full digest", who, h->name.c_str());
+        if (capacity < h->digest_size)
+            return fail(CHR_ERANGE, "%s: capacity %zu is less than the %u-byte digest of '%s'", who,
+                        capacity, h->digest_size, h->name.c_str());
+        h->digest(data, len, out);
         return CHR_OK;
     });
 }

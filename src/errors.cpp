@@ -2,6 +2,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 namespace chring {
 namespace {
@@ -18,6 +19,10 @@ chr_status fail(chr_status status, const char *fmt, ...) {
 }
 
 const char *last_error() noexcept { return tls_message; }
+
+static_assert(sizeof(PreserveLastError) >= sizeof tls_message, "saved_ must hold the message");
+PreserveLastError::PreserveLastError() noexcept { std::memcpy(saved_, tls_message, sizeof tls_message); }
+PreserveLastError::~PreserveLastError() { std::memcpy(tls_message, saved_, sizeof tls_message); }
 
 const char *status_text(chr_status status) noexcept {
     switch (status) {

@@ -11,6 +11,20 @@ namespace chring {
 chr_status fail(chr_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 const char *last_error() noexcept;
+
+// Keeps this thread's chr_last_error() message as it was across a scope
+// whose failures are expected and handled (plugin discovery), so that a
+// call that succeeds overall leaves the message untouched.
+class PreserveLastError {
+public:
+    PreserveLastError() noexcept;
+    ~PreserveLastError();
+    PreserveLastError(const PreserveLastError &) = delete;
+    PreserveLastError &operator=(const PreserveLastError &) = delete;
+
+private:
+    char saved_[512];
+};
 const char *status_text(chr_status status) noexcept;
 
 }  // namespace chring

@@ -3,7 +3,6 @@
 #include <cstring>
 #include <mutex>
 
-#include "builtin_hashers.hpp"
 #include "errors.hpp"
 
 namespace chring {
@@ -28,13 +27,7 @@ HasherPtr make_hasher(const chr_hasher *desc, const std::string &origin,
 }
 
 Registry &registry() {
-    // Built-ins are installed on first use, so no static-initialisation order matters.
-    static Registry *r = [] {
-        auto *reg = new Registry;  // never destroyed: rings may outlive static destructors
-        for (const chr_hasher *d : builtin_hashers())
-            reg->hashers.push_back(make_hasher(d, "builtin", nullptr));
-        return reg;
-    }();
+    static Registry *r = new Registry;  // never destroyed: rings may outlive static destructors
     return *r;
 }
 
@@ -76,17 +69,27 @@ chr_status validate_descriptor(const chr_hasher *d, const char *who) {
     return CHR_OK;
 }
 
-chr_status register_hasher(const chr_hasher *desc, const std::string &origin,
-                           std::shared_ptr<const void> module, const char *who) {
-    if (chr_status st = validate_descriptor(desc, who)) return st;
-    HasherPtr h = make_hasher(desc, origin, std::move(module));
+chr_status register_hashers(const std::vector<const chr_hasher *> &descs, const std::string &origin,
+                            std::shared_ptr<const void> module, const char *who) {
+    for (const chr_hasher *d : descs)
+        if (chr_status st = validate_descriptor(d, who)) return st;
+    std::vector<HasherPtr> fresh;
+    for (const chr_hasher *d : descs) fresh.push_back(make_hasher(d, origin, module));
+
     Registry &r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
-    for (const HasherPtr &existing : r.hashers)
-        if (existing->name == h->name)
-            return fail(CHR_EEXIST, "%s: a hasher named '%s' is already registered (from %s)", who,
-                        h->name.c_str(), existing->origin.c_str());
-    r.hashers.push_back(std::move(h));
+    for (size_t i = 0; i < fresh.size(); ++i) {
+        for (const HasherPtr &existing : r.hashers)
+            if (existing->name == fresh[i]->name)
+                return fail(CHR_EEXIST, "%s: a hasher named '%s' is already registered (from %s)",
+                            who, fresh[i]->name.c_str(), existing->origin.c_str());
+        for (size_t j = 0; j < i; ++j)
+            if (fresh[j]->name == fresh[i]->name)
+                return fail(CHR_EEXIST, "%s: two hashers named '%s' in %s", who,
+                            fresh[i]->name.c_str(), origin.c_str());
+    }
+    r.hashers.reserve(r.hashers.size() + fresh.size());  // so the appends below cannot fail
+    for (HasherPtr &h : fresh) r.hashers.push_back(std::move(h));
     return CHR_OK;
 }
 

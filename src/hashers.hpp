@@ -1,5 +1,5 @@
 // The hasher registry: every hasher a ring can be created with, whether
-// built in, registered in-process, or (later) loaded from a plugin.
+// registered in-process or loaded from a plugin. Entries are never removed.
 #pragma once
 
 #include <memory>
@@ -27,12 +27,14 @@ using HasherPtr = std::shared_ptr<const Hasher>;
 // Checks every field of a descriptor; `who` names the caller in messages.
 chr_status validate_descriptor(const chr_hasher *desc, const char *who);
 
-// Validates and adds a hasher. A name already taken is CHR_EEXIST and the
-// first one stays. The registry is unchanged on any failure.
-chr_status register_hasher(const chr_hasher *desc, const std::string &origin,
-                           std::shared_ptr<const void> module, const char *who);
+// Validates and adds hashers, all or none: a bad descriptor, or a name
+// already taken (CHR_EEXIST: the first one stays), leaves the registry
+// unchanged. `module` keeps their shared object loaded (nullptr if none).
+chr_status register_hashers(const std::vector<const chr_hasher *> &descs, const std::string &origin,
+                            std::shared_ptr<const void> module, const char *who);
 
-// The hasher called `name`, or nullptr.
+// The hasher called `name` among those registered so far, or nullptr.
+// See resolve_hasher() (plugins.hpp) for the version that discovers plugins.
 HasherPtr find_hasher(const std::string &name);
 
 // Every registered hasher, in registration order.

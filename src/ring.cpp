@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "errors.hpp"
+#include "plugins.hpp"
 
 namespace chring {
 namespace {
@@ -50,10 +51,12 @@ chr_status Ring::create(const chr_options *opts, Ring **out) {
                     o.placement);
     const char *name = o.hasher ? o.hasher : CHR_DEFAULT_HASHER;
     auto placement = std::make_shared<Placement>();
-    placement->hasher = find_hasher(name);
+    placement->hasher = resolve_hasher(name, o.plugin_dir);
     if (!placement->hasher)
-        return fail(CHR_ENOHASHER, "%s: no hasher named '%.*s' is registered", who,
-                    CHR_HASHER_NAME_MAX, name);
+        return fail(CHR_ENOHASHER,
+                    "%s: no hasher named '%.*s' is registered or found in a plugin (searched next "
+                    "to libchring, CHRING_PLUGIN_PATH and plugin_dir)",
+                    who, CHR_HASHER_NAME_MAX, name);
     placement->seed = o.seed;
     placement->tokens_per_weight = o.tokens_per_weight;
     placement->mode = o.placement;

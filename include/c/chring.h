@@ -430,8 +430,58 @@ CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, ui
                                       uint32_t *node_index);
 
 /* ------------------------------------------------------------------------ */
-/* Hashers                                                                  */
+/* Hashers and plugins                                                      */
 /* ------------------------------------------------------------------------ */
+
+/*
+ * A ring hashes keys and tokens with a named hasher (chr_options.hasher).
+ * Hashers come from plugins (see chring_plugin.h) or chr_hasher_register().
+ * Plugins are found without configuration when a name is first missed,
+ * searching, in this order:
+ *   1. next to the loaded libchring: <libdir>/chring/plugins/ when
+ *      installed, and <libdir>/../plugins/<any>/ in a Meson build tree;
+ *   2. each directory of the CHRING_PLUGIN_PATH environment variable
+ *      (':'-separated);
+ *   3. chr_options.plugin_dir (or the plugin_dir argument below).
+ * Discovery loads files named chring-*.so; an earlier directory wins a name
+ * clash; missing or unreadable directories and files that fail to load are
+ * skipped. A plugin whose hashers are registered stays loaded for the rest
+ * of the process: function pointers taken from it never dangle.
+ */
+
+/** One available hasher. The strings live as long as the process. */
+typedef struct chr_hasher_info {
+    const char *name;
+    const char *description;  /**< "" if none */
+    const char *origin;       /**< "builtin", "registered", or the plugin file's path */
+    uint32_t digest_size;     /**< 0 if the hasher has no full digest */
+    uint32_t reserved0;
+} chr_hasher_info;
+
+/**
+ * Loads the plugin at `path` and registers every hasher it exports. All or
+ * nothing: if any descriptor is refused, none is registered and the file
+ * is unloaded.
+ * @param loaded  if not NULL, receives the number of hashers registered.
+ * @return CHR_OK; CHR_EINVAL; CHR_EPLUGIN_NOFILE (missing, unreadable or not
+ *         a regular file); CHR_EPLUGIN_NOTSO; CHR_EPLUGIN_SYMBOL;
+ *         CHR_EPLUGIN_ABI; CHR_EPLUGIN_DESC (no hashers, or a bad field);
+ *         CHR_EEXIST (a name is already registered: the first keeps working);
+ *         CHR_ENOMEM.
+ * Thread-safety: any thread. Since: 0.1.
+ */
+CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded);
+
+/**
+ * Lists the available hashers, after discovering plugins in the default
+ * places and in `plugin_dir` (NULL for none).
+ * @param count  receives the number of hashers; on CHR_ERANGE the capacity
+ *               needed (out may be NULL with capacity 0 to ask).
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE; CHR_ENOMEM.
+ * Thread-safety: any thread. Since: 0.1.
+ */
+CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out, size_t capacity,
+                                   size_t *count);
 
 /**
  * Registers a hasher in this process (see chring_plugin.h for the
@@ -445,13 +495,24 @@ CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, ui
 CHR_API chr_status chr_hasher_register(const chr_hasher *hasher);
 
 /**
- * Hashes bytes with the named hasher, as a ring with that hasher and seed
- * would hash a key. For tools and tests that check known answers.
+ * Hashes bytes with the named hasher (discovering plugins if needed), as a
+ * ring with that hasher and seed would hash a key.
  * @return CHR_OK; CHR_EINVAL; CHR_ENOHASHER.
  * Thread-safety: any thread. Since: 0.1.
  */
 CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed,
                                    uint64_t *out);
+
+/**
+ * The named hasher's full digest of `data` (e.g. the 16 MD5 bytes).
+ * @param out          room for `capacity` bytes
+ * @param digest_size  receives the digest's size (also on CHR_ERANGE)
+ * @return CHR_OK; CHR_EINVAL; CHR_ENOHASHER; CHR_ENOTSUP (the hasher has no
+ *         digest); CHR_ERANGE (capacity too small).
+ * Thread-safety: any thread. Since: 0.1.
+ */
+CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t len,
+                                     unsigned char *out, size_t capacity, size_t *digest_size);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,148 @@
+#include "plugins.hpp"
+
+#define BOOST_DLL_USE_STD_FS
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "errors.hpp"
+
+namespace chring {
+namespace fs = std::filesystem;
+
+namespace {
+
+// A plugin exporting more is surely broken; also bounds the work of a load.
+constexpr uint32_t kMaxHashersPerPlugin = 256;
+
+using EntryFn = const chr_hasher *const *(uint32_t *);
+
+chr_status check_file(const std::string &path, const char *who) {
+    std::error_code ec;
+    fs::file_status st = fs::status(path, ec);
+    if (ec || !fs::exists(st))
+        return fail(CHR_EPLUGIN_NOFILE, "%s: plugin '%s' does not exist", who, path.c_str());
+    if (!fs::is_regular_file(st))
+        return fail(CHR_EPLUGIN_NOFILE, "%s: plugin '%s' is not a regular file", who, path.c_str());
+    FILE *f = std::fopen(path.c_str(), "rb");
+    if (!f) return fail(CHR_EPLUGIN_NOFILE, "%s: plugin '%s' is not readable", who, path.c_str());
+    unsigned char magic[4] = {0, 0, 0, 0};
+    size_t got = std::fread(magic, 1, sizeof magic, f);
+    std::fclose(f);
+    if (got != 4 || magic[0] != 0x7f || magic[1] != 'E' || magic[2] != 'L' || magic[3] != 'F')
+        return fail(CHR_EPLUGIN_NOTSO, "%s: '%s' is not a shared object (no ELF header)", who,
+                    path.c_str());
+    return CHR_OK;
+}
+
+// The directories searched, in precedence order.
+std::vector<fs::path> search_dirs(const char *plugin_dir) {
+    std::vector<fs::path> dirs;
+    std::error_code ec;
+    // Where this code was loaded from: libchring.so (or an executable that
+    // links the core statically).
+    fs::path libdir = boost::dll::this_line_location(ec).parent_path();
+    if (!ec && !libdir.empty()) {
+        dirs.push_back(libdir / "chring" / "plugins");  // installed: <libdir>/chring/plugins
+        // Meson build tree: <build>/src/libchring.so and <build>/plugins/<name>/chring-*.so
+        fs::path tree = libdir.parent_path() / "plugins";
+        std::vector<fs::path> subdirs;
+        for (fs::directory_iterator it(tree, ec), end; !ec && it != end; it.increment(ec))
+            if (it->is_directory(ec)) subdirs.push_back(it->path());
+        std::sort(subdirs.begin(), subdirs.end());
+        dirs.insert(dirs.end(), subdirs.begin(), subdirs.end());
+    }
+    if (const char *env = std::getenv("CHRING_PLUGIN_PATH")) {
+        std::string list = env;
+        size_t start = 0;
+        while (start <= list.size()) {
+            size_t end = list.find(':', start);
+            if (end == std::string::npos) end = list.size();
+            if (end > start) dirs.emplace_back(list.substr(start, end - start));
+            start = end + 1;
+        }
+    }
+    if (plugin_dir && *plugin_dir) dirs.emplace_back(plugin_dir);
+    return dirs;
+}
+
+bool is_plugin_name(const std::string &file) {
+    return file.size() > 10 && file.compare(0, 7, "chring-") == 0 &&
+           file.compare(file.size() - 3, 3, ".so") == 0;
+}
+
+struct Discovery {
+    std::mutex mu;
+    std::set<std::string> tried;  // canonical paths, loaded or not
+};
+Discovery &discovery() {
+    static Discovery *d = new Discovery;  // never destroyed, like the registry
+    return *d;
+}
+
+}  // namespace
+
+chr_status load_plugin(const std::string &path, size_t *loaded, const char *who) {
+    if (loaded) *loaded = 0;
+    if (chr_status st = check_file(path, who)) return st;
+
+    auto lib = std::make_shared<boost::dll::shared_library>();
+    std::error_code ec;
+    // rtld_now: a plugin with unresolved symbols fails here, not mid-lookup.
+    lib->load(path, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    if (ec || !lib->is_loaded())
+        return fail(CHR_EPLUGIN_NOTSO, "%s: '%s' is not a loadable shared object: %s", who,
+                    path.c_str(), ec ? ec.message().c_str() : "unknown error");
+    if (!lib->has(CHR_PLUGIN_ENTRY_SYMBOL))
+        return fail(CHR_EPLUGIN_SYMBOL, "%s: '%s' does not export %s()", who, path.c_str(),
+                    CHR_PLUGIN_ENTRY_SYMBOL);
+    EntryFn &entry = lib->get<EntryFn>(CHR_PLUGIN_ENTRY_SYMBOL);
+
+    uint32_t count = 0;
+    const chr_hasher *const *table = entry(&count);
+    if (!table || count == 0)
+        return fail(CHR_EPLUGIN_DESC, "%s: '%s' exports no hashers", who, path.c_str());
+    if (count > kMaxHashersPerPlugin)
+        return fail(CHR_EPLUGIN_DESC, "%s: '%s' claims %u hashers (at most %u)", who, path.c_str(),
+                    count, kMaxHashersPerPlugin);
+    std::vector<const chr_hasher *> descs(table, table + count);
+
+    std::string who_file = std::string(who) + ": " + path;
+    chr_status st = register_hashers(descs, path, lib, who_file.c_str());
+    if (st == CHR_OK && loaded) *loaded = count;
+    return st;  // on failure `lib` is the last owner: the file is unloaded here
+}
+
+void discover_plugins(const char *plugin_dir) {
+    PreserveLastError keep_message;  // skipped failures are not the caller's errors
+    Discovery &d = discovery();
+    std::lock_guard<std::mutex> lock(d.mu);
+    for (const fs::path &dir : search_dirs(plugin_dir)) {
+        std::error_code ec;
+        std::vector<fs::path> files;
+        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+            if (is_plugin_name(it->path().filename().string())) files.push_back(it->path());
+        std::sort(files.begin(), files.end());
+        for (const fs::path &file : files) {
+            fs::path canonical = fs::weakly_canonical(file, ec);
+            std::string key = ec ? file.string() : canonical.string();
+            if (!d.tried.insert(key).second) continue;
+            (void)load_plugin(key, nullptr, "plugin discovery");
+        }
+    }
+}
+
+HasherPtr resolve_hasher(const std::string &name, const char *plugin_dir) {
+    if (HasherPtr h = find_hasher(name)) return h;
+    discover_plugins(plugin_dir);
+    return find_hasher(name);
+}
+
+}  // namespace chring
