@@ -124,10 +124,14 @@ CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) {
 }
 
 CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) {
-    return guarded("chr_ring_new", [&] {
+    static const char *who = "chr_ring_new";
+    // Checked here: Ring::create only ever sees the local `r` below.
+    if (!out) return null_arg(who, "out");
+    *out = nullptr;  // also when create throws (CHR_ENOMEM)
+    return guarded(who, [&] {
         Ring *r = nullptr;
         chr_status st = Ring::create(opts, &r);
-        if (out) *out = reinterpret_cast<chr_ring *>(r);
+        *out = reinterpret_cast<chr_ring *>(r);
         return st;
     });
 }
