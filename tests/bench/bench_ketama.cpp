@@ -67,11 +67,17 @@ std::string assertion_line(const std::string &text) {
 std::string probe_capacity(size_t servers, Mode mode) {
     auto *added = static_cast<volatile size_t *>(
         mmap(nullptr, sizeof(size_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-    int err[2];
-    if (added == MAP_FAILED || pipe(err) != 0) return "cannot start the probe: " + std::string(std::strerror(errno));
+    if (added == MAP_FAILED) return std::string("cannot start the probe: ") + std::strerror(errno);
     *added = 0;
+    int err[2] = {-1, -1};
     std::fflush(nullptr);
-    pid_t child = fork();
+    pid_t child = pipe(err) == 0 ? fork() : -1;
+    if (child < 0) {
+        std::string why = std::string("cannot start the probe: ") + std::strerror(errno);
+        for (int fd : err) if (fd >= 0) close(fd);
+        munmap(const_cast<size_t *>(added), sizeof(size_t));
+        return why;
+    }
     if (child == 0) {
         dup2(err[1], STDERR_FILENO);
         close(err[0]);
@@ -92,10 +98,13 @@ std::string probe_capacity(size_t servers, Mode mode) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
     std::string why = "libmemcached cannot hold " + std::to_string(servers) + " servers: ";
     if (WIFSIGNALED(status))
-        why += "the process dies of " + std::string(strsignal(WTERMSIG(status))) +
-               " while adding server #" + std::to_string(accepted + 1);
+        why += "the process is killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+               strsignal(WTERMSIG(status)) + ") while adding server #" +
+               std::to_string(accepted + 1);
+    else if (accepted < servers)
+        why += "memcached_server_add refuses server #" + std::to_string(accepted + 1);
     else
-        why += "server #" + std::to_string(accepted + 1) + " is refused";
+        why += "memcached_generate_hash answers a server index out of range";
     std::string line = assertion_line(output);
     return line.empty() ? why : why + " (" + line + ")";
 }
@@ -104,7 +113,8 @@ std::string probe_capacity(size_t servers, Mode mode) {
 const std::string &capacity_problem(size_t servers, Mode mode) {
     static std::map<std::pair<size_t, Mode>, std::string> known;
     auto it = known.find({servers, mode});
-    if (it == known.end()) it = known.emplace(std::make_pair(servers, mode), probe_capacity(servers, mode)).first;
+    if (it == known.end())
+        it = known.emplace(std::make_pair(servers, mode), probe_capacity(servers, mode)).first;
     return it->second;
 }
 
