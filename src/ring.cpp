@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "compat.hpp"
 #include "errors.hpp"
 #include "plugins.hpp"
 
@@ -46,10 +47,16 @@ chr_status Ring::create(const chr_options *opts, Ring **out) {
         return fail(CHR_ERANGE, "%s: tokens_per_weight %u is out of range (1..%u)", who,
                     o.tokens_per_weight, CHR_TOKENS_PER_WEIGHT_MAX);
     if (o.reserved0 != 0) return fail(CHR_EINVAL, "%s: options.reserved0 must be 0", who);
-    if (o.placement != CHR_PLACEMENT_NATIVE)
-        return fail(CHR_ENOTSUP, "%s: placement mode %d is not available in this build", who,
-                    o.placement);
+    if (o.placement < CHR_PLACEMENT_NATIVE || o.placement > CHR_PLACEMENT_NGINX)
+        return fail(CHR_ENOTSUP, "%s: placement mode %d is not available in this build (0..%d)",
+                    who, o.placement, CHR_PLACEMENT_NGINX);
     const char *name = o.hasher ? o.hasher : CHR_DEFAULT_HASHER;
+    if (const char *required = compat::required_hasher(o.placement)) {
+        if (o.hasher && std::strcmp(o.hasher, required) != 0)
+            return fail(CHR_EINVAL, "%s: placement mode %d is defined with hasher '%s', not '%.*s'",
+                        who, o.placement, required, CHR_HASHER_NAME_MAX, o.hasher);
+        name = required;
+    }
     auto placement = std::make_shared<Placement>();
     placement->hasher = resolve_hasher(name, o.plugin_dir);
     if (!placement->hasher)
@@ -57,6 +64,9 @@ chr_status Ring::create(const chr_options *opts, Ring **out) {
                     "%s: no hasher named '%.*s' is registered or found in a plugin (searched next "
                     "to libchring, CHRING_PLUGIN_PATH and plugin_dir)",
                     who, CHR_HASHER_NAME_MAX, name);
+    if (compat::required_hasher(o.placement) && !placement->hasher->digest)
+        return fail(CHR_ENOHASHER, "%s: hasher '%s' has no full digest, which placement mode %d needs",
+                    who, name, o.placement);
     placement->seed = o.seed;
     placement->tokens_per_weight = o.tokens_per_weight;
     placement->mode = o.placement;
@@ -91,13 +101,15 @@ chr_status Ring::apply(const chr_change *changes, size_t count, size_t *failed_i
     if (failed_index) *failed_index = count;
     std::lock_guard<std::mutex> lock(writer_);
     const Snapshot &base = *current_.load(std::memory_order_relaxed);
-    const uint32_t tpw = base.placement()->tokens_per_weight;
+    const Placement &placement = *base.placement();
 
     MembershipDelta d;
     d.nodes = base.nodes();
     d.old_index.resize(d.nodes.size());
     for (size_t k = 0; k < d.nodes.size(); ++k) d.old_index[k] = int64_t(k);
-    uint64_t total_tokens = base.token_count();
+    // Running bound on the tokens of the working membership (exact for native).
+    uint64_t total_tokens = 0;
+    for (const Node &n : d.nodes) total_tokens += compat::point_bound(placement, n.weight);
 
     for (size_t c = 0; c < count; ++c) {
         const chr_change &ch = changes[c];
@@ -116,6 +128,7 @@ chr_status Ring::apply(const chr_change *changes, size_t count, size_t *failed_i
             if (ch.weight > CHR_WEIGHT_MAX)
                 return reject(fail(CHR_ERANGE, "%s: weight %u is out of range (0..%u)", who,
                                    ch.weight, CHR_WEIGHT_MAX));
+            if (chr_status st = compat::check_weight(placement, ch.weight, who)) return reject(st);
         }
         if (ch.op == CHR_OP_ADD) {
             if (present)
@@ -135,25 +148,26 @@ chr_status Ring::apply(const chr_change *changes, size_t count, size_t *failed_i
             n.weight = ch.weight;
             d.nodes.insert(d.nodes.begin() + long(pos), std::move(n));
             d.old_index.insert(d.old_index.begin() + long(pos), -1);
-            total_tokens += uint64_t(ch.weight) * tpw;
+            total_tokens += compat::point_bound(placement, ch.weight);
         } else {
             if (!present)
                 return reject(fail(CHR_ENOENT, "%s: no node '%.*s' in the ring", who,
                                    int(std::min<size_t>(id.size(), 64)), id.data()));
-            total_tokens -= uint64_t(d.nodes[pos].weight) * tpw;
+            total_tokens -= compat::point_bound(placement, d.nodes[pos].weight);
             if (ch.op == CHR_OP_REMOVE) {
                 d.nodes.erase(d.nodes.begin() + long(pos));
                 d.old_index.erase(d.old_index.begin() + long(pos));
             } else {
                 d.nodes[pos].weight = ch.weight;
-                total_tokens += uint64_t(ch.weight) * tpw;
+                total_tokens += compat::point_bound(placement, ch.weight);
             }
         }
         if (total_tokens > CHR_TOKENS_MAX)
             return reject(fail(CHR_ERANGE,
-                               "%s: change %zu would make %llu tokens (limit %u = weight x "
-                               "tokens_per_weight %u summed over nodes)",
-                               who, c, (unsigned long long)total_tokens, CHR_TOKENS_MAX, tpw));
+                               "%s: change %zu would make %llu tokens (limit %u; native "
+                               "placement: weight x tokens_per_weight %u summed over nodes)",
+                               who, c, (unsigned long long)total_tokens, CHR_TOKENS_MAX,
+                               placement.tokens_per_weight));
     }
 
     d.regenerate.resize(d.nodes.size());

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "compat.hpp"
+
 namespace chring {
 namespace {
 
@@ -57,13 +59,22 @@ thread_local ReplicaScratch replica_scratch;
 }  // namespace
 
 Snapshot::Snapshot(PlacementPtr placement)
-    : placement_(std::move(placement)), hash64_(placement_->hasher->hash64) {
+    : placement_(std::move(placement)),
+      hash64_(placement_->hasher->hash64),
+      native_(placement_->mode == CHR_PLACEMENT_NATIVE) {
     finish();
     live_snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 
 Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
-    : placement_(base.placement_), hash64_(base.hash64_) {
+    : placement_(base.placement_), hash64_(base.hash64_), native_(base.native_) {
+    if (!native_) {
+        nodes_ = std::move(delta.nodes);
+        compat::build_points(*placement_, nodes_, values_, owners_);
+        finish();
+        live_snapshots.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
     const size_t n_new = delta.nodes.size();
 
     // Old node index -> new index, for nodes whose tokens are kept as they are.
@@ -196,6 +207,10 @@ void Snapshot::finish() {
         fp.add(owners_[t]);
     }
     fingerprint_ = fp.h;
+}
+
+uint64_t Snapshot::compat_key_position(const void *key, size_t len) const noexcept {
+    return compat::key_position(*placement_, key, len);
 }
 
 uint32_t Snapshot::lower_bound(uint32_t lo, uint32_t hi, uint64_t h) const noexcept {

@@ -44,8 +44,10 @@ class Snapshot {
 public:
     // The empty ring.
     explicit Snapshot(PlacementPtr placement);
-    // `base` plus `delta`: tokens of unchanged nodes are filtered from
-    // `base` and merged with freshly generated ones in O(T + d log d).
+    // `base` plus `delta`. Native placement: tokens of unchanged nodes are
+    // filtered from `base` and merged with freshly generated ones in
+    // O(T + d log d). Compatibility placements rebuild every point, as the
+    // systems they reproduce do.
     Snapshot(const Snapshot &base, MembershipDelta delta);
     ~Snapshot();
     Snapshot(const Snapshot &) = delete;
@@ -57,7 +59,8 @@ public:
     void release() const noexcept;
 
     uint64_t hash_key(const void *key, size_t len) const noexcept {
-        return hash64_(key, len, placement_->seed);
+        if (__builtin_expect(native_, 1)) return hash64_(key, len, placement_->seed);
+        return compat_key_position(key, len);
     }
     // Index of the first token >= h in the total order, wrapping to 0.
     // Requires token_count() > 0.
@@ -101,6 +104,7 @@ private:
     static constexpr size_t kLinearScanReplicas = 32;
 
     uint32_t lower_bound(uint32_t lo, uint32_t hi, uint64_t h) const noexcept;
+    uint64_t compat_key_position(const void *key, size_t len) const noexcept;
     void generate_tokens(const MembershipDelta &delta, std::vector<uint64_t> &values,
                          std::vector<uint32_t> &owners) const;
     void finish();  // ownership, eligible count, prefix index, fingerprint
@@ -108,6 +112,7 @@ private:
     mutable std::atomic<uint32_t> refs_{1};
     PlacementPtr placement_;
     chr_hash64_fn hash64_;
+    bool native_;  // CHR_PLACEMENT_NATIVE: keys hash with hash64_ directly
     std::vector<Node> nodes_;
     std::vector<uint64_t> values_;   // sorted by (value, owner): owner order is id order
     std::vector<uint32_t> owners_;   // node index per token

@@ -143,8 +143,45 @@ CHR_API const char *chr_last_error(void);
 /* Options                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/** Placement: how tokens are derived and keys hashed. */
-#define CHR_PLACEMENT_NATIVE 0  /**< DESIGN §1: H(id "#" i), weight * tokens_per_weight tokens */
+/*
+ * Placement: how tokens are derived and keys hashed.
+ *
+ * CHR_PLACEMENT_NATIVE: tokens H(id "#" i) for i < weight * tokens_per_weight
+ * with the ring's hasher and seed; ties ordered by id bytes. Exact minimal
+ * disruption, order-independent.
+ *
+ * The compatibility placements reproduce other systems' key -> server
+ * mapping bit for bit, for the same server list and weights. They fix the
+ * hasher (leave chr_options.hasher NULL or name the one below), ignore
+ * tokens_per_weight and seed, and break ties between equal points by the
+ * node's tag, which must be the server's 0-based position in the original
+ * configuration list. Node ids are the servers' configuration text.
+ *
+ * CHR_PLACEMENT_KETAMA: libmemcached MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA
+ *   with MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED (key and point hash MD5; each
+ *   server gets floor(w/W*160/4*n)*4 points in float arithmetic, 4 per MD5
+ *   digest of "host-N", or "host:port-N" when the port is not 11211).
+ *   Also twemproxy's `distribution: ketama` with `hash: md5`, using the
+ *   twemproxy server name as the id. Hasher: "md5".
+ *   Not minimal-disruption: a change of membership or weight recomputes
+ *   every server's point count (the original does the same).
+ * CHR_PLACEMENT_KETAMA_UNWEIGHTED: libmemcached CONSISTENT_KETAMA with every
+ *   weight 1 and MEMCACHED_BEHAVIOR_HASH = MD5: 100 points per server, one
+ *   per "host[:port]-N", point value and key hash the first little-endian
+ *   word of MD5. Weights must be 0 or 1. Hasher: "md5".
+ * CHR_PLACEMENT_NGINX: nginx `hash $key consistent;`
+ *   (ngx_http_upstream_hash_module): weight * 160 points per server,
+ *   chained CRC-32 of host "\0" port and the previous point, duplicates
+ *   dropped (the lowest tag keeps the point), key hash CRC-32. Hasher:
+ *   "crc32". One node per single-address `server` directive; a `down`
+ *   server is weight 0.
+ * The README ("Compatibility placements") details each algorithm and the
+ * source file it was read from.
+ */
+#define CHR_PLACEMENT_NATIVE 0
+#define CHR_PLACEMENT_KETAMA 1
+#define CHR_PLACEMENT_KETAMA_UNWEIGHTED 2
+#define CHR_PLACEMENT_NGINX 3
 
 #define CHR_OPTIONS_VERSION 1
 #define CHR_DEFAULT_HASHER "xxh3"
