@@ -3,10 +3,13 @@
  * specific status and leaves a fresh chr_last_error() message naming the
  * function; nothing crashes, and a failed update changes nothing.
  */
+#define _POSIX_C_SOURCE 200809L /* mkstemp, write, unlink */
+
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
@@ -578,6 +581,87 @@ static void test_hasher_register_duplicate_keeps_first(void **state) {
     chr_ring_free(ring);
 }
 
+static void test_hasher_digest_errors(void **state) {
+    (void)state;
+    static const chr_hasher no_digest = {CHR_PLUGIN_ABI_VERSION, sizeof(chr_hasher),
+                                         "test-no-digest", NULL, hash_first, 0, NULL, 0};
+    unsigned char out[CHR_DIGEST_MAX];
+    size_t size = 0;
+
+    assert_chr_error(chr_hasher_digest(NULL, key, KEY_LEN, out, sizeof out, &size), CHR_EINVAL,
+                     "chr_hasher_digest");
+    assert_chr_error(chr_hasher_digest("xxh3", key, KEY_LEN, out, sizeof out, NULL), CHR_EINVAL,
+                     "chr_hasher_digest");
+    assert_chr_error(chr_hasher_digest("xxh3", key, KEY_LEN, NULL, 8, &size), CHR_EINVAL,
+                     "chr_hasher_digest");
+    assert_chr_error(chr_hasher_digest("xxh3", NULL, 3, out, sizeof out, &size), CHR_EINVAL,
+                     "chr_hasher_digest");
+    assert_chr_error(chr_hasher_digest("no-such-hasher", key, KEY_LEN, out, sizeof out, &size),
+                     CHR_ENOHASHER, "chr_hasher_digest");
+
+    assert_chr_ok(chr_hasher_register(&no_digest));
+    assert_chr_error(chr_hasher_digest("test-no-digest", key, KEY_LEN, out, sizeof out, &size),
+                     CHR_ENOTSUP, "chr_hasher_digest");
+    assert_int_equal(size, 0);
+
+    /* Too small a buffer reports the size needed. */
+    assert_chr_ok(chr_hasher_digest("xxh3", key, KEY_LEN, out, sizeof out, &size));
+    const size_t needed = size;
+    assert_true(needed >= 1);
+    size = 0;
+    assert_chr_error(chr_hasher_digest("xxh3", key, KEY_LEN, out, needed - 1, &size), CHR_ERANGE,
+                     "chr_hasher_digest");
+    assert_int_equal(size, needed);
+    assert_chr_error(chr_hasher_digest("xxh3", key, KEY_LEN, NULL, 0, &size), CHR_ERANGE,
+                     "chr_hasher_digest");
+    assert_int_equal(size, needed);
+}
+
+static void test_hasher_list_errors(void **state) {
+    (void)state;
+    chr_hasher_info infos[1];
+    size_t count = 0;
+
+    assert_chr_error(chr_hasher_list(NULL, infos, 1, NULL), CHR_EINVAL, "chr_hasher_list");
+    assert_chr_error(chr_hasher_list(NULL, NULL, 3, &count), CHR_EINVAL, "chr_hasher_list");
+
+    /* At least xxh3, the default, exists. */
+    assert_chr_error(chr_hasher_list(NULL, NULL, 0, &count), CHR_ERANGE, "chr_hasher_list");
+    assert_true(count >= 1);
+    chr_hasher_info *all = calloc(count, sizeof *all);
+    assert_non_null(all);
+    const size_t needed = count;
+    assert_chr_error(chr_hasher_list(NULL, all, needed - 1, &count), CHR_ERANGE, "chr_hasher_list");
+    assert_int_equal(count, needed);
+    assert_chr_ok(chr_hasher_list(NULL, all, needed, &count));
+    assert_int_equal(count, needed);
+    free(all);
+}
+
+static void test_plugin_load_errors(void **state) {
+    (void)state;
+    size_t loaded = 99;
+
+    assert_chr_error(chr_plugin_load(NULL, &loaded), CHR_EINVAL, "chr_plugin_load");
+    assert_int_equal(loaded, 0);
+    loaded = 99;
+    assert_chr_error(chr_plugin_load("/nonexistent/chring-none.so", &loaded), CHR_EPLUGIN_NOFILE,
+                     "chr_plugin_load");
+    assert_int_equal(loaded, 0);
+    assert_chr_error(chr_plugin_load("/", NULL), CHR_EPLUGIN_NOFILE, "chr_plugin_load");
+
+    /* A regular file that is not a shared object. */
+    char path[] = "/tmp/chring-not-elf-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "not an ELF file\n", 16), 16);
+    close(fd);
+    loaded = 99;
+    assert_chr_error(chr_plugin_load(path, &loaded), CHR_EPLUGIN_NOTSO, "chr_plugin_load");
+    assert_int_equal(loaded, 0);
+    unlink(path);
+}
+
 /* ---- error texts --------------------------------------------------------- */
 
 static void test_strerror_every_code(void **state) {
@@ -686,6 +770,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_apply_bad_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hasher_register_bad_descriptors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hasher_register_duplicate_keeps_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hasher_digest_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hasher_list_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plugin_load_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_strerror_every_code, setup, teardown),
         cmocka_unit_test_setup_teardown(test_last_error_starts_empty, setup, teardown),
         cmocka_unit_test_setup_teardown(test_last_error_untouched_by_success, setup, teardown),
