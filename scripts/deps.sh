@@ -8,8 +8,8 @@ packages=(
   libboost-dev libssl-dev libxxhash-dev             # core and plugins
   libcmocka-dev libbenchmark-dev libmemcached-dev   # tests, benchmarks, reference
   libcli11-dev nlohmann-json3-dev                   # the chring CLI
-  golang-go cargo luajit                            # bindings
-  nginx nginx-dev wrk                               # nginx module
+  golang-go cargo luajit2                           # bindings (OpenResty's LuaJIT: the one nginx-lua uses)
+  nginx nginx-dev libnginx-mod-http-lua wrk         # nginx module, OpenResty-style Lua
 )
 
 missing=()
