@@ -1,0 +1,3 @@
+module chring
+
+go 1.19

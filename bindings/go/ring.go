@@ -1,0 +1,347 @@
+package chring
+
+/*
+#cgo pkg-config: chring
+#include <stdlib.h>
+#include <string.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Limits of the C library (chring.h).
+const (
+	NodeIDMax           = C.CHR_NODE_ID_MAX
+	ZoneMax             = C.CHR_ZONE_MAX
+	WeightMax           = C.CHR_WEIGHT_MAX
+	TokensPerWeightMax  = C.CHR_TOKENS_PER_WEIGHT_MAX
+	DefaultHasher       = C.CHR_DEFAULT_HASHER
+	DefaultTokensWeight = C.CHR_DEFAULT_TOKENS_PER_WEIGHT
+)
+
+// Version is the version of the loaded libchring, as MAJOR*10000 + MINOR*100 + PATCH.
+func Version() uint32 { return uint32(C.chr_version()) }
+
+// Options configure a new Ring. The zero value means the library defaults.
+type Options struct {
+	// TokensPerWeight is the number of tokens per unit of weight,
+	// 1..TokensPerWeightMax; 0 means the default (160).
+	TokensPerWeight uint32
+	// Seed is passed to the hasher for every key and token.
+	Seed uint64
+	// Hasher names the hash function; "" means DefaultHasher (xxh3).
+	Hasher string
+	// PluginDir is an extra directory searched for hash plugins, after the
+	// library's own directory and CHRING_PLUGIN_PATH; "" means none.
+	PluginDir string
+}
+
+// Member is a node to add: its id (1..NodeIDMax bytes, any bytes), its
+// weight (0..WeightMax; 0 keeps it a member without tokens), an optional
+// zone label and a tag returned with it (e.g. an index into your pool).
+type Member struct {
+	ID     []byte
+	Weight uint32
+	Zone   []byte
+	Tag    uint64
+}
+
+// Node is a member as returned by lookups.
+type Node struct {
+	ID        []byte
+	Zone      []byte
+	Tag       uint64
+	Weight    uint32
+	Tokens    uint32  // tokens placed for it: Weight * TokensPerWeight
+	Index     int     // position in the node table, ids in byte order
+	Ownership float64 // fraction of the circle it owns, 0..1
+}
+
+// Ring is a consistent-hashing ring. All methods may be called from any
+// number of goroutines at once, except Close, which must not run
+// concurrently with any other call on the same Ring.
+type Ring struct {
+	ptr atomic.Pointer[C.chr_ring]
+}
+
+// New creates an empty ring; opts may be nil for the defaults.
+func New(opts *Options) (*Ring, error) {
+	var o C.chr_options
+	if err := check(C.gochr_result{status: C.chr_options_init(&o, C.CHR_OPTIONS_VERSION)}); err != nil {
+		return nil, err
+	}
+	if opts != nil {
+		if opts.TokensPerWeight != 0 {
+			o.tokens_per_weight = C.uint32_t(opts.TokensPerWeight)
+		}
+		o.seed = C.uint64_t(opts.Seed)
+		if opts.Hasher != "" {
+			o.hasher = C.CString(opts.Hasher)
+			defer C.free(unsafe.Pointer(o.hasher))
+		}
+		if opts.PluginDir != "" {
+			o.plugin_dir = C.CString(opts.PluginDir)
+			defer C.free(unsafe.Pointer(o.plugin_dir))
+		}
+	}
+	var p *C.chr_ring
+	if err := check(C.gochr_ring_new(&o, &p)); err != nil {
+		return nil, err
+	}
+	r := &Ring{}
+	r.ptr.Store(p)
+	// A safety net only: call Close. Close removes the finalizer.
+	runtime.SetFinalizer(r, (*Ring).Close)
+	return r, nil
+}
+
+// Close frees the ring. Snapshots taken from it stay valid until their own
+// Close. It must not run concurrently with other calls on this Ring; calls
+// after it return ErrClosed. Closing twice is a no-op.
+func (r *Ring) Close() error {
+	if p := r.ptr.Swap(nil); p != nil {
+		C.chr_ring_free(p)
+		runtime.SetFinalizer(r, nil)
+	}
+	return nil
+}
+
+// handle is the C ring, or ErrClosed. Every caller defers
+// runtime.KeepAlive(r) so that the finalizer cannot free the ring while a C
+// call still uses it.
+func (r *Ring) handle() (*C.chr_ring, error) {
+	if p := r.ptr.Load(); p != nil {
+		return p, nil
+	}
+	return nil, ErrClosed
+}
+
+// bytesArg passes a Go byte slice to C as (pointer, length) without a copy;
+// cgo pins it for the duration of the call. An empty slice is (NULL, 0).
+func bytesArg(b []byte) (unsafe.Pointer, C.size_t) {
+	if len(b) == 0 {
+		return nil, 0
+	}
+	return unsafe.Pointer(&b[0]), C.size_t(len(b))
+}
+
+// Add adds a member; keys move only onto it.
+func (r *Ring) Add(m Member) error {
+	p, err := r.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(r)
+	id, idLen := bytesArg(m.ID)
+	zone, zoneLen := bytesArg(m.Zone)
+	err = check(C.gochr_ring_add(unsafe.Pointer(p), id, idLen, C.uint32_t(m.Weight), zone, zoneLen, C.uint64_t(m.Tag)))
+	return err
+}
+
+// Remove removes a member; only its keys move.
+func (r *Ring) Remove(id []byte) error {
+	p, err := r.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(r)
+	ptr, n := bytesArg(id)
+	err = check(C.gochr_ring_remove(unsafe.Pointer(p), ptr, n))
+	return err
+}
+
+// SetWeight changes a member's weight; keys move only to or from it.
+func (r *Ring) SetWeight(id []byte, weight uint32) error {
+	p, err := r.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(r)
+	ptr, n := bytesArg(id)
+	err = check(C.gochr_ring_set_weight(unsafe.Pointer(p), ptr, n, C.uint32_t(weight)))
+	return err
+}
+
+// refPool recycles the out-structs of Lookup: cgo makes anything passed to
+// C escape to the heap, and a chr_node_ref is 352 bytes.
+var refPool = sync.Pool{New: func() any { return new(C.chr_node_ref) }}
+
+// Lookup returns the member that owns key (a copy: keep it as long as you
+// like). ErrEmpty when no member has tokens.
+func (r *Ring) Lookup(key []byte) (Node, error) {
+	p, err := r.handle()
+	if err != nil {
+		return Node{}, err
+	}
+	defer runtime.KeepAlive(r)
+	ref := refPool.Get().(*C.chr_node_ref)
+	defer refPool.Put(ref)
+	k, n := bytesArg(key)
+	err = check(C.gochr_ring_lookup(unsafe.Pointer(p), k, n, ref))
+	if err != nil {
+		return Node{}, err
+	}
+	return nodeFromRef(ref), nil
+}
+
+// Replicas returns up to n distinct members for key, coordinator first,
+// walking clockwise from its owner (members of weight 0 are never chosen).
+// n is clamped to the number of members at the time of the call.
+func (r *Ring) Replicas(key []byte, n int) ([]Node, error) {
+	p, err := r.handle()
+	if err != nil {
+		return nil, err
+	}
+	defer runtime.KeepAlive(r)
+	var members C.size_t
+	if err := check(C.gochr_ring_node_count(unsafe.Pointer(p), &members)); err != nil {
+		return nil, err
+	}
+	room := clampReplicas(n, int(members))
+	refs := make([]C.chr_node_ref, room)
+	k, kn := bytesArg(key)
+	var count C.size_t
+	err = check(C.gochr_ring_replicas(unsafe.Pointer(p), k, kn, C.size_t(clampCount(n, room)), refsArg(refs), &count))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Node, count)
+	for i := range out {
+		out[i] = nodeFromRef(&refs[i])
+	}
+	return out, nil
+}
+
+// clampReplicas is the room to allocate for n replicas among `members`
+// members: at least 1, so that an invalid n reaches the library and gets
+// its error message.
+func clampReplicas(n, members int) int {
+	if n > members {
+		n = members
+	}
+	if n < 1 {
+		n = 1
+	}
+	return n
+}
+
+// clampCount is n as the library should see it: 0 for n <= 0 (its
+// CHR_EINVAL), else at most the room allocated.
+func clampCount(n, room int) int {
+	if n <= 0 {
+		return 0
+	}
+	if n > room {
+		return room
+	}
+	return n
+}
+
+func refsArg(refs []C.chr_node_ref) *C.chr_node_ref {
+	if len(refs) == 0 {
+		return nil
+	}
+	return &refs[0]
+}
+
+// NodeCount is the number of members, weight 0 included.
+func (r *Ring) NodeCount() (int, error) {
+	return r.count(func(p *C.chr_ring, c *C.size_t) C.gochr_result { return C.gochr_ring_node_count(unsafe.Pointer(p), c) })
+}
+
+// TokenCount is the number of tokens on the circle.
+func (r *Ring) TokenCount() (int, error) {
+	return r.count(func(p *C.chr_ring, c *C.size_t) C.gochr_result { return C.gochr_ring_token_count(unsafe.Pointer(p), c) })
+}
+
+func (r *Ring) count(call func(*C.chr_ring, *C.size_t) C.gochr_result) (int, error) {
+	p, err := r.handle()
+	if err != nil {
+		return 0, err
+	}
+	defer runtime.KeepAlive(r)
+	var c C.size_t
+	err = check(call(p, &c))
+	return int(c), err
+}
+
+// Nodes returns every member, ids in byte order.
+func (r *Ring) Nodes() ([]Node, error) {
+	p, err := r.handle()
+	if err != nil {
+		return nil, err
+	}
+	defer runtime.KeepAlive(r)
+	var count C.size_t
+	for {
+		// Ask the size, then fetch; a writer may grow the ring in between,
+		// in which case the library reports CHR_ERANGE and the new size.
+		refs := make([]C.chr_node_ref, count)
+		res := C.gochr_ring_nodes(unsafe.Pointer(p), refsArg(refs), C.size_t(len(refs)), &count)
+		if res.status == C.CHR_ERANGE && int(count) > len(refs) {
+			C.free(unsafe.Pointer(res.message))
+			continue
+		}
+		if err := check(res); err != nil {
+			return nil, err
+		}
+		out := make([]Node, count)
+		for i := range out {
+			out[i] = nodeFromRef(&refs[i])
+		}
+		return out, nil
+	}
+}
+
+// Ownership is the fraction of the circle (0..1) that member id owns.
+func (r *Ring) Ownership(id []byte) (float64, error) {
+	p, err := r.handle()
+	if err != nil {
+		return 0, err
+	}
+	defer runtime.KeepAlive(r)
+	ptr, n := bytesArg(id)
+	var f C.double
+	err = check(C.gochr_ring_ownership(unsafe.Pointer(p), ptr, n, &f))
+	return float64(f), err
+}
+
+// Fingerprint digests the options and the placement: two rings with equal
+// fingerprints route every key and every replica list the same.
+func (r *Ring) Fingerprint() (uint64, error) {
+	p, err := r.handle()
+	if err != nil {
+		return 0, err
+	}
+	defer runtime.KeepAlive(r)
+	var fp C.uint64_t
+	err = check(C.gochr_ring_fingerprint(unsafe.Pointer(p), &fp))
+	return uint64(fp), err
+}
+
+// nodeFromRef copies a chr_node_ref into Go memory: id and zone share one
+// allocation.
+func nodeFromRef(ref *C.chr_node_ref) Node {
+	idLen, zoneLen := int(ref.id_len), int(ref.zone_len)
+	buf := make([]byte, idLen+zoneLen)
+	copy(buf, unsafe.Slice((*byte)(unsafe.Pointer(&ref.id[0])), idLen))
+	copy(buf[idLen:], unsafe.Slice((*byte)(unsafe.Pointer(&ref.zone[0])), zoneLen))
+	node := Node{
+		ID:        buf[:idLen:idLen],
+		Tag:       uint64(ref.tag),
+		Weight:    uint32(ref.weight),
+		Tokens:    uint32(ref.tokens),
+		Index:     int(ref.index),
+		Ownership: float64(ref.ownership),
+	}
+	if zoneLen > 0 {
+		node.Zone = buf[idLen:]
+	}
+	return node
+}

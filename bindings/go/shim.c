@@ -1,0 +1,56 @@
+#include "shim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static gochr_result finish(chr_status status) {
+    gochr_result r = {status, NULL};
+    if (status != CHR_OK) r.message = strdup(chr_last_error());
+    return r;
+}
+
+/* One wrapper per fallible call: gochr_<name>(params) = finish(chr_<name>(args)). */
+#define WRAP(name, params, args) \
+    gochr_result gochr_##name params { return finish(chr_##name args); }
+
+WRAP(ring_new, (const chr_options *opts, chr_ring **out), (opts, out))
+WRAP(ring_add,
+     (void *ring, const void *id, size_t id_len, uint32_t weight, const void *zone,
+      size_t zone_len, uint64_t tag),
+     (ring, id, id_len, weight, zone, zone_len, tag))
+WRAP(ring_remove, (void *ring, const void *id, size_t id_len), (ring, id, id_len))
+WRAP(ring_set_weight, (void *ring, const void *id, size_t id_len, uint32_t weight),
+     (ring, id, id_len, weight))
+WRAP(ring_apply, (void *ring, const chr_change *changes, size_t count, size_t *failed_index),
+     (ring, changes, count, failed_index))
+WRAP(ring_lookup, (const void *ring, const void *key, size_t key_len, chr_node_ref *out),
+     (ring, key, key_len, out))
+WRAP(ring_replicas,
+     (const void *ring, const void *key, size_t key_len, size_t n, chr_node_ref *out,
+      size_t *count),
+     (ring, key, key_len, n, out, count))
+WRAP(ring_node_count, (const void *ring, size_t *count), (ring, count))
+WRAP(ring_token_count, (const void *ring, size_t *count), (ring, count))
+WRAP(ring_nodes, (const void *ring, chr_node_ref *out, size_t capacity, size_t *count),
+     (ring, out, capacity, count))
+WRAP(ring_ownership, (const void *ring, const void *id, size_t id_len, double *fraction),
+     (ring, id, id_len, fraction))
+WRAP(ring_fingerprint, (const void *ring, uint64_t *fingerprint), (ring, fingerprint))
+WRAP(ring_snapshot, (const void *ring, chr_snapshot **out), (ring, out))
+WRAP(snapshot_lookup,
+     (const void *snap, const void *key, size_t key_len, chr_node_view *out),
+     (snap, key, key_len, out))
+WRAP(snapshot_replicas,
+     (const void *snap, const void *key, size_t key_len, size_t n, chr_node_view *out,
+      size_t *count),
+     (snap, key, key_len, n, out, count))
+WRAP(snapshot_node, (const void *snap, size_t index, chr_node_view *out),
+     (snap, index, out))
+WRAP(snapshot_node_count, (const void *snap, size_t *count), (snap, count))
+WRAP(snapshot_token_count, (const void *snap, size_t *count), (snap, count))
+WRAP(snapshot_fingerprint, (const void *snap, uint64_t *fingerprint), (snap, fingerprint))
+WRAP(snapshot_token,
+     (const void *snap, size_t index, uint64_t *value, uint32_t *node_index),
+     (snap, index, value, node_index))
+WRAP(hasher_hash, (const char *name, const void *data, size_t len, uint64_t seed, uint64_t *out),
+     (name, data, len, seed, out))

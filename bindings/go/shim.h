@@ -1,0 +1,55 @@
+/*
+ * C side of the Go binding. chr_last_error() is per OS thread, and a
+ * goroutine may move to another thread between two cgo calls, so every
+ * fallible call goes through a wrapper that copies the message in the same
+ * call, on the thread that failed.
+ *
+ * Ring and snapshot handles are passed as void *: cgo boxes a typed pointer
+ * to an incomplete C struct on the heap at every call (one allocation per
+ * lookup), and an unsafe.Pointer it does not.
+ */
+#ifndef CHRING_GO_SHIM_H
+#define CHRING_GO_SHIM_H
+
+#include <chring.h>
+
+/* A status and, on failure, a malloc'd copy of chr_last_error() (NULL on
+ * success or if the copy could not be made); the Go side frees it. */
+typedef struct gochr_result {
+    chr_status status;
+    char *message;
+} gochr_result;
+
+gochr_result gochr_ring_new(const chr_options *opts, chr_ring **out);
+gochr_result gochr_ring_add(void *ring, const void *id, size_t id_len, uint32_t weight,
+                            const void *zone, size_t zone_len, uint64_t tag);
+gochr_result gochr_ring_remove(void *ring, const void *id, size_t id_len);
+gochr_result gochr_ring_set_weight(void *ring, const void *id, size_t id_len, uint32_t weight);
+gochr_result gochr_ring_apply(void *ring, const chr_change *changes, size_t count,
+                              size_t *failed_index);
+gochr_result gochr_ring_lookup(const void *ring, const void *key, size_t key_len,
+                               chr_node_ref *out);
+gochr_result gochr_ring_replicas(const void *ring, const void *key, size_t key_len, size_t n,
+                                 chr_node_ref *out, size_t *count);
+gochr_result gochr_ring_node_count(const void *ring, size_t *count);
+gochr_result gochr_ring_token_count(const void *ring, size_t *count);
+gochr_result gochr_ring_nodes(const void *ring, chr_node_ref *out, size_t capacity,
+                              size_t *count);
+gochr_result gochr_ring_ownership(const void *ring, const void *id, size_t id_len,
+                                  double *fraction);
+gochr_result gochr_ring_fingerprint(const void *ring, uint64_t *fingerprint);
+gochr_result gochr_ring_snapshot(const void *ring, chr_snapshot **out);
+gochr_result gochr_snapshot_lookup(const void *snap, const void *key, size_t key_len,
+                                   chr_node_view *out);
+gochr_result gochr_snapshot_replicas(const void *snap, const void *key, size_t key_len,
+                                     size_t n, chr_node_view *out, size_t *count);
+gochr_result gochr_snapshot_node(const void *snap, size_t index, chr_node_view *out);
+gochr_result gochr_snapshot_node_count(const void *snap, size_t *count);
+gochr_result gochr_snapshot_token_count(const void *snap, size_t *count);
+gochr_result gochr_snapshot_fingerprint(const void *snap, uint64_t *fingerprint);
+gochr_result gochr_snapshot_token(const void *snap, size_t index, uint64_t *value,
+                                  uint32_t *node_index);
+gochr_result gochr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed,
+                               uint64_t *out);
+
+#endif
