@@ -57,7 +57,7 @@ void fill_ref(const Node &n, uint32_t index, chr_node_ref *out) noexcept {
     out->zone_len = uint32_t(n.zone.size());
     out->reserved0 = 0;
     std::memcpy(out->id, n.id.data(), n.id.size());
-    std::memcpy(out->zone, n.zone.data(), n.zone.size());
+    if (!n.zone.empty()) std::memcpy(out->zone, n.zone.data(), n.zone.size());
 }
 
 void fill_view(const Node &n, uint32_t index, chr_node_view *out) noexcept {
@@ -302,11 +302,10 @@ CHR_API chr_status chr_snapshot_lookup_batch(const chr_snapshot *snap, const voi
                     who, n);
     const Snapshot &s = *impl(snap);
     if (n && s.token_count() == 0) return empty_ring(who);
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < n; ++i)
         if (!keys[i] && key_lens[i])
             return fail(CHR_EINVAL, "%s: key %zu is NULL with length %zu", who, i, key_lens[i]);
-        indices[i] = s.owner_of(keys[i], key_lens[i]);
-    }
+    s.owners_of(keys, key_lens, n, indices);
     return CHR_OK;
 }
 

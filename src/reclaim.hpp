@@ -1,8 +1,9 @@
 // Epoch-based reclamation of ring snapshots.
 //
 // Why this scheme (numbers: shared/reference/measurements.md, this machine):
-// a reader announces itself in a per-thread slot (one seq_cst store, ~3.5 ns,
-// no shared cache line written), so readers never lock, never wait and scale
+// a reader announces itself in a per-thread slot (a plain store; the writer
+// pays the store-load fence for it with membarrier(2), see reclaim.cpp; no
+// shared cache line written), so readers never lock, never wait and scale
 // across cores, unlike a shared refcount (43 ns at 2 readers) or
 // std::atomic<shared_ptr> (not lock-free in libstdc++ 12). liburcu was the
 // candidate library: its qsbr flavour needs the host application to report
@@ -39,6 +40,11 @@ private:
 // Called by a writer right after it swapped the published pointer: returns
 // the epoch its old object was retired in, and opens the next epoch.
 uint64_t retire_epoch() noexcept;
+
+// Called by a writer after the swap and before oldest_reader_epoch(): makes
+// every reader's slot announcement visible (membarrier when readers skip
+// their own fence). False if that could not be ensured: free nothing then.
+bool fence_readers() noexcept;
 
 // The oldest epoch a reader is still inside, or UINT64_MAX if none is.
 // An object retired in epoch r is unreachable once r < this value.

@@ -186,6 +186,7 @@ void Ring::publish(Snapshot *next) {
 }
 
 void Ring::collect() noexcept {
+    if (!reclaim::fence_readers()) return;  // cannot prove readers are done: keep everything
     const uint64_t oldest = reclaim::oldest_reader_epoch();
     auto still_reachable = [&](const Retired &r) { return r.epoch >= oldest; };
     auto keep = std::partition(retired_.begin(), retired_.end(), still_reachable);

@@ -63,26 +63,37 @@ public:
         return compat_key_position(key, len);
     }
     // Index of the first token >= h in the total order, wrapping to 0.
-    // Requires token_count() > 0.
+    // Requires token_count() > 0. The prefix index narrows the search to
+    // one bucket of ~1-2 tokens; the bucket is resolved without branches by
+    // counting the values below h in a window of kWindow: values past the
+    // bucket are >= the next bucket's start > h and count 0, and the array
+    // is padded with kWindow UINT64_MAX sentinels so the window never runs off.
     uint32_t successor(uint64_t h) const noexcept {
-        uint64_t b = h >> prefix_shift_;
-        uint32_t lo = prefix_[b], hi = prefix_[b + 1];
-        if (hi - lo > kLinearScanMax) {
-            lo = lower_bound(lo, hi, h);
+        const uint64_t b = h >> prefix_shift_;
+        uint32_t lo = prefix_[b];
+        const uint32_t hi = prefix_[b + 1];
+        if (__builtin_expect(hi - lo <= kWindow, 1)) {
+            const uint64_t *v = values_.data() + lo;
+            lo += uint32_t(v[0] < h) + uint32_t(v[1] < h) + uint32_t(v[2] < h) + uint32_t(v[3] < h);
         } else {
-            while (lo < hi && values_[lo] < h) ++lo;
+            lo = lower_bound(lo, hi, h);
         }
-        return lo == values_.size() ? 0 : lo;
+        return lo == tokens_ ? 0 : lo;
     }
     uint32_t owner_of(const void *key, size_t len) const noexcept {
         return owners_[successor(hash_key(key, len))];
     }
+    // Owners of n keys (validated by the caller). Hashes a group of keys,
+    // prefetches their index buckets, then their token windows, so the cache
+    // misses of a group overlap instead of queueing one behind another.
+    void owners_of(const void *const *keys, const size_t *lens, size_t n,
+                   uint32_t *owners) const noexcept;
     // Up to n distinct owners (node indices) clockwise from the key's
     // successor; returns how many were written to `out`. May allocate a
     // per-thread scratch table once, for n above kLinearScanReplicas.
     size_t replicas(const void *key, size_t len, size_t n, uint32_t *out) const;
 
-    size_t token_count() const noexcept { return values_.size(); }
+    size_t token_count() const noexcept { return tokens_; }
     size_t node_count() const noexcept { return nodes_.size(); }
     size_t eligible_count() const noexcept { return eligible_; }
     const std::vector<Node> &nodes() const noexcept { return nodes_; }
@@ -100,13 +111,21 @@ public:
     static int64_t live_count() noexcept;
 
 private:
-    static constexpr uint32_t kLinearScanMax = 8;
+    static constexpr uint32_t kWindow = 4;  // successor() compares exactly this many values
     static constexpr size_t kLinearScanReplicas = 32;
 
     uint32_t lower_bound(uint32_t lo, uint32_t hi, uint64_t h) const noexcept;
     uint64_t compat_key_position(const void *key, size_t len) const noexcept;
-    void generate_tokens(const MembershipDelta &delta, std::vector<uint64_t> &values,
-                         std::vector<uint32_t> &owners) const;
+    struct Token {
+        uint64_t value;
+        uint32_t owner;
+        bool operator<(const Token &o) const noexcept {
+            return value < o.value || (value == o.value && owner < o.owner);
+        }
+    };
+    // Tokens of the nodes `delta` marks for regeneration, sorted.
+    std::vector<Token> generate_tokens(const MembershipDelta &delta) const;
+    static void sort_tokens(std::vector<Token> &tokens);
     void finish();  // ownership, eligible count, prefix index, fingerprint
 
     mutable std::atomic<uint32_t> refs_{1};
@@ -114,6 +133,7 @@ private:
     chr_hash64_fn hash64_;
     bool native_;  // CHR_PLACEMENT_NATIVE: keys hash with hash64_ directly
     std::vector<Node> nodes_;
+    size_t tokens_ = 0;              // T; values_ holds T values then kWindow sentinels
     std::vector<uint64_t> values_;   // sorted by (value, owner): owner order is id order
     std::vector<uint32_t> owners_;   // node index per token
     std::vector<uint32_t> prefix_;   // prefix_[b] = first token whose top bits are >= b
