@@ -34,17 +34,22 @@ bool all_digits(const std::string &s, size_t from) {
     return true;
 }
 
+// libmemcached stores an IPv6 host without its brackets.
+std::string without_brackets(const std::string &host) {
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') return host.substr(1, host.size() - 2);
+    return host;
+}
+
 // libmemcached's per-point string prefix for a server given as "host",
-// "host:port", "[v6]:port" or "/unix/socket" (hosts.cc update_continuum:
+// "host:port", "[v6]", "[v6]:port" or "/unix/socket" (hosts.cc update_continuum:
 // "%s-%u" when the port is 11211, else "%s:%u-%u"; unix sockets have port 0).
 std::string ketama_prefix(const std::string &id) {
     if (!id.empty() && id[0] == '/') return id + ":0";
     size_t colon = id.rfind(':');
     if (colon == std::string::npos || !all_digits(id, colon + 1) || colon + 1 + 5 < id.size())
-        return id;  // no port: libmemcached's default, 11211, is elided
-    std::string host = id.substr(0, colon);
+        return without_brackets(id);  // no port: libmemcached's default, 11211, is elided
+    std::string host = without_brackets(id.substr(0, colon));
     unsigned long port = std::strtoul(id.c_str() + colon + 1, nullptr, 10);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     if (port == kMemcachedDefaultPort) return host;
     return host + ":" + std::to_string(port);
 }

@@ -37,10 +37,25 @@ type Options struct {
 	Seed uint64
 	// Hasher names the hash function; "" means DefaultHasher (xxh3).
 	Hasher string
+	// Placement selects how tokens are placed; the zero value is
+	// PlacementNative. The compatibility placements name their own hasher
+	// (md5 or crc32): leave Hasher empty or set that one.
+	Placement Placement
 	// PluginDir is an extra directory searched for hash plugins, after the
 	// library's own directory and CHRING_PLUGIN_PATH; "" means none.
 	PluginDir string
 }
+
+// Placement is a CHR_PLACEMENT_* mode (chring.h explains each).
+type Placement int32
+
+// Placement modes.
+const (
+	PlacementNative           Placement = C.CHR_PLACEMENT_NATIVE            // weight x tokens_per_weight tokens at H(id "#" i)
+	PlacementKetama           Placement = C.CHR_PLACEMENT_KETAMA            // libmemcached / twemproxy weighted ketama
+	PlacementKetamaUnweighted Placement = C.CHR_PLACEMENT_KETAMA_UNWEIGHTED // libmemcached ketama, MD5 hash, weights 0 or 1
+	PlacementNginx            Placement = C.CHR_PLACEMENT_NGINX             // nginx `hash $key consistent`
+)
 
 // Member is a node to add: its id (1..NodeIDMax bytes, any bytes), its
 // weight (0..WeightMax; 0 keeps it a member without tokens), an optional
@@ -81,6 +96,7 @@ func New(opts *Options) (*Ring, error) {
 			o.tokens_per_weight = C.uint32_t(opts.TokensPerWeight)
 		}
 		o.seed = C.uint64_t(opts.Seed)
+		o.placement = C.int32_t(opts.Placement)
 		if opts.Hasher != "" {
 			o.hasher = C.CString(opts.Hasher)
 			defer C.free(unsafe.Pointer(o.hasher))

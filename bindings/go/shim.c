@@ -54,3 +54,10 @@ WRAP(snapshot_token,
      (snap, index, value, node_index))
 WRAP(hasher_hash, (const char *name, const void *data, size_t len, uint64_t seed, uint64_t *out),
      (name, data, len, seed, out))
+WRAP(plugin_load, (const char *path, size_t *loaded), (path, loaded))
+WRAP(hasher_list, (const char *plugin_dir, chr_hasher_info *out, size_t capacity, size_t *count),
+     (plugin_dir, out, capacity, count))
+WRAP(hasher_digest,
+     (const char *name, const void *data, size_t len, unsigned char *out, size_t capacity,
+      size_t *digest_size),
+     (name, data, len, out, capacity, digest_size))

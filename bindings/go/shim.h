@@ -49,6 +49,11 @@ gochr_result gochr_snapshot_token_count(const void *snap, size_t *count);
 gochr_result gochr_snapshot_fingerprint(const void *snap, uint64_t *fingerprint);
 gochr_result gochr_snapshot_token(const void *snap, size_t index, uint64_t *value,
                                   uint32_t *node_index);
+gochr_result gochr_plugin_load(const char *path, size_t *loaded);
+gochr_result gochr_hasher_list(const char *plugin_dir, chr_hasher_info *out, size_t capacity,
+                               size_t *count);
+gochr_result gochr_hasher_digest(const char *name, const void *data, size_t len,
+                                 unsigned char *out, size_t capacity, size_t *digest_size);
 gochr_result gochr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed,
                                uint64_t *out);
 

@@ -226,14 +226,3 @@ func (s *Snapshot) Token(i int) (value uint64, owner int, err error) {
 	err = check(C.gochr_snapshot_token(unsafe.Pointer(p), C.size_t(i), &v, &o))
 	return uint64(v), int(o), err
 }
-
-// Hash hashes data with the named hasher and seed, as a ring with that
-// hasher and seed hashes a key.
-func Hash(hasher string, data []byte, seed uint64) (uint64, error) {
-	name := C.CString(hasher)
-	defer C.free(unsafe.Pointer(name))
-	d, n := bytesArg(data)
-	var out C.uint64_t
-	err := check(C.gochr_hasher_hash(name, d, n, C.uint64_t(seed), &out))
-	return uint64(out), err
-}

@@ -98,13 +98,22 @@ typedef const chr_hasher *const *(*chr_plugin_entry_fn)(uint32_t *count);
 #define CHR_PLUGIN_EXPORT __attribute__((visibility("default")))
 #endif
 
+/* The entry point has C linkage in a C++ plugin too: the macro expands in
+ * the plugin's own file, outside this header's extern "C" block, and the
+ * loader looks the symbol up by its plain name. */
+#ifdef __cplusplus
+#define CHR_PLUGIN_LINKAGE extern "C" CHR_PLUGIN_EXPORT
+#else
+#define CHR_PLUGIN_LINKAGE CHR_PLUGIN_EXPORT
+#endif
+
 /**
  * Defines the entry point over a static array of descriptor pointers.
  * Use it once per plugin, at file scope.
  */
 #define CHR_PLUGIN_DEFINE(table)                                             \
-    CHR_PLUGIN_EXPORT const chr_hasher *const *chr_plugin_hashers(uint32_t *count); \
-    CHR_PLUGIN_EXPORT const chr_hasher *const *chr_plugin_hashers(uint32_t *count) \
+    CHR_PLUGIN_LINKAGE const chr_hasher *const *chr_plugin_hashers(uint32_t *count); \
+    CHR_PLUGIN_LINKAGE const chr_hasher *const *chr_plugin_hashers(uint32_t *count) \
     {                                                                        \
         *count = (uint32_t)(sizeof(table) / sizeof((table)[0]));             \
         return (table);                                                      \

@@ -51,7 +51,8 @@ void std_lower_bound(benchmark::State &state) {
     }
     const KeyPool &pool = KeyPool::get();
     size_t i = 0;
-    for (auto _ : state) benchmark::DoNotOptimize(tokens.owner_at_or_after(bench::key_hash(pool[i++])));
+    for (auto _ : state)
+        benchmark::DoNotOptimize(tokens.owner_at_or_after(bench::key_hash(pool[i++])));
 }
 
 void ring_lookup(benchmark::State &state) {

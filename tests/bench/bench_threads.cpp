@@ -26,7 +26,8 @@ public:
     // Returns once the first update is published, so that even a timed
     // loop of one iteration runs against a writer that is already busy.
     explicit Writer(chr_ring *ring) : ring_(ring), thread_([this] { run(); }) {
-        while (updates_.load(std::memory_order_acquire) == 0 && !failed_.load()) std::this_thread::yield();
+        while (updates_.load(std::memory_order_acquire) == 0 && !failed_.load())
+            std::this_thread::yield();
     }
     ~Writer() { stop(); }
     Writer(const Writer &) = delete;

@@ -93,7 +93,7 @@ def table(results):
     row("libmemcached ketama weighted (MD5, 160 points/server)", ketama_md5)
 
     def ratios(label, ours, theirs):
-        row(label, [ratio(a, b if not isinstance(b, str) else None) for a, b in zip(ours, theirs)], 2)
+        row(label, [None if isinstance(b, str) else ratio(a, b) for a, b in zip(ours, theirs)], 2)
 
     section("Ratios (below 1 = chring faster)")
     ratios("chr_ring_lookup / libmemcached ketama", ring, ketama_default)

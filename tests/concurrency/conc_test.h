@@ -16,7 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#ifdef __cplusplus
+extern "C" { /* cmocka.h declares its functions without linkage */
 #include <cmocka.h>
+}
+#else
+#include <cmocka.h>
+#endif
 
 #include <chring.h>
 

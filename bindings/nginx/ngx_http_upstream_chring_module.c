@@ -1,0 +1,772 @@
+
+/*
+ * ngx_http_upstream_chring_module — a consistent-hashing upstream balancer
+ * on libchring.
+ *
+ *     upstream backends {
+ *         chring $request_uri tokens=160 hash=xxh3;
+ *         server 10.0.0.1:8080 weight=2;
+ *         server 10.0.0.2:8080 max_fails=2 fail_timeout=10s;
+ *         server 10.0.0.3:8080 backup;
+ *     }
+ *
+ * Modelled on ngx_http_upstream_hash_module.c: round robin builds the peer
+ * lists, this module builds one ring per tier (primary, backup) when the
+ * upstream is initialised, in the master, and the workers inherit it. A
+ * ring node is one `server` text (its addresses share its keys, picked by
+ * smooth weighted round robin among them, as nginx's `hash ... consistent`
+ * does); its tag is the node's number, in configuration order. A failed
+ * try moves the key to its next replica: the next distinct node clockwise
+ * on the ring, which is exactly where the key would live with the failed
+ * node removed. Lookups go to a snapshot held for the configuration's life
+ * and never allocate. The round-robin peer_free does the failure
+ * accounting (max_fails, fail_timeout).
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <chring.h>
+
+
+/*
+ * Replicas examined per try before giving up on the ring order and picking
+ * any live peer. 32 is what chr_snapshot_replicas serves without
+ * allocating.
+ */
+#define NGX_HTTP_CHRING_REPLICAS  32
+
+
+/* One tier of peers (primary or backup) and its ring. */
+typedef struct {
+    chr_ring                          *ring;
+    chr_snapshot                      *snapshot;   /* held for the lookups */
+    ngx_uint_t                        *node_of_peer;  /* peer index -> tag */
+    ngx_uint_t                         npeers;
+    ngx_uint_t                         nnodes;
+} ngx_http_upstream_chring_tier_t;
+
+
+typedef struct {
+    ngx_http_complex_value_t           key;
+    chr_options                        options;
+    ngx_str_t                          plugin_dir;  /* NUL-terminated */
+    ngx_http_upstream_chring_tier_t    primary;
+    ngx_http_upstream_chring_tier_t    backup;
+    ngx_flag_t                         configured;
+} ngx_http_upstream_chring_srv_conf_t;
+
+
+typedef struct {
+    /* the round robin data must be first */
+    ngx_http_upstream_rr_peer_data_t      rrp;
+    ngx_http_upstream_chring_srv_conf_t  *conf;
+    ngx_str_t                             key;
+    ngx_uint_t                            in_backup;  /* unsigned:1 */
+} ngx_http_upstream_chring_peer_data_t;
+
+
+static ngx_int_t ngx_http_upstream_init_chring(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us);
+static ngx_int_t ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_http_upstream_rr_peers_t *peers, ngx_http_upstream_chring_tier_t *tier,
+    const char *what);
+static ngx_int_t ngx_http_upstream_init_chring_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us);
+static ngx_int_t ngx_http_upstream_get_chring_peer(ngx_peer_connection_t *pc,
+    void *data);
+static ngx_http_upstream_rr_peer_t *ngx_http_upstream_chring_pick(
+    ngx_http_upstream_chring_peer_data_t *cp,
+    ngx_http_upstream_chring_tier_t *tier, ngx_log_t *log);
+static ngx_http_upstream_rr_peer_t *ngx_http_upstream_chring_best_of_node(
+    ngx_http_upstream_chring_peer_data_t *cp,
+    ngx_http_upstream_chring_tier_t *tier, ngx_uint_t node);
+
+static void *ngx_http_upstream_chring_create_conf(ngx_conf_t *cf);
+static char *ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
+    ngx_http_upstream_chring_srv_conf_t *ccf, ngx_str_t *value,
+    ngx_uint_t *seen);
+static void ngx_http_upstream_chring_cleanup(void *data);
+
+
+/* Bits of `seen` in the directive parser: each parameter at most once. */
+#define NGX_HTTP_CHRING_SEEN_TOKENS      0x01
+#define NGX_HTTP_CHRING_SEEN_HASH        0x02
+#define NGX_HTTP_CHRING_SEEN_SEED        0x04
+#define NGX_HTTP_CHRING_SEEN_PLACEMENT   0x08
+#define NGX_HTTP_CHRING_SEEN_PLUGIN_DIR  0x10
+
+
+static ngx_command_t  ngx_http_upstream_chring_commands[] = {
+
+    { ngx_string("chring"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_1MORE,
+      ngx_http_upstream_chring,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_upstream_chring_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+
+    NULL,                                  /* create main configuration */
+    NULL,                                  /* init main configuration */
+
+    ngx_http_upstream_chring_create_conf,  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    NULL,                                  /* create location configuration */
+    NULL                                   /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_upstream_chring_module = {
+    NGX_MODULE_V1,
+    &ngx_http_upstream_chring_module_ctx,  /* module context */
+    ngx_http_upstream_chring_commands,     /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+/* Configuration time: rings from the round-robin peer lists */
+
+
+static ngx_int_t
+ngx_http_upstream_init_chring(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_http_upstream_rr_peers_t         *peers;
+    ngx_http_upstream_chring_srv_conf_t  *ccf;
+
+    if (ngx_http_upstream_init_round_robin(cf, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    us->peer.init = ngx_http_upstream_init_chring_peer;
+
+    ccf = ngx_http_conf_upstream_srv_conf(us, ngx_http_upstream_chring_module);
+    peers = us->peer.data;
+
+    if (ngx_http_upstream_chring_build_tier(cf, us, ccf, peers, &ccf->primary,
+                                            "primary")
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (peers->next == NULL) {
+        return NGX_OK;
+    }
+
+    return ngx_http_upstream_chring_build_tier(cf, us, ccf, peers->next,
+                                               &ccf->backup, "backup");
+}
+
+
+/*
+ * One node per distinct `server` text, numbered in configuration order
+ * (the tag, which also orders equal points in placement=nginx). A node's
+ * weight is its servers' weight; a node whose servers are all `down` is
+ * kept with weight 0: a member without tokens, never chosen.
+ */
+static ngx_int_t
+ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_http_upstream_rr_peers_t *peers, ngx_http_upstream_chring_tier_t *tier,
+    const char *what)
+{
+    size_t                        failed;
+    uint32_t                      weight;
+    chr_status                    rc;
+    chr_change                   *changes;
+    ngx_uint_t                    i, k, nnodes;
+    ngx_http_upstream_rr_peer_t  *peer, *other;
+
+    tier->npeers = peers->number;
+    tier->node_of_peer = ngx_palloc(cf->pool,
+                                    peers->number * sizeof(ngx_uint_t));
+    changes = ngx_pcalloc(cf->temp_pool, peers->number * sizeof(chr_change));
+    if (tier->node_of_peer == NULL || changes == NULL) {
+        return NGX_ERROR;
+    }
+
+    nnodes = 0;
+
+    for (peer = peers->peer, i = 0; peer; peer = peer->next, i++) {
+        weight = peer->down ? 0 : (uint32_t) peer->weight;
+
+        /* a repeated server text joins the node of its first occurrence */
+        for (other = peers->peer, k = 0; k < i; other = other->next, k++) {
+            if (other->server.len == peer->server.len
+                && ngx_strncmp(other->server.data, peer->server.data,
+                               peer->server.len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (k < i) {
+            tier->node_of_peer[i] = tier->node_of_peer[k];
+
+            if (weight > changes[tier->node_of_peer[k]].weight) {
+                changes[tier->node_of_peer[k]].weight = weight;
+            }
+
+            continue;
+        }
+
+        tier->node_of_peer[i] = nnodes;
+        changes[nnodes].op = CHR_OP_ADD;
+        changes[nnodes].id = peer->server.data;
+        changes[nnodes].id_len = peer->server.len;
+        changes[nnodes].weight = weight;
+        changes[nnodes].tag = nnodes;
+        nnodes++;
+    }
+
+    tier->nnodes = nnodes;
+
+    if (tier->ring == NULL) {
+        rc = chr_ring_new(&ccf->options, &tier->ring);
+        if (rc != CHR_OK) {
+            goto failed;
+        }
+    }
+
+    /* one batch: the ring publishes a single snapshot with every node */
+    rc = chr_ring_apply(tier->ring, changes, nnodes, &failed);
+    if (rc != CHR_OK) {
+        goto failed;
+    }
+
+    rc = chr_ring_snapshot(tier->ring, &tier->snapshot);
+    if (rc != CHR_OK) {
+        goto failed;
+    }
+
+    return NGX_OK;
+
+failed:
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "chring: %s servers of upstream \"%V\" in %s:%ui: %s",
+                  what, &us->host, us->file_name, us->line, chr_last_error());
+
+    return NGX_ERROR;
+}
+
+
+/* Request time */
+
+
+static ngx_int_t
+ngx_http_upstream_init_chring_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_http_upstream_chring_srv_conf_t   *ccf;
+    ngx_http_upstream_chring_peer_data_t  *cp;
+
+    cp = ngx_palloc(r->pool, sizeof(ngx_http_upstream_chring_peer_data_t));
+    if (cp == NULL) {
+        return NGX_ERROR;
+    }
+
+    r->upstream->peer.data = &cp->rrp;
+
+    if (ngx_http_upstream_init_round_robin_peer(r, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* free (failure accounting) and the SSL session hooks stay round robin */
+    r->upstream->peer.get = ngx_http_upstream_get_chring_peer;
+
+    ccf = ngx_http_conf_upstream_srv_conf(us, ngx_http_upstream_chring_module);
+
+    if (ngx_http_complex_value(r, &ccf->key, &cp->key) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "upstream chring key:\"%V\"", &cp->key);
+
+    cp->conf = ccf;
+    cp->in_backup = 0;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_upstream_get_chring_peer(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_upstream_chring_peer_data_t  *cp = data;
+
+    ngx_uint_t                        i, n;
+    ngx_http_upstream_rr_peer_t      *peer;
+    ngx_http_upstream_rr_peers_t     *peers;
+    ngx_http_upstream_chring_tier_t  *tier;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->log, 0,
+                   "get chring peer, try: %ui", pc->tries);
+
+    /* as `hash ... consistent`: no key, or nothing to choose from */
+    if (cp->key.len == 0 || cp->rrp.peers->single) {
+        return ngx_http_upstream_get_round_robin_peer(pc, &cp->rrp);
+    }
+
+    pc->cached = 0;
+    pc->connection = NULL;
+
+    for ( ;; ) {
+        peers = cp->rrp.peers;
+        tier = cp->in_backup ? &cp->conf->backup : &cp->conf->primary;
+
+        /* write lock: the pick updates conns and current_weight */
+        ngx_http_upstream_rr_peers_wlock(peers);
+
+        peer = ngx_http_upstream_chring_pick(cp, tier, pc->log);
+
+        if (peer) {
+            pc->sockaddr = peer->sockaddr;
+            pc->socklen = peer->socklen;
+            pc->name = &peer->name;
+
+            peer->conns++;
+
+            ngx_http_upstream_rr_peers_unlock(peers);
+            return NGX_OK;
+        }
+
+        ngx_http_upstream_rr_peers_unlock(peers);
+
+        if (cp->in_backup || peers->next == NULL) {
+            break;
+        }
+
+        /* every primary is tried or unavailable: the backup ring, afresh */
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, pc->log, 0,
+                       "chring: backup servers");
+
+        cp->rrp.peers = peers->next;
+        cp->in_backup = 1;
+
+        n = (cp->rrp.peers->number + (8 * sizeof(uintptr_t) - 1))
+            / (8 * sizeof(uintptr_t));
+
+        for (i = 0; i < n; i++) {
+            cp->rrp.tried[i] = 0;
+        }
+    }
+
+    pc->name = peers->name;
+
+    return NGX_BUSY;
+}
+
+
+/*
+ * The key's owner if it can take the request, else its next replicas in
+ * ring order; past NGX_HTTP_CHRING_REPLICAS of them, any available peer.
+ * Called with the peers locked. No allocation: the views live on the
+ * stack and borrow from the snapshot held by the configuration.
+ */
+static ngx_http_upstream_rr_peer_t *
+ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
+    ngx_http_upstream_chring_tier_t *tier, ngx_log_t *log)
+{
+    size_t                        i, count;
+    chr_status                    rc;
+    chr_node_view                 views[NGX_HTTP_CHRING_REPLICAS];
+    ngx_http_upstream_rr_peer_t  *peer;
+
+    rc = chr_snapshot_lookup(tier->snapshot, cp->key.data, cp->key.len,
+                             &views[0]);
+    if (rc == CHR_EEMPTY) {
+        return NULL;    /* every server of the tier is down */
+    }
+
+    if (rc != CHR_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "chring: %s", chr_last_error());
+        return NULL;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "chring owner: \"%*s\"", views[0].id_len, views[0].id);
+
+    peer = ngx_http_upstream_chring_best_of_node(cp, tier,
+                                                 (ngx_uint_t) views[0].tag);
+    if (peer) {
+        return peer;
+    }
+
+    rc = chr_snapshot_replicas(tier->snapshot, cp->key.data, cp->key.len,
+                               NGX_HTTP_CHRING_REPLICAS, views, &count);
+    if (rc != CHR_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "chring: %s", chr_last_error());
+        return NULL;
+    }
+
+    for (i = 1; i < count; i++) {
+        peer = ngx_http_upstream_chring_best_of_node(cp, tier,
+                                                     (ngx_uint_t) views[i].tag);
+        if (peer) {
+            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
+                           "chring replica %uz: \"%V\"", i, &peer->server);
+            return peer;
+        }
+    }
+
+    if (count < NGX_HTTP_CHRING_REPLICAS) {
+        return NULL;    /* every node with tokens was tried or unavailable */
+    }
+
+    return ngx_http_upstream_chring_best_of_node(cp, tier, NGX_CONF_UNSET_UINT);
+}
+
+
+/*
+ * The best available, untried peer of ring node `node` (or of any node for
+ * NGX_CONF_UNSET_UINT) by smooth weighted round robin, skipping peers that
+ * are down, failed (max_fails within fail_timeout) or full (max_conns),
+ * exactly as ngx_http_upstream_get_chash_peer() does; marks it tried.
+ */
+static ngx_http_upstream_rr_peer_t *
+ngx_http_upstream_chring_best_of_node(ngx_http_upstream_chring_peer_data_t *cp,
+    ngx_http_upstream_chring_tier_t *tier, ngx_uint_t node)
+{
+    time_t                        now;
+    uintptr_t                     m;
+    ngx_int_t                     total;
+    ngx_uint_t                    i, n, best_i;
+    ngx_http_upstream_rr_peer_t  *peer, *best;
+
+    now = ngx_time();
+
+    best = NULL;
+    best_i = 0;
+    total = 0;
+
+    for (peer = cp->rrp.peers->peer, i = 0; peer; peer = peer->next, i++) {
+
+        if (node != NGX_CONF_UNSET_UINT && tier->node_of_peer[i] != node) {
+            continue;
+        }
+
+        n = i / (8 * sizeof(uintptr_t));
+        m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+
+        if (cp->rrp.tried[n] & m) {
+            continue;
+        }
+
+        if (peer->down) {
+            continue;
+        }
+
+        if (peer->max_fails
+            && peer->fails >= peer->max_fails
+            && now - peer->checked <= peer->fail_timeout)
+        {
+            continue;
+        }
+
+        if (peer->max_conns && peer->conns >= peer->max_conns) {
+            continue;
+        }
+
+        peer->current_weight += peer->effective_weight;
+        total += peer->effective_weight;
+
+        if (peer->effective_weight < peer->weight) {
+            peer->effective_weight++;
+        }
+
+        if (best == NULL || peer->current_weight > best->current_weight) {
+            best = peer;
+            best_i = i;
+        }
+    }
+
+    if (best == NULL) {
+        return NULL;
+    }
+
+    best->current_weight -= total;
+
+    if (now - best->checked > best->fail_timeout) {
+        best->checked = now;
+    }
+
+    cp->rrp.current = best;
+
+    n = best_i / (8 * sizeof(uintptr_t));
+    m = (uintptr_t) 1 << best_i % (8 * sizeof(uintptr_t));
+
+    cp->rrp.tried[n] |= m;
+
+    return best;
+}
+
+
+/* Configuration directive */
+
+
+static void *
+ngx_http_upstream_chring_create_conf(ngx_conf_t *cf)
+{
+    ngx_http_upstream_chring_srv_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_upstream_chring_srv_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->primary = { NULL, ... };
+     *     conf->backup = { NULL, ... };
+     *     conf->configured = 0;
+     */
+
+    return conf;
+}
+
+
+/*
+ * chring KEY [tokens=N] [hash=NAME] [seed=N] [placement=native|nginx]
+ *            [plugin_dir=PATH];
+ *
+ * The options are checked here by creating the primary ring (an unknown
+ * hasher or an out-of-range value fails `nginx -t` at this line, with
+ * chring's own message); servers join it when the upstream is initialised.
+ */
+static char *
+ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_upstream_chring_srv_conf_t  *ccf = conf;
+
+    char                              *rv;
+    ngx_str_t                         *value;
+    ngx_uint_t                         i, seen;
+    ngx_pool_cleanup_t                *cln;
+    ngx_http_upstream_srv_conf_t      *uscf;
+    ngx_http_compile_complex_value_t   ccv;
+
+    if (ccf->configured) {
+        return "is duplicate";
+    }
+
+    ccf->configured = 1;
+
+    value = cf->args->elts;
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+    ccv.cf = cf;
+    ccv.value = &value[1];
+    ccv.complex_value = &ccf->key;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    (void) chr_options_init(&ccf->options, CHR_OPTIONS_VERSION);
+
+    seen = 0;
+
+    for (i = 2; i < cf->args->nelts; i++) {
+        rv = ngx_http_upstream_chring_parameter(cf, ccf, &value[i], &seen);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    if (ccf->options.placement == CHR_PLACEMENT_NGINX
+        && (seen & (NGX_HTTP_CHRING_SEEN_TOKENS|NGX_HTTP_CHRING_SEEN_SEED)))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chring: \"tokens\" and \"seed\" have no effect "
+                           "with \"placement=nginx\" (nginx places 160 "
+                           "points per unit of weight, without a seed)");
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_http_upstream_chring_cleanup;
+    cln->data = ccf;
+
+    if (chr_ring_new(&ccf->options, &ccf->primary.ring) != CHR_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chring: %s",
+                           chr_last_error());
+        return NGX_CONF_ERROR;
+    }
+
+    uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+
+    if (uscf->peer.init_upstream) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "load balancing method redefined");
+    }
+
+    uscf->flags = NGX_HTTP_UPSTREAM_CREATE
+                  |NGX_HTTP_UPSTREAM_WEIGHT
+                  |NGX_HTTP_UPSTREAM_MAX_CONNS
+                  |NGX_HTTP_UPSTREAM_MAX_FAILS
+                  |NGX_HTTP_UPSTREAM_FAIL_TIMEOUT
+                  |NGX_HTTP_UPSTREAM_DOWN
+                  |NGX_HTTP_UPSTREAM_BACKUP;
+
+    uscf->peer.init_upstream = ngx_http_upstream_init_chring;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
+    ngx_http_upstream_chring_srv_conf_t *ccf, ngx_str_t *value,
+    ngx_uint_t *seen)
+{
+    u_char      *eq, *p, *last;
+    uint64_t     seed;
+    ngx_int_t    n;
+    ngx_str_t    arg;
+    ngx_uint_t   bit;
+
+    eq = ngx_strlchr(value->data, value->data + value->len, '=');
+    if (eq == NULL) {
+        goto invalid;
+    }
+
+    arg.data = eq + 1;
+    arg.len = value->data + value->len - arg.data;
+
+    if (ngx_strncmp(value->data, "tokens=", 7) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_TOKENS;
+        n = ngx_atoi(arg.data, arg.len);
+        if (n == NGX_ERROR || n == 0 || n > CHR_TOKENS_PER_WEIGHT_MAX) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "chring: invalid \"%V\": tokens per unit of "
+                               "weight must be 1..%d", value,
+                               (int) CHR_TOKENS_PER_WEIGHT_MAX);
+            return NGX_CONF_ERROR;
+        }
+        ccf->options.tokens_per_weight = (uint32_t) n;
+
+    } else if (ngx_strncmp(value->data, "hash=", 5) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_HASH;
+        if (arg.len == 0) {
+            goto invalid;
+        }
+        /* the parser NUL-terminates arguments, in the cycle's pool */
+        ccf->options.hasher = (const char *) arg.data;
+
+    } else if (ngx_strncmp(value->data, "seed=", 5) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_SEED;
+        if (arg.len == 0 || arg.len > NGX_INT64_LEN) {
+            goto invalid;
+        }
+        seed = 0;
+        for (last = arg.data + arg.len, p = arg.data; p < last; p++) {
+            if (*p < '0' || *p > '9'
+                || seed > (UINT64_MAX - (uint64_t) (*p - '0')) / 10)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "chring: invalid \"%V\": the seed is an "
+                                   "unsigned 64-bit decimal number", value);
+                return NGX_CONF_ERROR;
+            }
+            seed = seed * 10 + (uint64_t) (*p - '0');
+        }
+        ccf->options.seed = seed;
+
+    } else if (ngx_strncmp(value->data, "placement=", 10) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_PLACEMENT;
+        if (arg.len == 6 && ngx_strncmp(arg.data, "native", 6) == 0) {
+            ccf->options.placement = CHR_PLACEMENT_NATIVE;
+
+        } else if (arg.len == 5 && ngx_strncmp(arg.data, "nginx", 5) == 0) {
+            ccf->options.placement = CHR_PLACEMENT_NGINX;
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "chring: invalid \"%V\": the placement is "
+                               "\"native\" or \"nginx\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+    } else if (ngx_strncmp(value->data, "plugin_dir=", 11) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_PLUGIN_DIR;
+        if (arg.len == 0) {
+            goto invalid;
+        }
+        /* relative to the prefix, as nginx paths are; NUL-terminated */
+        if (ngx_conf_full_name(cf->cycle, &arg, 0) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+        ccf->plugin_dir.data = ngx_pnalloc(cf->pool, arg.len + 1);
+        if (ccf->plugin_dir.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+        ccf->plugin_dir.len = arg.len;
+        *ngx_cpymem(ccf->plugin_dir.data, arg.data, arg.len) = '\0';
+        ccf->options.plugin_dir = (const char *) ccf->plugin_dir.data;
+
+    } else {
+        goto invalid;
+    }
+
+    if (*seen & bit) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chring: \"%*s\" is given twice",
+                           (size_t) (eq - value->data), value->data);
+        return NGX_CONF_ERROR;
+    }
+
+    *seen |= bit;
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "chring: invalid parameter \"%V\" (expected tokens=N, "
+                       "hash=NAME, seed=N, placement=native|nginx or "
+                       "plugin_dir=PATH)", value);
+
+    return NGX_CONF_ERROR;
+}
+
+
+/* The configuration's pool is destroyed (reload, exit, failed test). */
+static void
+ngx_http_upstream_chring_cleanup(void *data)
+{
+    ngx_http_upstream_chring_srv_conf_t  *ccf = data;
+
+    chr_snapshot_release(ccf->primary.snapshot);
+    chr_ring_free(ccf->primary.ring);
+    chr_snapshot_release(ccf->backup.snapshot);
+    chr_ring_free(ccf->backup.ring);
+}

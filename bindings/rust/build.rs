@@ -1,0 +1,54 @@
+//! Finds libchring through the `pkg-config` command (no crate): link
+//! search paths, libraries and rpath from `--libs`, the header directory
+//! from `--cflags` (for the test that checks `sys` against chring.h).
+//!
+//! PKG_CONFIG_PATH=<build>/pkgconfig selects the build tree's
+//! chring-uninstalled.pc; the `PKG_CONFIG` variable names another command.
+use std::env;
+use std::process::Command;
+
+fn pkg_config(args: &[&str]) -> String {
+    let program = env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".to_string());
+    let output = Command::new(&program)
+        .args(args)
+        .arg("chring")
+        .output()
+        .unwrap_or_else(|e| panic!("chring: cannot run `{}`: {}", program, e));
+    if !output.status.success() {
+        panic!(
+            "chring: `{} {} chring` failed (is PKG_CONFIG_PATH set to a directory holding chring.pc \
+             or chring-uninstalled.pc?):\n{}",
+            program,
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    String::from_utf8(output.stdout).expect("pkg-config printed non-UTF-8 text")
+}
+
+fn main() {
+    for var in ["PKG_CONFIG", "PKG_CONFIG_PATH", "PKG_CONFIG_LIBDIR", "PKG_CONFIG_SYSROOT_DIR"] {
+        println!("cargo:rerun-if-env-changed={}", var);
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+
+    for flag in pkg_config(&["--libs"]).split_whitespace() {
+        if let Some(dir) = flag.strip_prefix("-L") {
+            println!("cargo:rustc-link-search=native={}", dir);
+        } else if let Some(lib) = flag.strip_prefix("-l") {
+            println!("cargo:rustc-link-lib={}", lib);
+        } else if flag.starts_with("-Wl,") || flag == "-pthread" {
+            // The uninstalled .pc carries -Wl,-rpath,<build>/src so that
+            // tests and examples run against the build tree.
+            println!("cargo:rustc-link-arg={}", flag);
+        }
+    }
+    let include = pkg_config(&["--cflags-only-I"])
+        .split_whitespace()
+        .filter_map(|f| f.strip_prefix("-I"))
+        .map(str::to_string)
+        .next()
+        .unwrap_or_else(|| "/usr/include".to_string());
+    println!("cargo:rustc-env=CHRING_INCLUDE_DIR={}", include);
+    println!("cargo:include={}", include);
+}

@@ -1,0 +1,59 @@
+//! Safe Rust binding of chring, a consistent-hashing ring with a stable C
+//! ABI (`include/c/chring.h`). The library is found at build time through
+//! the `pkg-config` command (see `build.rs`).
+//!
+//! ```
+//! use chring::{Options, Ring};
+//!
+//! let ring = Ring::new(&Options::default().seed(7))?;
+//! ring.add("cache-a", 1)?;
+//! ring.add("cache-b", 2)?; // twice the share
+//! let owner = ring.lookup("user:42")?;
+//! println!("{}", String::from_utf8_lossy(owner.id()));
+//!
+//! let snap = ring.snapshot()?; // one consistent view, borrowed results
+//! let view = snap.lookup(b"user:42")?;
+//! assert_eq!(view.id(), owner.id());
+//! # Ok::<(), chring::Error>(())
+//! ```
+//!
+//! Threads: [`Ring`] and [`Snapshot`] are `Send + Sync`; share them with
+//! `Arc` or scoped threads. Lookups never lock and never wait for writers;
+//! writers serialize inside the library and publish atomically.
+//!
+//! Errors: every fallible call returns [`Result`]; [`Error`] carries the
+//! library's status ([`ErrorKind`]) and its message naming the C function
+//! and the bad value.
+#![warn(missing_docs)]
+
+mod error;
+mod hashers;
+mod node;
+mod options;
+mod ring;
+mod snapshot;
+pub mod sys;
+
+pub use error::{Error, ErrorKind, Result};
+pub use hashers::{digest, hash, hashers, load_plugin, HasherInfo};
+pub use node::{Node, NodeView};
+pub use options::{Options, Placement};
+pub use ring::{Change, Member, Ring};
+pub use snapshot::Snapshot;
+
+/// The version of the loaded libchring, as MAJOR*10000 + MINOR*100 + PATCH.
+pub fn version() -> u32 {
+    // SAFETY: no arguments, no state.
+    unsafe { sys::chr_version() }
+}
+
+/// (pointer, length) of a byte string for the C API, which accepts NULL
+/// only with length 0; an empty slice's dangling pointer is fine too, but
+/// NULL says it plainly.
+pub(crate) fn bytes_arg(b: &[u8]) -> (*const std::os::raw::c_void, usize) {
+    if b.is_empty() {
+        (std::ptr::null(), 0)
+    } else {
+        (b.as_ptr().cast(), b.len())
+    }
+}

@@ -1,0 +1,181 @@
+//! Raw declarations of `include/c/chring.h` and `chring_plugin.h`, one for
+//! one. `tests/header.rs` compiles every declaration, struct layout and
+//! constant below against the real header with the C compiler, so any
+//! drift fails the tests. Keep one item per line in the form that test
+//! parses: `pub const NAME: TYPE = VALUE;` and `pub fn name(args) -> ret;`.
+#![allow(non_camel_case_types, missing_docs)] // documented in chring.h
+
+use std::os::raw::{c_char, c_int, c_uchar, c_void};
+
+pub type chr_status = c_int;
+
+pub const CHR_VERSION_MAJOR: u32 = 0;
+pub const CHR_VERSION_MINOR: u32 = 1;
+pub const CHR_VERSION_PATCH: u32 = 0;
+pub const CHR_ABI_VERSION: u32 = 1;
+
+pub const CHR_OK: chr_status = 0;
+pub const CHR_EINVAL: chr_status = -1;
+pub const CHR_ENOMEM: chr_status = -2;
+pub const CHR_ERANGE: chr_status = -3;
+pub const CHR_EEXIST: chr_status = -4;
+pub const CHR_ENOENT: chr_status = -5;
+pub const CHR_EEMPTY: chr_status = -6;
+pub const CHR_EVERSION: chr_status = -7;
+pub const CHR_ENOHASHER: chr_status = -8;
+pub const CHR_ENOTSUP: chr_status = -9;
+pub const CHR_EINTERNAL: chr_status = -10;
+pub const CHR_EPLUGIN_NOFILE: chr_status = -11;
+pub const CHR_EPLUGIN_NOTSO: chr_status = -12;
+pub const CHR_EPLUGIN_SYMBOL: chr_status = -13;
+pub const CHR_EPLUGIN_ABI: chr_status = -14;
+pub const CHR_EPLUGIN_DESC: chr_status = -15;
+
+pub const CHR_NODE_ID_MAX: usize = 256;
+pub const CHR_ZONE_MAX: usize = 64;
+pub const CHR_WEIGHT_MAX: u32 = 1000000;
+pub const CHR_TOKENS_PER_WEIGHT_MAX: u32 = 65536;
+pub const CHR_TOKENS_MAX: u32 = 16777216;
+pub const CHR_NODES_MAX: u32 = 1048576;
+
+pub const CHR_PLACEMENT_NATIVE: i32 = 0;
+pub const CHR_PLACEMENT_KETAMA: i32 = 1;
+pub const CHR_PLACEMENT_KETAMA_UNWEIGHTED: i32 = 2;
+pub const CHR_PLACEMENT_NGINX: i32 = 3;
+pub const CHR_OPTIONS_VERSION: u32 = 1;
+pub const CHR_DEFAULT_TOKENS_PER_WEIGHT: u32 = 160;
+
+pub const CHR_OP_ADD: u32 = 1;
+pub const CHR_OP_REMOVE: u32 = 2;
+pub const CHR_OP_SET_WEIGHT: u32 = 3;
+
+pub const CHR_PLUGIN_ABI_VERSION: u32 = 1;
+pub const CHR_HASHER_NAME_MAX: usize = 63;
+pub const CHR_DIGEST_MAX: usize = 64;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct chr_options {
+    pub version: u32,
+    pub tokens_per_weight: u32,
+    pub seed: u64,
+    pub hasher: *const c_char,
+    pub placement: i32,
+    pub reserved0: u32,
+    pub plugin_dir: *const c_char,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct chr_node_ref {
+    pub tag: u64,
+    pub ownership: f64,
+    pub weight: u32,
+    pub tokens: u32,
+    pub index: u32,
+    pub id_len: u32,
+    pub zone_len: u32,
+    pub reserved0: u32,
+    pub id: [c_uchar; CHR_NODE_ID_MAX],
+    pub zone: [c_uchar; CHR_ZONE_MAX],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct chr_node_view {
+    pub id: *const c_uchar,
+    pub id_len: usize,
+    pub zone: *const c_uchar,
+    pub zone_len: usize,
+    pub tag: u64,
+    pub ownership: f64,
+    pub weight: u32,
+    pub tokens: u32,
+    pub index: u32,
+    pub reserved0: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct chr_change {
+    pub op: u32,
+    pub weight: u32,
+    pub id: *const c_void,
+    pub id_len: usize,
+    pub zone: *const c_void,
+    pub zone_len: usize,
+    pub tag: u64,
+}
+
+pub type chr_hash64_fn = Option<unsafe extern "C" fn(data: *const c_void, len: usize, seed: u64) -> u64>;
+pub type chr_digest_fn = Option<unsafe extern "C" fn(data: *const c_void, len: usize, out: *mut c_uchar)>;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct chr_hasher {
+    pub abi_version: u32,
+    pub struct_size: u32,
+    pub name: *const c_char,
+    pub description: *const c_char,
+    pub hash64: chr_hash64_fn,
+    pub digest_size: u32,
+    pub digest: chr_digest_fn,
+    pub flags: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct chr_hasher_info {
+    pub name: *const c_char,
+    pub description: *const c_char,
+    pub origin: *const c_char,
+    pub digest_size: u32,
+    pub reserved0: u32,
+}
+
+/// Opaque ring handle.
+#[repr(C)]
+pub struct chr_ring {
+    _private: [u8; 0],
+}
+
+/// Opaque snapshot handle.
+#[repr(C)]
+pub struct chr_snapshot {
+    _private: [u8; 0],
+}
+
+extern "C" {
+    pub fn chr_version() -> u32;
+    pub fn chr_strerror(status: chr_status) -> *const c_char;
+    pub fn chr_last_error() -> *const c_char;
+    pub fn chr_options_init(opts: *mut chr_options, version: u32) -> chr_status;
+    pub fn chr_ring_new(opts: *const chr_options, out: *mut *mut chr_ring) -> chr_status;
+    pub fn chr_ring_free(ring: *mut chr_ring);
+    pub fn chr_ring_add(ring: *mut chr_ring, id: *const c_void, id_len: usize, weight: u32, zone: *const c_void, zone_len: usize, tag: u64) -> chr_status;
+    pub fn chr_ring_remove(ring: *mut chr_ring, id: *const c_void, id_len: usize) -> chr_status;
+    pub fn chr_ring_set_weight(ring: *mut chr_ring, id: *const c_void, id_len: usize, weight: u32) -> chr_status;
+    pub fn chr_ring_apply(ring: *mut chr_ring, changes: *const chr_change, count: usize, failed_index: *mut usize) -> chr_status;
+    pub fn chr_ring_lookup(ring: *const chr_ring, key: *const c_void, key_len: usize, out: *mut chr_node_ref) -> chr_status;
+    pub fn chr_ring_replicas(ring: *const chr_ring, key: *const c_void, key_len: usize, n: usize, out: *mut chr_node_ref, count: *mut usize) -> chr_status;
+    pub fn chr_ring_node_count(ring: *const chr_ring, count: *mut usize) -> chr_status;
+    pub fn chr_ring_token_count(ring: *const chr_ring, count: *mut usize) -> chr_status;
+    pub fn chr_ring_nodes(ring: *const chr_ring, out: *mut chr_node_ref, capacity: usize, count: *mut usize) -> chr_status;
+    pub fn chr_ring_ownership(ring: *const chr_ring, id: *const c_void, id_len: usize, fraction: *mut f64) -> chr_status;
+    pub fn chr_ring_fingerprint(ring: *const chr_ring, fingerprint: *mut u64) -> chr_status;
+    pub fn chr_ring_snapshot(ring: *const chr_ring, out: *mut *mut chr_snapshot) -> chr_status;
+    pub fn chr_snapshot_release(snap: *mut chr_snapshot);
+    pub fn chr_snapshot_lookup(snap: *const chr_snapshot, key: *const c_void, key_len: usize, out: *mut chr_node_view) -> chr_status;
+    pub fn chr_snapshot_lookup_batch(snap: *const chr_snapshot, keys: *const *const c_void, key_lens: *const usize, n: usize, indices: *mut u32) -> chr_status;
+    pub fn chr_snapshot_replicas(snap: *const chr_snapshot, key: *const c_void, key_len: usize, n: usize, out: *mut chr_node_view, count: *mut usize) -> chr_status;
+    pub fn chr_snapshot_node(snap: *const chr_snapshot, index: usize, out: *mut chr_node_view) -> chr_status;
+    pub fn chr_snapshot_node_count(snap: *const chr_snapshot, count: *mut usize) -> chr_status;
+    pub fn chr_snapshot_token_count(snap: *const chr_snapshot, count: *mut usize) -> chr_status;
+    pub fn chr_snapshot_fingerprint(snap: *const chr_snapshot, fingerprint: *mut u64) -> chr_status;
+    pub fn chr_snapshot_token(snap: *const chr_snapshot, index: usize, value: *mut u64, node_index: *mut u32) -> chr_status;
+    pub fn chr_plugin_load(path: *const c_char, loaded: *mut usize) -> chr_status;
+    pub fn chr_hasher_list(plugin_dir: *const c_char, out: *mut chr_hasher_info, capacity: usize, count: *mut usize) -> chr_status;
+    pub fn chr_hasher_register(hasher: *const chr_hasher) -> chr_status;
+    pub fn chr_hasher_hash(name: *const c_char, data: *const c_void, len: usize, seed: u64, out: *mut u64) -> chr_status;
+    pub fn chr_hasher_digest(name: *const c_char, data: *const c_void, len: usize, out: *mut c_uchar, capacity: usize, digest_size: *mut usize) -> chr_status;
+}

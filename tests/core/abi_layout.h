@@ -1,0 +1,100 @@
+/*
+ * abi_layout.h — the layout of every public struct, pinned.
+ *
+ * CHR_ABI_LAYOUT(SIZE, FIELD) expands SIZE(type, bytes) and
+ * FIELD(type, member, offset) for each struct and member, with the values
+ * of the LP64 ABI (x86_64, aarch64) that libchring.so.1 was released with.
+ * Each translation unit of test_abi (C99, C++17) measures its own view of
+ * the header through this list; test_abi compares them all to the pins.
+ * A change here is an ABI break: bump CHR_ABI_VERSION and the soname.
+ * Include it after chring.h.
+ */
+#ifndef CHRING_ABI_LAYOUT_H
+#define CHRING_ABI_LAYOUT_H
+
+#include <stddef.h>
+
+#define CHR_ABI_LAYOUT(SIZE, FIELD)                  \
+    SIZE(chr_options, 40)                            \
+    FIELD(chr_options, version, 0)                   \
+    FIELD(chr_options, tokens_per_weight, 4)         \
+    FIELD(chr_options, seed, 8)                      \
+    FIELD(chr_options, hasher, 16)                   \
+    FIELD(chr_options, placement, 24)                \
+    FIELD(chr_options, reserved0, 28)                \
+    FIELD(chr_options, plugin_dir, 32)               \
+    SIZE(chr_change, 48)                             \
+    FIELD(chr_change, op, 0)                         \
+    FIELD(chr_change, weight, 4)                     \
+    FIELD(chr_change, id, 8)                         \
+    FIELD(chr_change, id_len, 16)                    \
+    FIELD(chr_change, zone, 24)                      \
+    FIELD(chr_change, zone_len, 32)                  \
+    FIELD(chr_change, tag, 40)                       \
+    SIZE(chr_node_ref, 360)                          \
+    FIELD(chr_node_ref, tag, 0)                      \
+    FIELD(chr_node_ref, ownership, 8)                \
+    FIELD(chr_node_ref, weight, 16)                  \
+    FIELD(chr_node_ref, tokens, 20)                  \
+    FIELD(chr_node_ref, index, 24)                   \
+    FIELD(chr_node_ref, id_len, 28)                  \
+    FIELD(chr_node_ref, zone_len, 32)                \
+    FIELD(chr_node_ref, reserved0, 36)               \
+    FIELD(chr_node_ref, id, 40)                      \
+    FIELD(chr_node_ref, zone, 296)                   \
+    SIZE(chr_node_view, 64)                          \
+    FIELD(chr_node_view, id, 0)                      \
+    FIELD(chr_node_view, id_len, 8)                  \
+    FIELD(chr_node_view, zone, 16)                   \
+    FIELD(chr_node_view, zone_len, 24)               \
+    FIELD(chr_node_view, tag, 32)                    \
+    FIELD(chr_node_view, ownership, 40)              \
+    FIELD(chr_node_view, weight, 48)                 \
+    FIELD(chr_node_view, tokens, 52)                 \
+    FIELD(chr_node_view, index, 56)                  \
+    FIELD(chr_node_view, reserved0, 60)              \
+    SIZE(chr_hasher_info, 32)                        \
+    FIELD(chr_hasher_info, name, 0)                  \
+    FIELD(chr_hasher_info, description, 8)           \
+    FIELD(chr_hasher_info, origin, 16)               \
+    FIELD(chr_hasher_info, digest_size, 24)          \
+    FIELD(chr_hasher_info, reserved0, 28)            \
+    SIZE(chr_hasher, 56)                             \
+    FIELD(chr_hasher, abi_version, 0)                \
+    FIELD(chr_hasher, struct_size, 4)                \
+    FIELD(chr_hasher, name, 8)                       \
+    FIELD(chr_hasher, description, 16)               \
+    FIELD(chr_hasher, hash64, 24)                    \
+    FIELD(chr_hasher, digest_size, 32)               \
+    FIELD(chr_hasher, digest, 40)                    \
+    FIELD(chr_hasher, flags, 48)
+
+/* Helpers to expand the list into arrays. */
+#define CHR_ABI_MEASURE_SIZE(type, bytes) sizeof(type),
+#define CHR_ABI_MEASURE_FIELD(type, member, offset) offsetof(type, member),
+#define CHR_ABI_PINNED_SIZE(type, bytes) (size_t)(bytes),
+#define CHR_ABI_PINNED_FIELD(type, member, offset) (size_t)(offset),
+#define CHR_ABI_NAME_SIZE(type, bytes) "sizeof(" #type ")",
+#define CHR_ABI_NAME_FIELD(type, member, offset) "offsetof(" #type ", " #member ")",
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Each translation unit's measurements, in list order; *count receives
+ * the number of entries. */
+const size_t *abi_layout_c99(size_t *count);
+const size_t *abi_layout_cxx(size_t *count);
+
+/* CHR_OPTIONS_INIT as each language's compiler fills it. */
+void abi_options_init_c99(chr_options *out);
+void abi_options_init_cxx(chr_options *out);
+
+/* chr_version() called from C++, proving the header gives C linkage. */
+uint32_t abi_version_from_cxx(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CHRING_ABI_LAYOUT_H */

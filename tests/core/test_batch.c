@@ -1,0 +1,235 @@
+/*
+ * chr_ring_apply is all or nothing: one bad change, wherever it sits in
+ * the batch, refuses the whole batch with that change's status and index
+ * and leaves the ring exactly as it was; later changes see earlier ones;
+ * the token limit is enforced over the batch; an empty batch is a no-op.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+enum { BASE_NODES = 5 };
+
+typedef struct batch_fixture {
+    chr_ring *ring; /* nodes 0..4, weight 1 */
+    uint64_t fingerprint;
+    size_t node_count;
+    token_dump tokens;
+    char ids[20][TEST_ID_BUF]; /* storage for the ids the changes point to */
+} batch_fixture;
+
+static int setup(void **state) {
+    batch_fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->ring = ring_with_nodes(NULL, BASE_NODES, 1);
+    f->fingerprint = ring_fingerprint(f->ring);
+    f->node_count = ring_node_count(f->ring);
+    token_dump_of_ring(f->ring, &f->tokens);
+    for (unsigned n = 0; n < 20; ++n) node_id(n, f->ids[n]);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    batch_fixture *f = *state;
+    chr_ring_free(f->ring);
+    token_dump_free(&f->tokens);
+    free(f);
+    return 0;
+}
+
+static void assert_ring_unchanged(const batch_fixture *f) {
+    assert_int_equal(ring_fingerprint(f->ring), f->fingerprint);
+    assert_int_equal(ring_node_count(f->ring), f->node_count);
+    token_dump now;
+    token_dump_of_ring(f->ring, &now);
+    assert_true(token_dumps_equal(&now, &f->tokens));
+    token_dump_free(&now);
+}
+
+static chr_change change(uint32_t op, const char *id, uint32_t weight) {
+    chr_change c = {op, weight, id, id ? strlen(id) : 0, NULL, 0, 0};
+    return c;
+}
+
+/* ---- one bad change ------------------------------------------------------ */
+
+enum { VALID_COUNT = 5 };
+
+/* Valid on the fixture's ring, in this order. */
+static void valid_changes(const batch_fixture *f, chr_change out[VALID_COUNT]) {
+    out[0] = change(CHR_OP_ADD, f->ids[10], 1);
+    out[1] = change(CHR_OP_SET_WEIGHT, f->ids[1], 3);
+    out[2] = change(CHR_OP_REMOVE, f->ids[2], 0);
+    out[3] = change(CHR_OP_ADD, f->ids[11], 2);
+    out[4] = change(CHR_OP_SET_WEIGHT, f->ids[10], 2);
+}
+
+typedef struct bad_change {
+    const char *what; /* for the reader; the failure message shows the status */
+    chr_change change;
+    chr_status status;
+} bad_change;
+
+static void test_bad_change_anywhere_refuses_batch(void **state) {
+    batch_fixture *f = *state;
+    static unsigned char long_id[CHR_NODE_ID_MAX + 1];
+    static char long_zone[CHR_ZONE_MAX + 1];
+    memset(long_id, 'i', sizeof long_id);
+    memset(long_zone, 'z', sizeof long_zone);
+
+    bad_change bad[] = {
+        {"remove of an unknown id", change(CHR_OP_REMOVE, f->ids[19], 0), CHR_ENOENT},
+        {"weight of an unknown id", change(CHR_OP_SET_WEIGHT, f->ids[19], 2), CHR_ENOENT},
+        {"duplicate add", change(CHR_OP_ADD, f->ids[0], 1), CHR_EEXIST},
+        {"weight over the limit", change(CHR_OP_SET_WEIGHT, f->ids[3], CHR_WEIGHT_MAX + 1),
+         CHR_ERANGE},
+        {"unknown op", change(CHR_OP_SET_WEIGHT + 7, f->ids[3], 1), CHR_EINVAL},
+        {"empty id", change(CHR_OP_ADD, "", 1), CHR_EINVAL},
+        {"id over the limit", {CHR_OP_ADD, 1, long_id, sizeof long_id, NULL, 0, 0}, CHR_ERANGE},
+        {"zone over the limit", {CHR_OP_ADD, 1, "zoned", 5, long_zone, sizeof long_zone, 0},
+         CHR_ERANGE},
+    };
+    chr_change batch[VALID_COUNT + 1];
+
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; ++b) {
+        const size_t positions[] = {0, VALID_COUNT / 2, VALID_COUNT};
+        for (size_t p = 0; p < 3; ++p) {
+            const size_t at = positions[p];
+            chr_change valid[VALID_COUNT];
+            valid_changes(f, valid);
+            for (size_t i = 0, v = 0; i <= VALID_COUNT; ++i)
+                batch[i] = i == at ? bad[b].change : valid[v++];
+
+            size_t failed_index = 1234;
+            assert_chr_error(chr_ring_apply(f->ring, batch, VALID_COUNT + 1, &failed_index),
+                             bad[b].status, "chr_ring_apply");
+            assert_int_equal(failed_index, at);
+            assert_ring_unchanged(f);
+            /* Spot checks in terms of members: nothing before `at` happened. */
+            double fraction = 0;
+            assert_chr_status(chr_ring_ownership(f->ring, f->ids[10], strlen(f->ids[10]), &fraction),
+                              CHR_ENOENT);
+            assert_chr_ok(chr_ring_ownership(f->ring, f->ids[2], strlen(f->ids[2]), &fraction));
+        }
+    }
+
+    /* The same batch without its bad change goes through, and failed_index
+     * says so (count). */
+    size_t failed_index = 0;
+    valid_changes(f, batch);
+    assert_chr_ok(chr_ring_apply(f->ring, batch, VALID_COUNT, &failed_index));
+    assert_int_equal(failed_index, VALID_COUNT);
+    assert_int_equal(ring_node_count(f->ring), BASE_NODES + 1);
+}
+
+/* ---- changes that see earlier ones -------------------------------------- */
+
+static chr_node_ref member(const chr_ring *ring, const char *id) {
+    chr_node_ref refs[BASE_NODES + 4];
+    size_t count = 0;
+    assert_chr_ok(chr_ring_nodes(ring, refs, BASE_NODES + 4, &count));
+    for (size_t i = 0; i < count; ++i)
+        if (refs[i].id_len == strlen(id) && memcmp(refs[i].id, id, refs[i].id_len) == 0)
+            return refs[i];
+    print_error("%s is not a member\n", id);
+    fail();
+    return refs[0];
+}
+
+static void test_add_then_remove_in_one_batch(void **state) {
+    batch_fixture *f = *state;
+    chr_change add_remove[2] = {change(CHR_OP_ADD, f->ids[12], 4),
+                                change(CHR_OP_REMOVE, f->ids[12], 0)};
+    assert_chr_ok(chr_ring_apply(f->ring, add_remove, 2, NULL));
+    assert_ring_unchanged(f); /* same membership as before */
+
+    chr_change remove_add[2] = {change(CHR_OP_REMOVE, f->ids[0], 0),
+                                change(CHR_OP_ADD, f->ids[0], 2)};
+    assert_chr_ok(chr_ring_apply(f->ring, remove_add, 2, NULL));
+    assert_int_equal(member(f->ring, f->ids[0]).weight, 2);
+
+    chr_change add_weigh_add[3] = {change(CHR_OP_ADD, f->ids[13], 1),
+                                   change(CHR_OP_SET_WEIGHT, f->ids[13], 3),
+                                   change(CHR_OP_ADD, f->ids[14], 0)};
+    assert_chr_ok(chr_ring_apply(f->ring, add_weigh_add, 3, NULL));
+    assert_int_equal(member(f->ring, f->ids[13]).weight, 3);
+    assert_int_equal(member(f->ring, f->ids[13]).tokens, 3 * CHR_DEFAULT_TOKENS_PER_WEIGHT);
+    assert_int_equal(member(f->ring, f->ids[14]).tokens, 0);
+
+    /* Removing twice: the second sees the first and fails; nothing applies. */
+    const uint64_t before = ring_fingerprint(f->ring);
+    chr_change twice[2] = {change(CHR_OP_REMOVE, f->ids[13], 0), change(CHR_OP_REMOVE, f->ids[13], 0)};
+    size_t failed_index = 0;
+    assert_chr_error(chr_ring_apply(f->ring, twice, 2, &failed_index), CHR_ENOENT, "chr_ring_apply");
+    assert_int_equal(failed_index, 1);
+    assert_int_equal(ring_fingerprint(f->ring), before);
+
+    /* Adding twice likewise. */
+    chr_change add_twice[2] = {change(CHR_OP_ADD, f->ids[15], 1), change(CHR_OP_ADD, f->ids[15], 1)};
+    assert_chr_error(chr_ring_apply(f->ring, add_twice, 2, &failed_index), CHR_EEXIST,
+                     "chr_ring_apply");
+    assert_int_equal(failed_index, 1);
+    assert_int_equal(ring_fingerprint(f->ring), before);
+}
+
+/* ---- the token limit ----------------------------------------------------- */
+
+/* With 65536 tokens per weight, 256 weight units are CHR_TOKENS_MAX. */
+static void test_token_overflow_refuses_batch(void **state) {
+    batch_fixture *f = *state;
+    chr_options opts = CHR_OPTIONS_INIT;
+    opts.tokens_per_weight = CHR_TOKENS_PER_WEIGHT_MAX;
+    chr_ring_free(f->ring);
+    f->ring = ring_with_nodes(&opts, 1, 1); /* node-000: 65536 tokens */
+    const uint64_t before = ring_fingerprint(f->ring);
+
+    /* 1 + 1 + 1 + 254 = 257 units: refused at the change that crosses. */
+    chr_change over[3] = {change(CHR_OP_ADD, f->ids[1], 1), change(CHR_OP_ADD, f->ids[2], 1),
+                          change(CHR_OP_ADD, f->ids[3], 254)};
+    size_t failed_index = 0;
+    assert_chr_error(chr_ring_apply(f->ring, over, 3, &failed_index), CHR_ERANGE, "chr_ring_apply");
+    assert_int_equal(failed_index, 2);
+    assert_int_equal(ring_fingerprint(f->ring), before);
+    assert_int_equal(ring_node_count(f->ring), 1);
+
+    /* Raising an existing node over the limit, too. */
+    chr_change raise[2] = {change(CHR_OP_ADD, f->ids[1], 0), change(CHR_OP_SET_WEIGHT, f->ids[0], 257)};
+    assert_chr_error(chr_ring_apply(f->ring, raise, 2, &failed_index), CHR_ERANGE, "chr_ring_apply");
+    assert_int_equal(failed_index, 1);
+    assert_int_equal(ring_fingerprint(f->ring), before);
+
+    /* The limit itself is allowed: reaching exactly 256 units, then
+     * draining both nodes so that no 16M-token ring is built. */
+    chr_change at_limit[3] = {change(CHR_OP_ADD, f->ids[1], 255),
+                              change(CHR_OP_SET_WEIGHT, f->ids[1], 0),
+                              change(CHR_OP_SET_WEIGHT, f->ids[0], 0)};
+    assert_chr_ok(chr_ring_apply(f->ring, at_limit, 3, &failed_index));
+    assert_int_equal(failed_index, 3);
+    assert_int_equal(ring_node_count(f->ring), 2);
+}
+
+/* ---- empty batches ------------------------------------------------------- */
+
+static void test_empty_batch(void **state) {
+    batch_fixture *f = *state;
+    size_t failed_index = 99;
+    assert_chr_ok(chr_ring_apply(f->ring, NULL, 0, &failed_index));
+    assert_int_equal(failed_index, 0);
+    assert_ring_unchanged(f);
+
+    chr_change unused = change(CHR_OP_REMOVE, f->ids[19], 0); /* would fail if read */
+    assert_chr_ok(chr_ring_apply(f->ring, &unused, 0, NULL));
+    assert_ring_unchanged(f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_bad_change_anywhere_refuses_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_add_then_remove_in_one_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_token_overflow_refuses_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_batch, setup, teardown),
+    };
+    return run_core_tests(tests);
+}
