@@ -1,0 +1,13 @@
+// The subcommands; each file registers one on the app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace chring::cli {
+
+void add_demo_command(CLI::App &app);
+void add_sim_command(CLI::App &app);
+void add_lookup_command(CLI::App &app);
+void add_inspect_command(CLI::App &app);
+
+}  // namespace chring::cli

@@ -1,0 +1,218 @@
+#include "membership.hpp"
+
+#include <chring.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+namespace chring::cli {
+namespace {
+
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+bool is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// Length of the valid UTF-8 sequence (2..4 bytes, no overlongs, no
+// surrogates) starting at s[i], or 0.
+size_t utf8_sequence(std::string_view s, size_t i) {
+    auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+    unsigned char b = byte(i);
+    size_t len;
+    uint32_t cp;
+    if (b >= 0xC2 && b <= 0xDF) { len = 2; cp = b & 0x1Fu; }
+    else if (b >= 0xE0 && b <= 0xEF) { len = 3; cp = b & 0x0Fu; }
+    else if (b >= 0xF0 && b <= 0xF4) { len = 4; cp = b & 0x07u; }
+    else return 0;
+    if (i + len > s.size()) return 0;
+    for (size_t k = 1; k < len; ++k) {
+        if ((byte(i + k) & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (byte(i + k) & 0x3Fu);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    return len;
+}
+
+// Splits a line into whitespace-separated fields, stopping at a field that
+// starts with '#'.
+std::vector<std::string_view> split_fields(std::string_view line) {
+    std::vector<std::string_view> fields;
+    size_t i = 0;
+    while (i < line.size()) {
+        while (i < line.size() && is_blank(line[i])) ++i;
+        if (i == line.size() || line[i] == '#') break;
+        size_t start = i;
+        while (i < line.size() && !is_blank(line[i])) ++i;
+        fields.push_back(line.substr(start, i - start));
+    }
+    return fields;
+}
+
+std::string decode_field(std::string_view field, const char *what, const std::string &source,
+                         size_t line) {
+    std::string out, why;
+    if (!percent_decode(field, out, why))
+        throw MembershipError(source, line, std::string(what) + " '" + std::string(field) + "': " + why);
+    return out;
+}
+
+std::string checked_id(std::string_view field, const std::string &source, size_t line) {
+    std::string id = decode_field(field, "id", source, line);
+    if (id.empty()) throw MembershipError(source, line, "id is empty");
+    if (id.size() > CHR_NODE_ID_MAX)
+        throw MembershipError(source, line,
+                              "id is " + std::to_string(id.size()) + " bytes long (1.." +
+                                  std::to_string(CHR_NODE_ID_MAX) + " allowed)");
+    return id;
+}
+
+std::string checked_zone(std::string_view field, const std::string &source, size_t line) {
+    std::string zone = decode_field(field, "zone", source, line);
+    if (zone.size() > CHR_ZONE_MAX)
+        throw MembershipError(source, line,
+                              "zone is " + std::to_string(zone.size()) + " bytes long (0.." +
+                                  std::to_string(CHR_ZONE_MAX) + " allowed)");
+    return zone;
+}
+
+std::string where(const std::string &source, size_t line) {
+    return line ? source + ":" + std::to_string(line) : source;
+}
+
+}  // namespace
+
+MembershipError::MembershipError(const std::string &source, size_t line, const std::string &reason)
+    : std::runtime_error(where(source, line) + ": " + reason) {}
+
+bool percent_decode(std::string_view field, std::string &out, std::string &why) {
+    out.clear();
+    out.reserve(field.size());
+    for (size_t i = 0; i < field.size(); ++i) {
+        unsigned char c = static_cast<unsigned char>(field[i]);
+        if (is_control(c)) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "%%%02X", c);
+            why = "raw control byte 0x" + std::string(hex + 1) + " (write it as " + hex + ")";
+            return false;
+        }
+        if (c != '%') {
+            out.push_back(char(c));
+            continue;
+        }
+        int hi = i + 1 < field.size() ? hex_value(field[i + 1]) : -1;
+        int lo = i + 2 < field.size() ? hex_value(field[i + 2]) : -1;
+        if (hi < 0 || lo < 0) {
+            why = "'%' at byte " + std::to_string(i + 1) +
+                  " is not followed by two hex digits (write a literal '%' as %25)";
+            return false;
+        }
+        out.push_back(char(hi * 16 + lo));
+        i += 2;
+    }
+    return true;
+}
+
+std::string percent_encode(std::string_view bytes) {
+    static const char digits[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(bytes.size());
+    for (size_t i = 0; i < bytes.size();) {
+        unsigned char c = static_cast<unsigned char>(bytes[i]);
+        if (c >= 0x80) {
+            if (size_t len = utf8_sequence(bytes, i)) {
+                out.append(bytes.substr(i, len));
+                i += len;
+                continue;
+            }
+        }
+        bool escape = c >= 0x80 || is_control(c) || c == ' ' || c == '%' || (i == 0 && c == '#');
+        if (escape) {
+            out.push_back('%');
+            out.push_back(digits[c >> 4]);
+            out.push_back(digits[c & 15]);
+        } else {
+            out.push_back(char(c));
+        }
+        ++i;
+    }
+    return out;
+}
+
+uint32_t parse_weight(std::string_view text, const std::string &source, size_t line) {
+    auto bad = [&](const std::string &why) {
+        return MembershipError(source, line, "weight '" + std::string(text) + "' " + why);
+    };
+    if (text.empty()) throw bad("is empty");
+    uint64_t value = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9') throw bad("is not a whole number (0.." + std::to_string(CHR_WEIGHT_MAX) + ")");
+        value = value * 10 + uint64_t(c - '0');
+        if (value > CHR_WEIGHT_MAX) break;
+    }
+    if (value > CHR_WEIGHT_MAX) throw bad("is over the limit " + std::to_string(CHR_WEIGHT_MAX));
+    return uint32_t(value);
+}
+
+std::vector<Member> parse_membership(std::istream &in, const std::string &source) {
+    std::vector<Member> members;
+    std::map<std::string, size_t> first_line;  // id -> line, for duplicate reports
+    std::string text;
+    size_t line = 0;
+    while (std::getline(in, text)) {
+        ++line;
+        if (!text.empty() && text.back() == '\r') text.pop_back();  // CRLF files
+        std::vector<std::string_view> fields = split_fields(text);
+        if (fields.empty()) continue;
+        if (fields.size() < 2 || fields.size() > 3)
+            throw MembershipError(source, line,
+                                  "expected 'id weight [zone]', found " + std::to_string(fields.size()) +
+                                      (fields.size() == 1 ? " field" : " fields") +
+                                      (fields.size() == 1 ? " (the weight is required)" : ""));
+        Member m;
+        m.line = line;
+        m.id = checked_id(fields[0], source, line);
+        m.weight = parse_weight(fields[1], source, line);
+        if (fields.size() == 3) m.zone = checked_zone(fields[2], source, line);
+        auto [it, inserted] = first_line.emplace(m.id, line);
+        if (!inserted)
+            throw MembershipError(source, line,
+                                  "duplicate id '" + percent_encode(m.id) + "' (first on line " +
+                                      std::to_string(it->second) + ")");
+        members.push_back(std::move(m));
+    }
+    if (in.bad()) throw MembershipError(source, 0, "read error");
+    return members;
+}
+
+std::vector<Member> load_membership(const std::string &path) {
+    if (path == "-") return parse_membership(std::cin, "<stdin>");
+    std::ifstream file(path, std::ios::binary);
+    if (!file) throw MembershipError(path, 0, "cannot open membership file: " + std::string(std::strerror(errno)));
+    return parse_membership(file, path);
+}
+
+Member parse_member_spec(std::string_view spec, uint32_t default_weight, const std::string &source) {
+    Member m;
+    m.weight = default_weight;
+    size_t eq = spec.find('=');
+    m.id = checked_id(spec.substr(0, eq), source, 0);
+    if (eq == std::string_view::npos) return m;
+    std::string_view rest = spec.substr(eq + 1);
+    size_t at = rest.find('@');
+    m.weight = parse_weight(rest.substr(0, at), source, 0);
+    if (at != std::string_view::npos) m.zone = checked_zone(rest.substr(at + 1), source, 0);
+    return m;
+}
+
+}  // namespace chring::cli

@@ -1,0 +1,53 @@
+// The membership file format (src/cli/README.md, "Membership files"): one
+// node per line, `id weight [zone]`, `#` comments, %XX for awkward bytes.
+// Self-contained (no chring or CLI types) so it can move into the core.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <istream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chring::cli {
+
+struct Member {
+    std::string id;    // decoded bytes, 1..CHR_NODE_ID_MAX
+    uint32_t weight = 1;
+    std::string zone;  // decoded bytes, 0..CHR_ZONE_MAX
+    size_t line = 0;   // 1-based line in its source; 0 when it came from a flag
+};
+
+// A rejected line or flag: what() reads "source:line: reason" (or
+// "source: reason" when there is no line).
+class MembershipError : public std::runtime_error {
+public:
+    MembershipError(const std::string &source, size_t line, const std::string &reason);
+};
+
+// Reads a whole membership; `source` names it in errors. Throws
+// MembershipError on the first bad line (duplicates name both lines).
+std::vector<Member> parse_membership(std::istream &in, const std::string &source);
+
+// Opens `path` ("-" is standard input) and parses it.
+std::vector<Member> load_membership(const std::string &path);
+
+// One member from a command-line spec `ID[=WEIGHT[@ZONE]]`, fields decoded
+// as in files (write a literal '=' or '@' in an id as %3D / %40).
+Member parse_member_spec(std::string_view spec, uint32_t default_weight, const std::string &source);
+
+// The weight field: decimal digits, 0..CHR_WEIGHT_MAX. Throws MembershipError.
+uint32_t parse_weight(std::string_view text, const std::string &source, size_t line);
+
+// %XX decoding of one field. Returns false with the reason in `why` for a
+// malformed escape or a raw control byte.
+bool percent_decode(std::string_view field, std::string &out, std::string &why);
+
+// The field spelling of `bytes`, read back by percent_decode: control bytes,
+// space, '%', a leading '#', and bytes that are not valid UTF-8 become %XX;
+// printable ASCII and valid UTF-8 stay as they are.
+std::string percent_encode(std::string_view bytes);
+
+}  // namespace chring::cli

@@ -1,0 +1,89 @@
+#include "options.hpp"
+
+#include "keys.hpp"
+
+namespace chring::cli {
+
+void add_hasher_options(CLI::App &cmd, RingConfig &config) {
+    cmd.add_option("--hasher", config.hasher,
+                   "Hash function by name, from a plugin (default: the placement's own; xxh3 for native)")
+        ->type_name("NAME");
+    cmd.add_option("--seed", config.seed, "Seed passed to the hasher for keys and tokens")
+        ->type_name("N")
+        ->capture_default_str();
+    cmd.add_option("--plugin-dir", config.plugin_dir, "Extra directory searched for hash plugins")
+        ->type_name("DIR");
+}
+
+void add_ring_options(CLI::App &cmd, RingConfig &config, std::vector<std::string> *placement_list) {
+    add_hasher_options(cmd, config);
+    const std::string placements = placement_names();
+    if (placement_list) {
+        cmd.add_option("--placement", *placement_list,
+                       "Placement mode(s), comma-separated to compare them (known: " + placements + ")")
+            ->type_name("NAME[,NAME...]")
+            ->delimiter(',')
+            ->default_str("native");
+    } else {
+        cmd.add_option("--placement", config.placement, "Placement mode (known: " + placements + ")")
+            ->type_name("NAME")
+            ->capture_default_str();
+    }
+    cmd.add_option("--tokens-per-weight", config.tokens_per_weight,
+                   "Tokens per unit of weight (1.." + std::to_string(CHR_TOKENS_PER_WEIGHT_MAX) + ")")
+        ->type_name("N")
+        ->capture_default_str();
+}
+
+void add_membership_options(CLI::App &cmd, MembershipFlags &flags, bool flags_too) {
+    auto *file = cmd.add_option("-m,--members", flags.file,
+                                "Membership file: one node per line, 'id weight [zone]' ('-' = stdin)")
+                     ->type_name("FILE");
+    if (!flags_too) {
+        file->required();
+        return;
+    }
+    cmd.add_option("--nodes", flags.generated, "Generate N members node-1 .. node-N of weight 1")
+        ->type_name("N")
+        ->check(CLI::Range(1u, unsigned(CHR_NODES_MAX)));
+    cmd.add_option("--node", flags.specs, "One member ID[=WEIGHT[@ZONE]] (repeatable)")
+        ->type_name("SPEC");
+}
+
+std::vector<Member> MembershipFlags::load() const {
+    std::vector<Member> members;
+    if (!file.empty()) members = load_membership(file);
+    for (uint32_t i = 1; i <= generated; ++i) {
+        Member m;
+        m.id = "node-" + std::to_string(i);
+        members.push_back(std::move(m));
+    }
+    for (const std::string &spec : specs) members.push_back(parse_member_spec(spec, 1, "--node " + spec));
+    if (file.empty() && generated == 0 && specs.empty())
+        throw CliError("no members: give -m FILE, --nodes N or --node ID[=WEIGHT[@ZONE]]");
+    return members;
+}
+
+std::string MembershipFlags::describe() const {
+    std::vector<std::string> parts;
+    if (!file.empty()) parts.push_back(file == "-" ? "<stdin>" : file);
+    if (generated) parts.push_back("--nodes " + std::to_string(generated));
+    if (!specs.empty()) parts.push_back(std::to_string(specs.size()) + " x --node");
+    std::string out;
+    for (const std::string &p : parts) out += out.empty() ? p : " + " + p;
+    return out;
+}
+
+std::string MembershipFlags::source() const { return file == "-" ? "<stdin>" : file; }
+
+void add_output_options(CLI::App &cmd, OutputFlags &flags, bool svg) {
+    cmd.add_option("--format", flags.format, "Output: aligned tables for people, json or csv for scripts")
+        ->type_name("table|json|csv")
+        ->check(CLI::IsMember({"table", "json", "csv"}))
+        ->capture_default_str();
+    if (svg) cmd.add_option("--svg", flags.svg, "Also draw a picture into this SVG file")->type_name("FILE");
+}
+
+std::string printable_id(const std::string &id) { return percent_encode(id); }
+
+}  // namespace chring::cli

@@ -1,0 +1,43 @@
+// Flag groups shared by the subcommands, so every command spells the ring
+// options, the membership and the output the same way.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "membership.hpp"
+#include "report.hpp"
+#include "ring_handle.hpp"
+
+namespace chring::cli {
+
+// --hasher, --seed, --plugin-dir: how keys and tokens are hashed.
+void add_hasher_options(CLI::App &cmd, RingConfig &config);
+// The hasher options plus --placement and --tokens-per-weight. With
+// `placement_list`, --placement takes a comma-separated list (sim).
+void add_ring_options(CLI::App &cmd, RingConfig &config, std::vector<std::string> *placement_list = nullptr);
+
+// The members a command works on: a file, generated nodes, single flags.
+struct MembershipFlags {
+    std::string file;
+    uint32_t generated = 0;          // --nodes N: node-1 .. node-N, weight 1
+    std::vector<std::string> specs;  // --node ID[=WEIGHT[@ZONE]]
+    std::vector<Member> load() const;
+    std::string describe() const;    // "members.txt (5 nodes)"-style summary
+    std::string source() const;      // file name for error messages
+};
+// With `flags_too`, --nodes and --node are offered besides -m/--members.
+void add_membership_options(CLI::App &cmd, MembershipFlags &flags, bool flags_too);
+
+struct OutputFlags {
+    std::string format = "table";
+    std::string svg;  // empty = no picture
+};
+void add_output_options(CLI::App &cmd, OutputFlags &flags, bool svg);
+
+// Ids as they are printed: percent_encode (readable, and read back by files).
+std::string printable_id(const std::string &id);
+
+}  // namespace chring::cli

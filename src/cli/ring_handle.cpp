@@ -1,0 +1,153 @@
+#include "ring_handle.hpp"
+
+namespace chring::cli {
+
+void check(chr_status st, const std::string &context) {
+    if (st == CHR_OK) return;
+    std::string message = chr_last_error();
+    if (message.empty()) message = chr_strerror(st);
+    throw CliError(context.empty() ? message : context + ": " + message);
+}
+
+const std::vector<PlacementMode> &placement_modes() {
+    static const std::vector<PlacementMode> modes = {
+        {"native", CHR_PLACEMENT_NATIVE, CHR_DEFAULT_HASHER,
+         "weight x tokens_per_weight tokens at H(id \"#\" i); exact minimal disruption"},
+        {"ketama", CHR_PLACEMENT_KETAMA, "md5", "libmemcached weighted ketama / twemproxy ketama (md5)"},
+        {"ketama-unweighted", CHR_PLACEMENT_KETAMA_UNWEIGHTED, "md5",
+         "libmemcached ketama with MD5 hash, every weight 1 (or 0)"},
+        {"nginx", CHR_PLACEMENT_NGINX, "crc32", "nginx 'hash $key consistent' (crc32)"},
+    };
+    return modes;
+}
+
+std::string placement_names() {
+    std::string known;
+    for (const PlacementMode &m : placement_modes()) known += known.empty() ? m.name : std::string(", ") + m.name;
+    return known;
+}
+
+const PlacementMode &placement_mode(const std::string &name) {
+    for (const PlacementMode &m : placement_modes())
+        if (name == m.name) return m;
+    throw CliError("unknown placement mode '" + name + "' (this build knows: " + placement_names() + ")");
+}
+
+std::string RingConfig::effective_hasher() const {
+    return hasher.empty() ? placement_mode(placement).hasher : hasher;
+}
+
+size_t Snapshot::node_count() const {
+    size_t n = 0;
+    check(chr_snapshot_node_count(snap_, &n), "");
+    return n;
+}
+
+size_t Snapshot::token_count() const {
+    size_t n = 0;
+    check(chr_snapshot_token_count(snap_, &n), "");
+    return n;
+}
+
+uint64_t Snapshot::fingerprint() const {
+    uint64_t f = 0;
+    check(chr_snapshot_fingerprint(snap_, &f), "");
+    return f;
+}
+
+std::vector<NodeInfo> Snapshot::nodes() const {
+    std::vector<NodeInfo> out(node_count());
+    for (size_t i = 0; i < out.size(); ++i) {
+        chr_node_view v;
+        check(chr_snapshot_node(snap_, i, &v), "");
+        NodeInfo &n = out[i];
+        n.id.assign(reinterpret_cast<const char *>(v.id), v.id_len);
+        n.zone.assign(reinterpret_cast<const char *>(v.zone), v.zone_len);
+        n.weight = v.weight;
+        n.tokens = v.tokens;
+        n.ownership = v.ownership;
+    }
+    return out;
+}
+
+void Snapshot::token(size_t index, uint64_t &value, uint32_t &owner) const {
+    check(chr_snapshot_token(snap_, index, &value, &owner), "");
+}
+
+void Snapshot::lookup_batch(const void *const *keys, const size_t *lens, size_t n,
+                            uint32_t *owners) const {
+    check(chr_snapshot_lookup_batch(snap_, keys, lens, n, owners), "lookup");
+}
+
+size_t Snapshot::replicas(const void *key, size_t len, size_t n, chr_node_view *out) const {
+    size_t count = 0;
+    check(chr_snapshot_replicas(snap_, key, len, n, out, &count), "replicas");
+    return count;
+}
+
+Ring::Ring(const RingConfig &config) {
+    chr_options opts;
+    check(chr_options_init(&opts, CHR_OPTIONS_VERSION), "");
+    opts.tokens_per_weight = config.tokens_per_weight;
+    opts.seed = config.seed;
+    opts.hasher = config.hasher.empty() ? nullptr : config.hasher.c_str();
+    opts.placement = placement_mode(config.placement).value;
+    opts.plugin_dir = config.plugin_dir.empty() ? nullptr : config.plugin_dir.c_str();
+    check(chr_ring_new(&opts, &ring_), "cannot create the ring");
+}
+
+void Ring::apply_batch(const std::vector<chr_change> &batch, size_t *failed) {
+    *failed = batch.size();
+    chr_status st = chr_ring_apply(ring_, batch.data(), batch.size(), failed);
+    if (st == CHR_OK) return;
+    // The caller names the change that failed; other errors are batch-wide.
+    throw CliError(chr_last_error());
+}
+
+void Ring::add(const std::vector<Member> &members, const std::string &source) {
+    std::vector<chr_change> batch(members.size());
+    for (size_t i = 0; i < members.size(); ++i) {
+        const Member &m = members[i];
+        batch[i] = chr_change{CHR_OP_ADD, m.weight, m.id.data(), m.id.size(), m.zone.data(),
+                              m.zone.size(), uint64_t(i)};
+    }
+    size_t failed = 0;
+    try {
+        apply_batch(batch, &failed);
+    } catch (const CliError &e) {
+        if (failed >= members.size()) throw;
+        const Member &m = members[failed];
+        std::string where = m.line ? source + ":" + std::to_string(m.line) : "command line";
+        throw CliError(where + ": node '" + percent_encode(m.id) + "': " + e.what());
+    }
+}
+
+void Ring::apply(const std::vector<Change> &changes) {
+    std::vector<chr_change> batch(changes.size());
+    for (size_t i = 0; i < changes.size(); ++i) {
+        const Member &m = changes[i].member;
+        batch[i] = chr_change{changes[i].op, m.weight, m.id.data(), m.id.size(), m.zone.data(),
+                              m.zone.size(), changes[i].tag};
+    }
+    size_t failed = 0;
+    try {
+        apply_batch(batch, &failed);
+    } catch (const CliError &e) {
+        if (failed >= changes.size()) throw;
+        throw CliError(changes[failed].flag + ": " + e.what());
+    }
+}
+
+Snapshot Ring::snapshot() const {
+    chr_snapshot *snap = nullptr;
+    check(chr_ring_snapshot(ring_, &snap), "snapshot");
+    return Snapshot(snap);
+}
+
+uint64_t hash_bytes(const std::string &hasher, uint64_t seed, const void *data, size_t len) {
+    uint64_t h = 0;
+    check(chr_hasher_hash(hasher.c_str(), data, len, seed, &h), "hash");
+    return h;
+}
+
+}  // namespace chring::cli

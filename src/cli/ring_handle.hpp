@@ -1,0 +1,115 @@
+// RAII wrappers over the public C API (chring.h only). Every failing call
+// becomes a CliError carrying chr_last_error(), so commands read straight.
+#pragma once
+
+#include <chring.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "membership.hpp"
+
+namespace chring::cli {
+
+// A failure the user can act on: printed as "chring: <what()>", exit 1.
+class CliError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Throws a CliError "<context>: <chr_last_error()>" unless st is CHR_OK.
+void check(chr_status st, const std::string &context);
+
+// Placement modes by name. A mode the core adds is one entry in the table
+// in ring_handle.cpp.
+struct PlacementMode {
+    const char *name;
+    int32_t value;         // CHR_PLACEMENT_*
+    const char *hasher;    // the hasher it uses unless --hasher says otherwise
+    const char *summary;
+};
+const std::vector<PlacementMode> &placement_modes();
+// The mode called `name`; a CliError listing the known names otherwise.
+const PlacementMode &placement_mode(const std::string &name);
+// "native, ketama, ..." for help texts and errors.
+std::string placement_names();
+
+// What chr_options carries, as the flags spell it.
+struct RingConfig {
+    std::string hasher;  // empty: the placement's own (xxh3 for native)
+    std::string placement = "native";
+    uint32_t tokens_per_weight = CHR_DEFAULT_TOKENS_PER_WEIGHT;
+    uint64_t seed = 0;
+    std::string plugin_dir;  // empty = none
+
+    // The hasher the ring will use: --hasher, or the placement's own.
+    std::string effective_hasher() const;
+};
+
+// One member as a snapshot shows it, copied out of the borrowed view.
+struct NodeInfo {
+    std::string id;
+    std::string zone;
+    uint32_t weight = 0;
+    uint32_t tokens = 0;
+    double ownership = 0.0;  // fraction of the circle, 0..1
+};
+
+// A released-on-destruction chr_snapshot.
+class Snapshot {
+public:
+    explicit Snapshot(chr_snapshot *snap) : snap_(snap) {}
+    ~Snapshot() { chr_snapshot_release(snap_); }
+    Snapshot(Snapshot &&other) noexcept : snap_(other.snap_) { other.snap_ = nullptr; }
+    Snapshot(const Snapshot &) = delete;
+    Snapshot &operator=(const Snapshot &) = delete;
+
+    size_t node_count() const;
+    size_t token_count() const;
+    uint64_t fingerprint() const;
+    std::vector<NodeInfo> nodes() const;  // index order = ids in byte order
+    // Token `index` of the sorted token array: value and owner node index.
+    void token(size_t index, uint64_t &value, uint32_t &owner) const;
+    // Owners (node indices) of n keys.
+    void lookup_batch(const void *const *keys, const size_t *lens, size_t n, uint32_t *owners) const;
+    // Up to n distinct owners, coordinator first; returns how many.
+    size_t replicas(const void *key, size_t len, size_t n, chr_node_view *out) const;
+
+private:
+    chr_snapshot *snap_;
+};
+
+// One change of a simulated operation, owning its bytes.
+struct Change {
+    uint32_t op;  // CHR_OP_*
+    Member member;
+    std::string flag;  // how the user wrote it, for error messages
+    uint64_t tag = 0;  // ADD: the node's position in the configuration list (compat ties)
+};
+
+// A chr_ring freed on destruction.
+class Ring {
+public:
+    explicit Ring(const RingConfig &config);
+    ~Ring() { chr_ring_free(ring_); }
+    Ring(const Ring &) = delete;
+    Ring &operator=(const Ring &) = delete;
+
+    // Adds all members as one batch, each tagged with its position in the
+    // list (compat placements break ties by it); an error names the line.
+    void add(const std::vector<Member> &members, const std::string &source);
+    // Applies the changes as one batch; an error names the flag.
+    void apply(const std::vector<Change> &changes);
+    Snapshot snapshot() const;
+
+private:
+    void apply_batch(const std::vector<chr_change> &batch, size_t *failed);
+    chr_ring *ring_ = nullptr;
+};
+
+// H(key) with the named hasher and seed, as a ring would position the key.
+uint64_t hash_bytes(const std::string &hasher, uint64_t seed, const void *data, size_t len);
+
+}  // namespace chring::cli
