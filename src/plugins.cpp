@@ -48,7 +48,12 @@ std::vector<fs::path> search_dirs(const char *plugin_dir) {
     std::error_code ec;
     // Where this code was loaded from: libchring.so (or an executable that
     // links the core statically).
-    fs::path libdir = boost::dll::this_line_location(ec).parent_path();
+    fs::path located = boost::dll::this_line_location(ec);
+    // The loader may name the library through a relative rpath
+    // ("<build>/src/cli/../libchring.so.1"): resolve "..", so that
+    // parent_path() below climbs real directories, not path text.
+    if (!ec) located = fs::weakly_canonical(located, ec);
+    fs::path libdir = located.parent_path();
     if (!ec && !libdir.empty()) {
         dirs.push_back(libdir / "chring" / "plugins");  // installed: <libdir>/chring/plugins
         // Meson build tree: <build>/src/libchring.so and <build>/plugins/<name>/chring-*.so
