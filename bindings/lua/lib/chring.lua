@@ -1,0 +1,655 @@
+-- chring: consistent-hashing ring, LuaJIT FFI binding of libchring.
+--
+--   local chring = require "chring"
+--   local ring = assert(chring.new())
+--   assert(ring:add("cache-a", 1))
+--   assert(ring:add("cache-b", 2))
+--   local owner = ring:lookup("user:42")       -- "cache-a" or "cache-b"
+--
+-- Errors: calls return nil, message, status code (the library's
+-- chr_last_error() text names the C function and the bad value); an
+-- argument of the wrong Lua type raises an error, as a builtin would.
+-- Indices are 1-based. Strings are passed to C as (pointer, length),
+-- never copied; lookups reuse preallocated out-structs.
+--
+-- The shared library is loaded at require time from $CHRING_LIB if set,
+-- else as "chring" (libchring.so) then "libchring.so.1" on the loader's path.
+local ffi = require "ffi"
+local bit = require "bit"
+
+local ffi_new, ffi_string, ffi_gc, ffi_cast = ffi.new, ffi.string, ffi.gc, ffi.cast
+local type, error, tonumber, setmetatable, floor = type, error, tonumber, setmetatable, math.floor
+local tohex = bit.tohex
+
+local _M = { _VERSION = "0.1.0" }
+
+-- Declarations copied from include/c/chring.h and chring_plugin.h; t/cdef_spec.lua
+-- compiles them against the real headers. One declaration per line.
+local cdef = [[
+typedef int chr_status;
+typedef uint64_t (*chr_hash64_fn)(const void *data, size_t len, uint64_t seed);
+typedef void (*chr_digest_fn)(const void *data, size_t len, unsigned char *out);
+typedef struct chr_hasher {
+    uint32_t abi_version;
+    uint32_t struct_size;
+    const char *name;
+    const char *description;
+    chr_hash64_fn hash64;
+    uint32_t digest_size;
+    chr_digest_fn digest;
+    uint32_t flags;
+} chr_hasher;
+typedef struct chr_options {
+    uint32_t version;
+    uint32_t tokens_per_weight;
+    uint64_t seed;
+    const char *hasher;
+    int32_t placement;
+    uint32_t reserved0;
+    const char *plugin_dir;
+} chr_options;
+typedef struct chr_node_ref {
+    uint64_t tag;
+    double ownership;
+    uint32_t weight;
+    uint32_t tokens;
+    uint32_t index;
+    uint32_t id_len;
+    uint32_t zone_len;
+    uint32_t reserved0;
+    unsigned char id[256];
+    unsigned char zone[64];
+} chr_node_ref;
+typedef struct chr_node_view {
+    const unsigned char *id;
+    size_t id_len;
+    const unsigned char *zone;
+    size_t zone_len;
+    uint64_t tag;
+    double ownership;
+    uint32_t weight;
+    uint32_t tokens;
+    uint32_t index;
+    uint32_t reserved0;
+} chr_node_view;
+typedef struct chr_change {
+    uint32_t op;
+    uint32_t weight;
+    const void *id;
+    size_t id_len;
+    const void *zone;
+    size_t zone_len;
+    uint64_t tag;
+} chr_change;
+typedef struct chr_hasher_info {
+    const char *name;
+    const char *description;
+    const char *origin;
+    uint32_t digest_size;
+    uint32_t reserved0;
+} chr_hasher_info;
+typedef struct chr_ring chr_ring;
+typedef struct chr_snapshot chr_snapshot;
+uint32_t chr_version(void);
+const char *chr_strerror(chr_status status);
+const char *chr_last_error(void);
+chr_status chr_options_init(chr_options *opts, uint32_t version);
+chr_status chr_ring_new(const chr_options *opts, chr_ring **out);
+void chr_ring_free(chr_ring *ring);
+chr_status chr_ring_add(chr_ring *ring, const void *id, size_t id_len, uint32_t weight, const void *zone, size_t zone_len, uint64_t tag);
+chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len);
+chr_status chr_ring_set_weight(chr_ring *ring, const void *id, size_t id_len, uint32_t weight);
+chr_status chr_ring_apply(chr_ring *ring, const chr_change *changes, size_t count, size_t *failed_index);
+chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t key_len, chr_node_ref *out);
+chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size_t key_len, size_t n, chr_node_ref *out, size_t *count);
+chr_status chr_ring_node_count(const chr_ring *ring, size_t *count);
+chr_status chr_ring_token_count(const chr_ring *ring, size_t *count);
+chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_t capacity, size_t *count);
+chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size_t id_len, double *fraction);
+chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint);
+chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out);
+void chr_snapshot_release(chr_snapshot *snap);
+chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key, size_t key_len, chr_node_view *out);
+chr_status chr_snapshot_lookup_batch(const chr_snapshot *snap, const void *const *keys, const size_t *key_lens, size_t n, uint32_t *indices);
+chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *key, size_t key_len, size_t n, chr_node_view *out, size_t *count);
+chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr_node_view *out);
+chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count);
+chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count);
+chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *fingerprint);
+chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, uint64_t *value, uint32_t *node_index);
+chr_status chr_plugin_load(const char *path, size_t *loaded);
+chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out, size_t capacity, size_t *count);
+chr_status chr_hasher_register(const chr_hasher *hasher);
+chr_status chr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed, uint64_t *out);
+chr_status chr_hasher_digest(const char *name, const void *data, size_t len, unsigned char *out, size_t capacity, size_t *digest_size);
+]]
+_M._cdef = cdef
+
+-- Another copy of this module in the same VM (a reload in nginx) has
+-- declared them already; ffi.cdef refuses a second definition.
+if not pcall(ffi.typeof, "chr_ring") then
+    ffi.cdef(cdef)
+end
+
+-- The header's integer constants (t/cdef_spec.lua checks them too).
+local K = {
+    CHR_VERSION_MAJOR = 0, CHR_VERSION_MINOR = 1, CHR_VERSION_PATCH = 0, CHR_ABI_VERSION = 1,
+    CHR_OK = 0, CHR_EINVAL = -1, CHR_ENOMEM = -2, CHR_ERANGE = -3, CHR_EEXIST = -4,
+    CHR_ENOENT = -5, CHR_EEMPTY = -6, CHR_EVERSION = -7, CHR_ENOHASHER = -8, CHR_ENOTSUP = -9,
+    CHR_EINTERNAL = -10, CHR_EPLUGIN_NOFILE = -11, CHR_EPLUGIN_NOTSO = -12,
+    CHR_EPLUGIN_SYMBOL = -13, CHR_EPLUGIN_ABI = -14, CHR_EPLUGIN_DESC = -15,
+    CHR_NODE_ID_MAX = 256, CHR_ZONE_MAX = 64, CHR_WEIGHT_MAX = 1000000,
+    CHR_TOKENS_PER_WEIGHT_MAX = 65536, CHR_TOKENS_MAX = 16777216, CHR_NODES_MAX = 1048576,
+    CHR_PLACEMENT_NATIVE = 0, CHR_PLACEMENT_KETAMA = 1, CHR_PLACEMENT_KETAMA_UNWEIGHTED = 2,
+    CHR_PLACEMENT_NGINX = 3, CHR_OPTIONS_VERSION = 1, CHR_DEFAULT_TOKENS_PER_WEIGHT = 160,
+    CHR_OP_ADD = 1, CHR_OP_REMOVE = 2, CHR_OP_SET_WEIGHT = 3,
+    CHR_PLUGIN_ABI_VERSION = 1, CHR_HASHER_NAME_MAX = 63, CHR_DIGEST_MAX = 64,
+}
+_M._constants = K
+
+-- Status codes by name (chring.status.ENOENT == -5) and back.
+_M.status = {}
+for name, value in pairs(K) do
+    local short = name:match("^CHR_(E[%u_]+)$")
+    if short then
+        _M.status[short] = value
+        _M.status[value] = short
+    end
+end
+_M.placement = {
+    native = K.CHR_PLACEMENT_NATIVE, ketama = K.CHR_PLACEMENT_KETAMA,
+    ketama_unweighted = K.CHR_PLACEMENT_KETAMA_UNWEIGHTED, nginx = K.CHR_PLACEMENT_NGINX,
+}
+
+local function load_library()
+    local explicit = os.getenv("CHRING_LIB")
+    local names = explicit and { explicit } or { "chring", "libchring.so.1" }
+    local errors = {}
+    for _, name in ipairs(names) do
+        local ok, lib = pcall(ffi.load, name)
+        if ok then return lib end
+        errors[#errors + 1] = tostring(lib)
+    end
+    error("chring: cannot load libchring (" .. table.concat(errors, "; ")
+          .. "); set CHRING_LIB to its path", 3)
+end
+local C = load_library()
+_M._lib = C
+
+-- Out-structs and counters reused by every call: LuaJIT runs one
+-- coroutine at a time per VM, and no call below yields between filling
+-- one and reading it.
+local ref_out = ffi_new("chr_node_ref[1]")
+local view_out = ffi_new("chr_node_view[1]")
+local size_out = ffi_new("size_t[1]")
+local u64_out = ffi_new("uint64_t[1]")
+local u32_out = ffi_new("uint32_t[1]")
+local double_out = ffi_new("double[1]")
+
+-- Buffers for n results, grown on demand and kept.
+local function grow(ctype)
+    local buf, size = nil, 0
+    return function(n)
+        if n > size then
+            size = n
+            buf = ffi_new(ctype, n)
+        end
+        return buf
+    end
+end
+local ref_buf = grow("chr_node_ref[?]")
+local view_buf = grow("chr_node_view[?]")
+
+local function failure(status)
+    return nil, ffi_string(C.chr_last_error()), status
+end
+
+local function bad_arg(n, fname, expected, got)
+    error(("chring: bad argument #%d to '%s' (%s expected, got %s)"):format(n, fname, expected, got), 3)
+end
+
+local function check_string(v, n, fname)
+    if type(v) ~= "string" then bad_arg(n, fname, "string", type(v)) end
+end
+
+local function check_optional_string(v, n, fname)
+    if v ~= nil and type(v) ~= "string" then bad_arg(n, fname, "string or nil", type(v)) end
+end
+
+local function check_uint32(v, n, fname)
+    if type(v) ~= "number" or v < 0 or v > 0xffffffff or v ~= floor(v) then
+        bad_arg(n, fname, "integer 0..2^32-1", type(v) == "number" and tostring(v) or type(v))
+    end
+end
+
+local function check_count(v, n, fname)
+    if type(v) ~= "number" or v ~= floor(v) then
+        bad_arg(n, fname, "integer", type(v) == "number" and tostring(v) or type(v))
+    end
+end
+
+-- A uint64 from a Lua number (exact up to 2^53) or a 64-bit cdata.
+local function check_uint64(v, n, fname)
+    if v == nil then return 0 end
+    if type(v) == "number" then
+        if v < 0 or v ~= floor(v) then bad_arg(n, fname, "non-negative integer", tostring(v)) end
+        return v
+    end
+    if type(v) == "cdata" and (ffi.istype("uint64_t", v) or ffi.istype("int64_t", v)) then return v end
+    bad_arg(n, fname, "integer or 64-bit cdata", type(v))
+end
+
+local function hex64(v)
+    return tohex(ffi_cast("uint64_t", v), 16)
+end
+
+-- A node as a plain table: every field copied from a chr_node_ref or view.
+local function node_table(n)
+    return {
+        id = ffi_string(n.id, n.id_len),
+        zone = ffi_string(n.zone, n.zone_len),
+        tag = tonumber(n.tag),
+        weight = tonumber(n.weight),
+        tokens = tonumber(n.tokens),
+        ownership = tonumber(n.ownership),
+        index = tonumber(n.index) + 1,
+    }
+end
+
+--------------------------------------------------------------------------
+-- Module functions
+--------------------------------------------------------------------------
+
+function _M.version()
+    return tonumber(C.chr_version())
+end
+
+function _M.strerror(status)
+    return ffi_string(C.chr_strerror(status))
+end
+
+function _M.hash(hasher, data, seed)
+    check_string(hasher, 1, "hash")
+    check_string(data, 2, "hash")
+    seed = check_uint64(seed, 3, "hash")
+    local st = C.chr_hasher_hash(hasher, data, #data, seed, u64_out)
+    if st ~= 0 then return failure(st) end
+    return hex64(u64_out[0])
+end
+
+function _M.digest(hasher, data)
+    check_string(hasher, 1, "digest")
+    check_string(data, 2, "digest")
+    local out = ffi_new("unsigned char[?]", K.CHR_DIGEST_MAX)
+    local st = C.chr_hasher_digest(hasher, data, #data, out, K.CHR_DIGEST_MAX, size_out)
+    if st ~= 0 then return failure(st) end
+    return ffi_string(out, size_out[0])
+end
+
+function _M.load_plugin(path)
+    check_string(path, 1, "load_plugin")
+    local st = C.chr_plugin_load(path, size_out)
+    if st ~= 0 then return failure(st) end
+    return tonumber(size_out[0])
+end
+
+function _M.hashers(plugin_dir)
+    check_optional_string(plugin_dir, 1, "hashers")
+    local count = 0
+    while true do
+        local out = count > 0 and ffi_new("chr_hasher_info[?]", count) or nil
+        local capacity = count
+        local st = C.chr_hasher_list(plugin_dir, out, capacity, size_out)
+        count = tonumber(size_out[0])
+        if st ~= K.CHR_ERANGE or count <= capacity then
+            if st ~= 0 then return failure(st) end
+            local list = {}
+            for i = 0, count - 1 do
+                local h = out[i]
+                list[i + 1] = {
+                    name = ffi_string(h.name), description = ffi_string(h.description),
+                    origin = ffi_string(h.origin), digest_size = tonumber(h.digest_size),
+                }
+            end
+            return list
+        end
+    end
+end
+
+--------------------------------------------------------------------------
+-- Ring
+--------------------------------------------------------------------------
+
+local Ring = {}
+Ring.__index = Ring
+
+-- opts: tokens_per_weight, seed, hasher, placement (name or number), plugin_dir.
+function _M.new(opts)
+    if opts ~= nil and type(opts) ~= "table" then bad_arg(1, "new", "table or nil", type(opts)) end
+    opts = opts or {}
+    local o = ffi_new("chr_options[1]")
+    local st = C.chr_options_init(o, K.CHR_OPTIONS_VERSION)
+    if st ~= 0 then return failure(st) end
+    if opts.tokens_per_weight ~= nil then
+        check_uint32(opts.tokens_per_weight, 1, "new (tokens_per_weight)")
+        o[0].tokens_per_weight = opts.tokens_per_weight
+    end
+    o[0].seed = check_uint64(opts.seed, 1, "new (seed)")
+    local placement = opts.placement
+    if type(placement) == "string" then
+        placement = _M.placement[placement]
+        if not placement then
+            return nil, "chring.new: unknown placement '" .. opts.placement .. "'", K.CHR_ENOTSUP
+        end
+    end
+    if placement ~= nil then
+        check_count(placement, 1, "new (placement)")
+        o[0].placement = placement
+    end
+    check_optional_string(opts.hasher, 1, "new (hasher)")
+    check_optional_string(opts.plugin_dir, 1, "new (plugin_dir)")
+    -- The strings are anchored in opts for the duration of the call.
+    o[0].hasher = opts.hasher
+    o[0].plugin_dir = opts.plugin_dir
+    local out = ffi_new("chr_ring *[1]")
+    st = C.chr_ring_new(o, out)
+    if st ~= 0 then return failure(st) end
+    return setmetatable({ ptr = ffi_gc(out[0], C.chr_ring_free) }, Ring)
+end
+
+-- Frees the ring now instead of at garbage collection; later calls raise.
+function Ring:free()
+    if self.ptr ~= nil then
+        C.chr_ring_free(ffi_gc(self.ptr, nil))
+        self.ptr = nil
+    end
+end
+
+local function ring_ptr(self)
+    local p = self.ptr
+    if p == nil then error("chring: use of a freed ring", 3) end
+    return p
+end
+
+function Ring:add(id, weight, zone, tag)
+    local p = ring_ptr(self)
+    check_string(id, 1, "add")
+    check_uint32(weight, 2, "add")
+    check_optional_string(zone, 3, "add")
+    tag = check_uint64(tag, 4, "add")
+    local st = C.chr_ring_add(p, id, #id, weight, zone, zone and #zone or 0, tag)
+    if st ~= 0 then return failure(st) end
+    return true
+end
+
+function Ring:remove(id)
+    local p = ring_ptr(self)
+    check_string(id, 1, "remove")
+    local st = C.chr_ring_remove(p, id, #id)
+    if st ~= 0 then return failure(st) end
+    return true
+end
+
+function Ring:set_weight(id, weight)
+    local p = ring_ptr(self)
+    check_string(id, 1, "set_weight")
+    check_uint32(weight, 2, "set_weight")
+    local st = C.chr_ring_set_weight(p, id, #id, weight)
+    if st ~= 0 then return failure(st) end
+    return true
+end
+
+local ops = { add = K.CHR_OP_ADD, remove = K.CHR_OP_REMOVE, set_weight = K.CHR_OP_SET_WEIGHT }
+
+-- changes: { {op = "add", id = , weight = , zone = , tag = },
+--            {op = "remove", id = }, {op = "set_weight", id = , weight = } }
+-- Returns true, or nil, err, code, index (1-based) of the change that failed.
+function Ring:apply(changes)
+    local p = ring_ptr(self)
+    if type(changes) ~= "table" then bad_arg(1, "apply", "table", type(changes)) end
+    local n = #changes
+    local cs = ffi_new("chr_change[?]", n > 0 and n or 1)
+    for i = 1, n do
+        local ch, c = changes[i], cs[i - 1]
+        if type(ch) ~= "table" then bad_arg(1, "apply", "table of changes", type(ch)) end
+        local op = ops[ch.op]
+        if not op then
+            bad_arg(1, "apply", "op 'add', 'remove' or 'set_weight' in change " .. i, tostring(ch.op))
+        end
+        check_string(ch.id, 1, "apply (change " .. i .. " id)")
+        c.op, c.id, c.id_len = op, ch.id, #ch.id
+        if op ~= K.CHR_OP_REMOVE then
+            check_uint32(ch.weight, 1, "apply (change " .. i .. " weight)")
+            c.weight = ch.weight
+        end
+        if op == K.CHR_OP_ADD then
+            check_optional_string(ch.zone, 1, "apply (change " .. i .. " zone)")
+            c.zone, c.zone_len = ch.zone, ch.zone and #ch.zone or 0
+            c.tag = check_uint64(ch.tag, 1, "apply (change " .. i .. " tag)")
+        end
+    end
+    local st = C.chr_ring_apply(p, cs, n, size_out)
+    if st ~= 0 then
+        local _, err, code = failure(st)
+        return nil, err, code, tonumber(size_out[0]) + 1
+    end
+    return true
+end
+
+-- The owner's id: no allocation beyond the interned id string.
+function Ring:lookup(key)
+    local p = ring_ptr(self)
+    check_string(key, 1, "lookup")
+    local st = C.chr_ring_lookup(p, key, #key, ref_out)
+    if st ~= 0 then return failure(st) end
+    local r = ref_out[0]
+    return ffi_string(r.id, r.id_len)
+end
+
+-- The owner as a table {id, zone, tag, weight, tokens, ownership, index}.
+function Ring:lookup_node(key)
+    local p = ring_ptr(self)
+    check_string(key, 1, "lookup_node")
+    local st = C.chr_ring_lookup(p, key, #key, ref_out)
+    if st ~= 0 then return failure(st) end
+    return node_table(ref_out[0])
+end
+
+-- Up to n distinct owner ids for key, coordinator first, in `out` (a new
+-- table if nil); returns the table and the count.
+function Ring:replicas(key, n, out)
+    local p = ring_ptr(self)
+    check_string(key, 1, "replicas")
+    check_count(n, 2, "replicas")
+    local st = C.chr_ring_node_count(p, size_out)
+    if st ~= 0 then return failure(st) end
+    local room = math.max(1, math.min(n, tonumber(size_out[0])))
+    local buf = ref_buf(room)
+    st = C.chr_ring_replicas(p, key, #key, n < 0 and 0 or math.min(n, room), buf, size_out)
+    if st ~= 0 then return failure(st) end
+    out = out or {}
+    local count = tonumber(size_out[0])
+    for i = 0, count - 1 do out[i + 1] = ffi_string(buf[i].id, buf[i].id_len) end
+    for i = count + 1, #out do out[i] = nil end
+    return out, count
+end
+
+local function counter(fn)
+    return function(self)
+        local st = fn(ring_ptr(self), size_out)
+        if st ~= 0 then return failure(st) end
+        return tonumber(size_out[0])
+    end
+end
+Ring.node_count = counter(function(p, out) return C.chr_ring_node_count(p, out) end)
+Ring.token_count = counter(function(p, out) return C.chr_ring_token_count(p, out) end)
+
+-- Every member as a table, ids in byte order.
+function Ring:nodes()
+    local p = ring_ptr(self)
+    local count = 0
+    while true do
+        local buf = count > 0 and ffi_new("chr_node_ref[?]", count) or nil
+        local capacity = count
+        local st = C.chr_ring_nodes(p, buf, capacity, size_out)
+        count = tonumber(size_out[0])
+        -- CHR_ERANGE with a larger count: a writer grew the ring; ask again.
+        if st ~= K.CHR_ERANGE or count <= capacity then
+            if st ~= 0 then return failure(st) end
+            local list = {}
+            for i = 0, count - 1 do list[i + 1] = node_table(buf[i]) end
+            return list
+        end
+    end
+end
+
+function Ring:ownership(id)
+    local p = ring_ptr(self)
+    check_string(id, 1, "ownership")
+    local st = C.chr_ring_ownership(p, id, #id, double_out)
+    if st ~= 0 then return failure(st) end
+    return tonumber(double_out[0])
+end
+
+-- The fingerprint as 16 hex digits.
+function Ring:fingerprint()
+    local st = C.chr_ring_fingerprint(ring_ptr(self), u64_out)
+    if st ~= 0 then return failure(st) end
+    return hex64(u64_out[0])
+end
+
+--------------------------------------------------------------------------
+-- Snapshot
+--------------------------------------------------------------------------
+
+local Snapshot = {}
+Snapshot.__index = Snapshot
+
+-- One consistent view for many lookups; valid until released or
+-- collected, even after the ring is freed.
+function Ring:snapshot()
+    local out = ffi_new("chr_snapshot *[1]")
+    local st = C.chr_ring_snapshot(ring_ptr(self), out)
+    if st ~= 0 then return failure(st) end
+    local count = ffi_new("size_t[1]")
+    C.chr_snapshot_node_count(out[0], count)
+    return setmetatable({
+        ptr = ffi_gc(out[0], C.chr_snapshot_release),
+        count = tonumber(count[0]),
+        nodes = {},   -- node tables by 1-based index, made on first use
+    }, Snapshot)
+end
+
+function Snapshot:release()
+    if self.ptr ~= nil then
+        C.chr_snapshot_release(ffi_gc(self.ptr, nil))
+        self.ptr = nil
+    end
+end
+
+local function snap_ptr(self)
+    local p = self.ptr
+    if p == nil then error("chring: use of a released snapshot", 3) end
+    return p
+end
+
+-- Node i (1-based) as a table shared by every lookup on this snapshot: its
+-- strings are copied from the snapshot once, the first time it is needed.
+function Snapshot:node(i)
+    local node = self.nodes[i]
+    if node then return node end
+    local p = snap_ptr(self)
+    check_count(i, 1, "node")
+    local st = C.chr_snapshot_node(p, i - 1, view_out)
+    if st ~= 0 then return failure(st) end
+    node = node_table(view_out[0])
+    self.nodes[i] = node
+    return node
+end
+
+-- The owner's node table: no allocation once each node has been seen.
+function Snapshot:lookup(key)
+    local p = snap_ptr(self)
+    check_string(key, 1, "lookup")
+    local st = C.chr_snapshot_lookup(p, key, #key, view_out)
+    if st ~= 0 then return failure(st) end
+    local i = tonumber(view_out[0].index) + 1
+    return self.nodes[i] or self:node(i)
+end
+
+-- The owner's 1-based node index.
+function Snapshot:lookup_index(key)
+    local p = snap_ptr(self)
+    check_string(key, 1, "lookup_index")
+    local st = C.chr_snapshot_lookup(p, key, #key, view_out)
+    if st ~= 0 then return failure(st) end
+    return tonumber(view_out[0].index) + 1
+end
+
+-- Owners of many keys in one C call: out[i] = 1-based node index of keys[i].
+function Snapshot:lookup_batch(keys, out)
+    local p = snap_ptr(self)
+    if type(keys) ~= "table" then bad_arg(1, "lookup_batch", "table", type(keys)) end
+    local n = #keys
+    local ptrs = ffi_new("const void *[?]", n + 1)
+    local lens = ffi_new("size_t[?]", n + 1)
+    local indices = ffi_new("uint32_t[?]", n + 1)
+    for i = 1, n do
+        local k = keys[i]
+        check_string(k, 1, "lookup_batch (key " .. i .. ")")
+        ptrs[i - 1], lens[i - 1] = k, #k   -- keys stay anchored in `keys`
+    end
+    local st = C.chr_snapshot_lookup_batch(p, ptrs, lens, n, indices)
+    if st ~= 0 then return failure(st) end
+    out = out or {}
+    for i = 1, n do out[i] = indices[i - 1] + 1 end
+    return out
+end
+
+-- Up to n distinct owners (node tables), coordinator first, in `out`.
+function Snapshot:replicas(key, n, out)
+    local p = snap_ptr(self)
+    check_string(key, 1, "replicas")
+    check_count(n, 2, "replicas")
+    local room = math.max(1, math.min(n, self.count))
+    local buf = view_buf(room)
+    local st = C.chr_snapshot_replicas(p, key, #key, n < 0 and 0 or math.min(n, room), buf, size_out)
+    if st ~= 0 then return failure(st) end
+    out = out or {}
+    local count = tonumber(size_out[0])
+    -- Read every index before node(), which reuses view_out but not buf.
+    for i = 0, count - 1 do out[i + 1] = tonumber(buf[i].index) + 1 end
+    for i = 1, count do out[i] = self.nodes[out[i]] or self:node(out[i]) end
+    for i = count + 1, #out do out[i] = nil end
+    return out, count
+end
+
+function Snapshot:node_count()
+    snap_ptr(self)
+    return self.count
+end
+
+function Snapshot:token_count()
+    local st = C.chr_snapshot_token_count(snap_ptr(self), size_out)
+    if st ~= 0 then return failure(st) end
+    return tonumber(size_out[0])
+end
+
+function Snapshot:fingerprint()
+    local st = C.chr_snapshot_fingerprint(snap_ptr(self), u64_out)
+    if st ~= 0 then return failure(st) end
+    return hex64(u64_out[0])
+end
+
+-- Token i (1-based) of the sorted token array: its position as 16 hex
+-- digits and its owner's 1-based node index.
+function Snapshot:token(i)
+    local p = snap_ptr(self)
+    check_count(i, 1, "token")
+    if i < 1 then return nil, "chring: token index " .. i .. " is below 1", K.CHR_ERANGE end
+    local st = C.chr_snapshot_token(p, i - 1, u64_out, u32_out)
+    if st ~= 0 then return failure(st) end
+    return hex64(u64_out[0]), u32_out[0] + 1
+end
+
+return _M

@@ -1,0 +1,1 @@
+return require "chring"  -- the OpenResty-style name
