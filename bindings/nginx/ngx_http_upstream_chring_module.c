@@ -608,6 +608,16 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (ccf->options.placement == CHR_PLACEMENT_NGINX
+        && ccf->options.hasher != NULL
+        && ngx_strcmp(ccf->options.hasher, "crc32") != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chring: \"placement=nginx\" hashes with crc32, "
+                           "as nginx does, not \"%s\"", ccf->options.hasher);
+        return NGX_CONF_ERROR;
+    }
+
     cln = ngx_pool_cleanup_add(cf->pool, 0);
     if (cln == NULL) {
         return NGX_CONF_ERROR;
