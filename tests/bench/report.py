@@ -3,6 +3,11 @@
 medians of the repetitions, and the ratios chring / libmemcached,
 chring / std::lower_bound and chring / xxh3 alone.
 
+Per-operation times are CPU time of the measuring thread (a thread that is
+descheduled by other work on the machine is not charged for it), except the
+updates (wall time around the one call, Google Benchmark's manual time) and
+the readers' total throughput (wall time).
+
 Usage: report.py RESULT.json...
 """
 import json
@@ -37,7 +42,7 @@ class Results:
         elif kind == "cv":
             self.cv[name] = run["real_time"]
 
-    def ns(self, name, field="real_ns"):
+    def ns(self, name, field="cpu_ns"):
         run = self.median.get(name)
         return run[field] if run else None
 
@@ -65,7 +70,7 @@ def table(results):
     def row(label, values, digits=1):
         rows.append((label,) + tuple(v if isinstance(v, str) else fmt(v, digits) for v in values))
 
-    def per_size(pattern, field="real_ns"):
+    def per_size(pattern, field="cpu_ns"):
         return [results.ns(pattern.format(n=n), field) for n in SIZES]
 
     def ketama(mode):
@@ -107,8 +112,8 @@ def table(results):
     section("Updates, µs (copy-on-write: a new snapshot per call)")
     for label, bench in (("add one node", "add_one_node"), ("remove one node", "remove_one_node"),
                          ("build from scratch (one chr_ring_apply batch)", "build_from_scratch")):
-        row(label, [None] + [ns / 1e3 if ns else None
-                             for ns in (results.ns(f"{bench}/{n}/manual_time") for n in SIZES[1:])])
+        times = [results.ns(f"{bench}/{n}/manual_time", "real_ns") for n in SIZES[1:]]
+        row(label, [None] + [ns / 1e3 if ns else None for ns in times])
 
     section("Readers: chr_ring_lookup CPU ns per lookup per thread (total Mlookups/s)")
     for label, threads, writer in (("1 reader", 1, 0), ("2 readers", 2, 0),
@@ -117,7 +122,7 @@ def table(results):
         cells = ["—"]
         for n in SIZES[1:]:
             name = f"readers/nodes:{n}/writer:{writer}/threads:{threads}"
-            cpu, wall = results.ns(name, "cpu_ns"), results.ns(name)
+            cpu, wall = results.ns(name), results.ns(name, "real_ns")
             if name in results.errors or cpu is None:
                 cells.append(results.errors.get(name, "—"))
                 continue
