@@ -1,0 +1,74 @@
+/*
+ * plugin_probe — a program run by test_plugin_discovery in a controlled
+ * environment: creates a ring with each hasher named on the command line
+ * (options.plugin_dir from --plugin-dir), looks a key up in it, and prints
+ *   library <path of the libchring this process loaded>
+ *   hasher <name> <origin from chr_hasher_list>
+ * or, on the first failure,
+ *   error <name> <status> <chr_last_error()>
+ * exiting 1.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <chring.h>
+
+/* The path of the libchring mapped into this process. */
+static const char *loaded_library(void) {
+    static char line[4096];
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (!maps) return "(unknown)";
+    const char *found = "(unknown)";
+    while (fgets(line, sizeof line, maps)) {
+        char *path = strchr(line, '/');
+        if (path && strstr(path, "/libchring.so")) {
+            path[strcspn(path, "\n")] = '\0';
+            found = path;
+            break;
+        }
+    }
+    fclose(maps);
+    return found;
+}
+
+static const char *origin_of(const char *hasher, const char *plugin_dir) {
+    static chr_hasher_info infos[256];
+    size_t count = 0;
+    if (chr_hasher_list(plugin_dir, infos, 256, &count) != CHR_OK) return "(list failed)";
+    for (size_t i = 0; i < count; ++i)
+        if (strcmp(infos[i].name, hasher) == 0) return infos[i].origin;
+    return "(not listed)";
+}
+
+static int probe(const char *hasher, const char *plugin_dir) {
+    chr_options opts = CHR_OPTIONS_INIT;
+    opts.hasher = hasher;
+    opts.plugin_dir = plugin_dir;
+    chr_ring *ring = NULL;
+    chr_node_ref owner;
+    chr_status st = chr_ring_new(&opts, &ring);
+    if (st == CHR_OK) st = chr_ring_add(ring, "node-a", 6, 1, NULL, 0, 1);
+    if (st == CHR_OK) st = chr_ring_add(ring, "node-b", 6, 1, NULL, 0, 2);
+    if (st == CHR_OK) st = chr_ring_lookup(ring, "key", 3, &owner);
+    chr_ring_free(ring);
+    if (st != CHR_OK) {
+        printf("error %s %d %s\n", hasher, st, chr_last_error());
+        return 1;
+    }
+    printf("hasher %s %s\n", hasher, origin_of(hasher, plugin_dir));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *plugin_dir = NULL;
+    int first = 1;
+    if (argc > 2 && strcmp(argv[1], "--plugin-dir") == 0) {
+        plugin_dir = argv[2];
+        first = 3;
+    }
+    printf("library %s\n", loaded_library());
+    for (int i = first; i < argc; ++i)
+        if (probe(argv[i], plugin_dir) != 0) return 1;
+    return 0;
+}
