@@ -31,6 +31,7 @@ enum { KEY_COUNT = 200000, TOKENS_PER_WEIGHT = 160 };
 #define SIGMAS 4.0
 
 static const unsigned ring_sizes[] = {10, 100};
+#define RING_SIZES (sizeof ring_sizes / sizeof ring_sizes[0])
 
 typedef struct disruption_fixture {
     key_set *keys;
@@ -100,91 +101,83 @@ static void check_moved_amount(double moved, double ideal_share, double exact_me
     assert_true(fabs(moved - exact_measure) <= exact_tolerance);
 }
 
-static void test_add_moves_keys_only_onto_new_node(void **state) {
-    disruption_fixture *f = *state;
-    for (size_t s = 0; s < sizeof ring_sizes / sizeof ring_sizes[0]; ++s) {
-        const unsigned n = ring_sizes[s], added = n;
-        chr_ring *ring = fresh_ring(f, n);
-        owner_tags(ring, f->keys, f->before);
-        assert_chr_ok(add_node(ring, added, 1));
-        owner_tags(ring, f->keys, f->after);
+/* X's weight in a scenario; ABSENT = not a member (before an add, after a
+ * remove). */
+#define ABSENT UINT32_MAX
 
-        double moved = moved_fraction(f, added, ONTO_NODE);
-        check_moved_amount(moved, 1.0 / (n + 1), node_ownership(ring, added), TOKENS_PER_WEIGHT);
-    }
+static double weight_units(uint32_t weight) { return weight == ABSENT ? 0.0 : weight; }
+
+static double owned_by(const chr_ring *ring, unsigned node, uint32_t weight) {
+    return weight == ABSENT ? 0.0 : node_ownership(ring, node);
+}
+
+/* Nodes 0..n-1 of weight 1, except node x at `from`; maps the keys, moves
+ * x to `to`, maps them again, and checks that keys moved only onto x (its
+ * weight grew) or only away from it (it shrank), and how many. */
+static void check_weight_change(disruption_fixture *f, unsigned n, unsigned x, uint32_t from,
+                                uint32_t to) {
+    chr_ring *ring = fresh_ring(f, n);
+    const int starts_member = x < n;
+    if (starts_member && from == ABSENT) assert_chr_ok(remove_node(ring, x));
+    if (starts_member && from != ABSENT && from != 1) assert_chr_ok(set_node_weight(ring, x, from));
+    if (!starts_member && from != ABSENT) assert_chr_ok(add_node(ring, x, from));
+    owner_tags(ring, f->keys, f->before);
+    const double owned_before = owned_by(ring, x, from);
+
+    if (to == ABSENT)
+        assert_chr_ok(remove_node(ring, x));
+    else if (from == ABSENT)
+        assert_chr_ok(add_node(ring, x, to));
+    else
+        assert_chr_ok(set_node_weight(ring, x, to));
+    owner_tags(ring, f->keys, f->after);
+    const double owned_after = owned_by(ring, x, to);
+
+    /* Ideal shares: x's weight over the total, the others weighing 1 each. */
+    const double others = (double)(n - starts_member);
+    const double share_before = weight_units(from) / (others + weight_units(from));
+    const double share_after = weight_units(to) / (others + weight_units(to));
+    const int grows = weight_units(to) > weight_units(from);
+    const double moved = moved_fraction(f, x, grows ? ONTO_NODE : FROM_NODE);
+    if (weight_units(to) == 0)
+        for (size_t k = 0; k < KEY_COUNT; ++k) assert_true(f->after[k] != x); /* all of them left */
+    const unsigned tokens_changed =
+        (unsigned)fabs(weight_units(to) - weight_units(from)) * TOKENS_PER_WEIGHT;
+    check_moved_amount(moved, fabs(share_after - share_before), fabs(owned_after - owned_before),
+                       tokens_changed);
+}
+
+static void test_add_moves_keys_only_onto_new_node(void **state) {
+    for (size_t s = 0; s < RING_SIZES; ++s)
+        check_weight_change(*state, ring_sizes[s], ring_sizes[s], ABSENT, 1);
 }
 
 static void test_remove_moves_only_its_keys(void **state) {
-    disruption_fixture *f = *state;
-    for (size_t s = 0; s < sizeof ring_sizes / sizeof ring_sizes[0]; ++s) {
-        const unsigned n = ring_sizes[s], removed = n / 2;
-        chr_ring *ring = fresh_ring(f, n);
-        owner_tags(ring, f->keys, f->before);
-        const double owned = node_ownership(ring, removed);
-        assert_chr_ok(remove_node(ring, removed));
-        owner_tags(ring, f->keys, f->after);
-
-        /* Every key of the removed node moved (none can stay on it). */
-        for (size_t k = 0; k < KEY_COUNT; ++k) assert_true(f->after[k] != removed);
-        double moved = moved_fraction(f, removed, FROM_NODE);
-        check_moved_amount(moved, 1.0 / n, owned, TOKENS_PER_WEIGHT);
-    }
+    for (size_t s = 0; s < RING_SIZES; ++s)
+        check_weight_change(*state, ring_sizes[s], ring_sizes[s] / 2, 1, ABSENT);
 }
 
-/* Weight 1 -> 2 adds V tokens: X's ideal share goes from 1/n to 2/(n+1). */
+/* Weight 1 -> 2 adds V tokens: x's ideal share goes from 1/n to 2/(n+1). */
 static void test_raise_weight_moves_keys_only_to_node(void **state) {
-    disruption_fixture *f = *state;
-    for (size_t s = 0; s < sizeof ring_sizes / sizeof ring_sizes[0]; ++s) {
-        const unsigned n = ring_sizes[s], heavier = 3;
-        chr_ring *ring = fresh_ring(f, n);
-        owner_tags(ring, f->keys, f->before);
-        const double owned_before = node_ownership(ring, heavier);
-        assert_chr_ok(set_node_weight(ring, heavier, 2));
-        owner_tags(ring, f->keys, f->after);
-
-        double moved = moved_fraction(f, heavier, ONTO_NODE);
-        check_moved_amount(moved, 2.0 / (n + 1) - 1.0 / n,
-                           node_ownership(ring, heavier) - owned_before, TOKENS_PER_WEIGHT);
-    }
+    for (size_t s = 0; s < RING_SIZES; ++s)
+        check_weight_change(*state, ring_sizes[s], 3, 1, 2);
 }
 
 /* Weight 2 -> 1 removes V tokens: the reverse of the case above. */
 static void test_lower_weight_moves_keys_only_from_node(void **state) {
-    disruption_fixture *f = *state;
-    for (size_t s = 0; s < sizeof ring_sizes / sizeof ring_sizes[0]; ++s) {
-        const unsigned n = ring_sizes[s], lighter = n - 1;
-        chr_ring *ring = fresh_ring(f, n);
-        assert_chr_ok(set_node_weight(ring, lighter, 2));
-        owner_tags(ring, f->keys, f->before);
-        const double owned_before = node_ownership(ring, lighter);
-        assert_chr_ok(set_node_weight(ring, lighter, 1));
-        owner_tags(ring, f->keys, f->after);
-
-        double moved = moved_fraction(f, lighter, FROM_NODE);
-        check_moved_amount(moved, 2.0 / (n + 1) - 1.0 / n,
-                           owned_before - node_ownership(ring, lighter), TOKENS_PER_WEIGHT);
-    }
+    for (size_t s = 0; s < RING_SIZES; ++s)
+        check_weight_change(*state, ring_sizes[s], ring_sizes[s] - 1, 2, 1);
 }
 
 /* Weight 0 drains a node (all its keys, and only those, move); giving its
  * weight back restores the original mapping key for key. */
 static void test_drain_and_restore(void **state) {
     disruption_fixture *f = *state;
-    for (size_t s = 0; s < sizeof ring_sizes / sizeof ring_sizes[0]; ++s) {
-        const unsigned n = ring_sizes[s], drained = 1;
-        chr_ring *ring = fresh_ring(f, n);
-        owner_tags(ring, f->keys, f->before);
-        const double owned = node_ownership(ring, drained);
-        assert_chr_ok(set_node_weight(ring, drained, 0));
-        owner_tags(ring, f->keys, f->after);
-
-        for (size_t k = 0; k < KEY_COUNT; ++k) assert_true(f->after[k] != drained);
-        double moved = moved_fraction(f, drained, FROM_NODE);
-        check_moved_amount(moved, 1.0 / n, owned, TOKENS_PER_WEIGHT);
-
-        assert_chr_ok(set_node_weight(ring, drained, 1));
-        owner_tags(ring, f->keys, f->after);
-        for (size_t k = 0; k < KEY_COUNT; ++k) assert_int_equal(f->after[k], f->before[k]);
+    for (size_t s = 0; s < RING_SIZES; ++s) {
+        check_weight_change(f, ring_sizes[s], 1, 1, 0);
+        assert_chr_ok(set_node_weight(f->ring, 1, 1));
+        owner_tags(f->ring, f->keys, f->after);
+        assert_memory_equal(f->after, f->before, KEY_COUNT * sizeof *f->after);
     }
 }
 
