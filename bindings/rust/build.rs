@@ -35,6 +35,9 @@ fn main() {
     for flag in pkg_config(&["--libs"]).split_whitespace() {
         if let Some(dir) = flag.strip_prefix("-L") {
             println!("cargo:rustc-link-search=native={}", dir);
+            // DEP_CHRING_LIBDIR for dependents' build scripts: link args
+            // (the rpath below) reach only this package's own targets.
+            println!("cargo:libdir={}", dir);
         } else if let Some(lib) = flag.strip_prefix("-l") {
             println!("cargo:rustc-link-lib={}", lib);
         } else if flag.starts_with("-Wl,") || flag == "-pthread" {
