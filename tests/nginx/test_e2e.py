@@ -1,31 +1,35 @@
 #!/usr/bin/env python3
-"""End-to-end tests of the chring upstream module in a real nginx.
+"""End-to-end tests of chring balancing inside a real nginx.
 
-    test_module.py --nginx NGINX --module MODULE.so --predict CHRING_PREDICT --case CASE
+    test_e2e.py --flavor module --module MODULE.so ...   the C upstream module
+    test_e2e.py --flavor lua --lua-path DIRS ...          the OpenResty example
 
 Backends are nginx `server` blocks on free loopback ports answering their
-own `server` text; the balancer is a second nginx that loads the module.
-Every routing check compares what nginx did with what the C API says
-(tests/nginx/chring_predict) for the same membership and options, key by
-key. Cases:
+own `server` text; the balancer is a second nginx with either the chring
+upstream module (`chring $request_uri ...;`) or OpenResty's
+balancer_by_lua_block running bindings/nginx/openresty/chring_balancer.lua
+on the Lua binding. Every routing check compares what nginx did with what
+the C API says (tests/nginx/chring_predict) for the same membership and
+options, key by key. Cases:
 
   routing    every key reaches the predicted backend, twice, in two orders;
-             shares follow the weights; other ring options end to end
+             shares follow the weights; other ring options and keys
   down       `down` + reload: only that backend's keys move, spread over
              the survivors; removing `down` brings every key back
   stop       a stopped backend (connection refused, max_fails): same as
              down, at run time; restarted, its keys come back
   tries      a failed try goes to the key's next replica, at most
              proxy_next_upstream_tries in all
-  backup     `backup` servers take over, by their own ring, when every
-             primary fails
   compat     placement=nginx routes as nginx's `hash ... consistent`,
-             also with a `down` and a failed server
-  badconfig  bad configurations fail `nginx -t` with a clear message and
-             exit status 1, never a crash
+             also with a `down` and a stopped server
+  backup     (module) `backup` servers take over, by their own ring, when
+             every primary fails
+  badconfig  (module) bad configurations fail `nginx -t` with a clear
+             message and exit status 1, never a crash
 
 Statistical bounds (share checks) are 5 standard deviations; each is
-derived where it is computed. Exit status 0 when every check passed.
+derived where it is computed. Ends with "N passed, N failed"; exit status 0
+when every check passed.
 """
 
 import argparse
@@ -60,18 +64,68 @@ class Check:
         return condition
 
 
-def keys_for(case, count=KEYS):
-    return ["/%s/item-%d" % (case, i) for i in range(count)]
+# -- what a balancer is configured with, in either flavor ---------------------
 
 
-def balancer_body(port, directive, servers, location_extra="", upstream="ring"):
-    """servers: [(server text, parameters)] in configuration order."""
-    lines = ["    server %s %s;" % (s, params) for s, params in servers]
+class Server:
+    def __init__(self, server_id, weight=1, down=False, backup=False, max_fails=None,
+                 fail_timeout=None):
+        self.id = server_id
+        self.weight = weight
+        self.down = down
+        self.backup = backup
+        self.max_fails = max_fails
+        self.fail_timeout = fail_timeout
+
+    def nginx_parameters(self):
+        p = ["weight=%d" % self.weight] if self.weight != 1 else []
+        if self.max_fails is not None:
+            p.append("max_fails=%d" % self.max_fails)
+        if self.fail_timeout is not None:
+            p.append("fail_timeout=%ds" % self.fail_timeout)
+        p += ["down"] * self.down + ["backup"] * self.backup
+        return " ".join(p)
+
+
+class Key:
+    """One key, as an nginx complex value and as a Lua expression."""
+
+    def __init__(self, nginx, lua):
+        self.nginx = nginx
+        self.lua = lua
+
+
+URI_KEY = Key("$request_uri", "ngx.var.request_uri")
+USER_KEY = Key('"k:$http_x_user"', '"k:" .. (ngx.var.http_x_user or "")')
+
+
+class Upstream:
+    """A chring upstream (options: tokens, hash, seed, placement) or, with
+    `builtin`, one balanced by that nginx directive instead."""
+
+    def __init__(self, name, servers, key=URI_KEY, options=None, builtin=None):
+        self.name = name
+        self.servers = servers
+        self.key = key
+        self.options = options or {}
+        self.builtin = builtin
+
+    def members(self, backup=False):
+        """(id, weight) of the ring the C API should build: `down` is weight 0."""
+        return [(s.id, 0 if s.down else s.weight) for s in self.servers if s.backup == backup]
+
+    def predict_options(self):
+        o = self.options
+        args = []
+        for name, flag in (("tokens", "--tokens"), ("hash", "--hash"), ("seed", "--seed"),
+                           ("placement", "--placement")):
+            if name in o:
+                args += [flag, str(o[name])]
+        return args
+
+
+def server_block(port, upstream, location_extra):
     return """
-  upstream %s {
-    %s
-%s
-  }
   server {
     listen 127.0.0.1:%d;
     location / {
@@ -80,7 +134,103 @@ def balancer_body(port, directive, servers, location_extra="", upstream="ring"):
       proxy_read_timeout 10s;
       %s
     }
-  }""" % (upstream, directive, "\n".join(lines), port, upstream, location_extra)
+  }""" % (port, upstream.name, location_extra)
+
+
+def builtin_upstream(u):
+    lines = ["    server %s %s;" % (s.id, s.nginx_parameters()) for s in u.servers]
+    return "\n  upstream %s {\n    %s\n%s\n  }" % (u.name, u.builtin, "\n".join(lines))
+
+
+class ModuleFlavor:
+    """The chring upstream module: `chring KEY tokens=.. hash=..;` in the upstream."""
+
+    name = "module"
+    cases = ("routing", "down", "stop", "tries", "compat", "backup", "badconfig")
+
+    def __init__(self, args):
+        self.module = os.path.abspath(args.module)
+
+    def instance(self, ws):
+        return ws.nginx("balancer", modules=[self.module])
+
+    def render(self, listeners, location_extra=""):
+        body = []
+        for port, u in listeners:
+            if u.builtin:
+                body.append(builtin_upstream(u))
+            else:
+                params = " ".join("%s=%s" % kv for kv in sorted(u.options.items()))
+                lines = ["    server %s %s;" % (s.id, s.nginx_parameters()) for s in u.servers]
+                body.append("\n  upstream %s {\n    chring %s %s;\n%s\n  }"
+                            % (u.name, u.key.nginx, params, "\n".join(lines)))
+            body.append(server_block(port, u, location_extra))
+        return "\n".join(body)
+
+
+class LuaFlavor:
+    """OpenResty: balancer_by_lua_block with bindings/nginx/openresty/chring_balancer.lua."""
+
+    name = "lua"
+    cases = ("routing", "down", "stop", "tries", "compat")
+    lua_options = {"tokens": "tokens_per_weight", "hash": "hasher", "seed": "seed",
+                   "placement": "placement"}
+
+    def __init__(self, args):
+        self.modules = [args.ndk_module, args.lua_module]
+        self.lua_path = args.lua_path
+        self.chring_lib = os.path.abspath(args.chring_lib)
+
+    def instance(self, ws):
+        # init_by_lua runs in the master, which keeps this environment
+        return ws.nginx("balancer", modules=self.modules, env={"CHRING_LIB": self.chring_lib})
+
+    @staticmethod
+    def lua_string(s):
+        return '"%s"' % s.replace("\\", "\\\\").replace('"', '\\"')
+
+    def ring_table(self, u):
+        servers = []
+        for s in u.servers:
+            if s.backup:
+                raise ValueError("the OpenResty example has no backup tier")
+            fields = [self.lua_string(s.id)]
+            if s.weight != 1:
+                fields.append("weight = %d" % s.weight)
+            if s.down:
+                fields.append("down = true")
+            servers.append("{ %s }" % ", ".join(fields))
+        ring = ", ".join("%s = %s" % (self.lua_options[k], self.lua_string(v) if isinstance(v, str)
+                                      else v) for k, v in sorted(u.options.items()))
+        # nginx's max_fails=0 turns failure memory off; else max_fails=1 semantics
+        no_memory = all(s.max_fails == 0 for s in u.servers)
+        fail_timeout = 0 if no_memory else (u.servers[0].fail_timeout or 10)
+        return "assert(chring_balancer.new({ %s }, { ring = { %s }, fail_timeout = %d }))" % (
+            ", ".join(servers), ring, fail_timeout)
+
+    def render(self, listeners, location_extra=""):
+        rings = ["      chring_rings[%s] = %s" % (self.lua_string(u.name), self.ring_table(u))
+                 for _, u in listeners if not u.builtin]
+        body = ['  lua_package_path "%s;;";' % ";".join(d + "/?.lua" for d in self.lua_path),
+                "  init_by_lua_block {",
+                '      local chring_balancer = require "chring_balancer"',
+                "      chring_rings = {}"] + rings + ["  }"]
+        for port, u in listeners:
+            if u.builtin:
+                body.append(builtin_upstream(u))
+            else:
+                body.append("\n  upstream %s {\n    server 0.0.0.1;\n"
+                            "    balancer_by_lua_block { chring_rings[%s]:balance(%s) }\n  }"
+                            % (u.name, self.lua_string(u.name), u.key.lua))
+            body.append(server_block(port, u, location_extra))
+        return "\n".join(body)
+
+
+# -- checks -----------------------------------------------------------------
+
+
+def keys_for(case, count=KEYS):
+    return ["/%s/item-%d" % (case, i) for i in range(count)]
 
 
 def mismatches(keys, got, want, limit=5):
@@ -131,6 +281,21 @@ def check_spread(check, what, moved_to, survivors, weights, moved_tokens):
     return s[worst]
 
 
+def route_users(port, users):
+    """Requests with an X-User header, one keep-alive connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    got = []
+    try:
+        for u in users:
+            conn.request("GET", "/", headers={"X-User": u})
+            resp = conn.getresponse()
+            body = resp.read().decode()
+            got.append(body if resp.status == 200 else "HTTP %d" % resp.status)
+    finally:
+        conn.close()
+    return got
+
+
 # -- cases ------------------------------------------------------------------
 
 
@@ -139,15 +304,15 @@ def case_routing(ctx, check):
     backends = harness.Backends(ctx.ws, 5)
     backends.start()
     weights = dict(zip(backends.ids, [1, 1, 2, 1, 3]))
-    members = [(i, weights[i]) for i in backends.ids]
-    servers = [(i, "weight=%d" % weights[i]) for i in backends.ids]
+    servers = [Server(i, weights[i]) for i in backends.ids]
     port = harness.free_ports(1)[0]
     lb = ctx.balancer()
     keys = keys_for("routing")
 
-    lb.start(balancer_body(port, "chring $request_uri tokens=%d hash=xxh3;" % TOKENS, servers))
+    ring = Upstream("ring", servers, options={"tokens": TOKENS, "hash": "xxh3"})
+    lb.start(ctx.render([(port, ring)]))
     got = harness.route(port, keys)
-    want = ctx.predict.owners(members, keys, ["--tokens", str(TOKENS), "--hash", "xxh3"])
+    want = ctx.predict.owners(ring.members(), keys, ring.predict_options())
     check(all(g in backends.ids for g in got), "every request answered by a backend",
           str([g for g in got if g not in backends.ids][:5]))
     check_routing(check, "tokens=160 hash=xxh3", keys, got, want)
@@ -164,7 +329,7 @@ def case_routing(ctx, check):
     s = shares(got, backends.ids)
     total_w = sum(weights.values())
     tokens_total = TOKENS * total_w
-    owned = ctx.predict.ownership(members, ["--tokens", str(TOKENS), "--hash", "xxh3"])
+    owned = ctx.predict.ownership(ring.members(), ring.predict_options())
     for i in backends.ids:
         p = weights[i] / total_w
         bound = SIGMAS * math.sqrt(p * (1 - p) * (1.0 / (tokens_total + 1) + 1.0 / len(keys)))
@@ -177,27 +342,19 @@ def case_routing(ctx, check):
               "ownership %.3f" % (weights[i], s[i], bound, q))
 
     # Other options, end to end: a different hasher, token count and seed.
-    lb.reload(balancer_body(port, "chring $request_uri tokens=40 hash=murmur3_32 seed=12345;",
-                            servers))
+    ring = Upstream("ring", servers, options={"tokens": 40, "hash": "murmur3_32", "seed": 12345})
+    lb.reload(ctx.render([(port, ring)]))
     got = harness.route(port, keys)
-    want = ctx.predict.owners(members, keys,
-                              ["--tokens", "40", "--hash", "murmur3_32", "--seed", "12345"])
+    want = ctx.predict.owners(ring.members(), keys, ring.predict_options())
     check_routing(check, "tokens=40 hash=murmur3_32 seed=12345", keys, got, want)
 
-    # A complex value as the key: the same keys through a header.
-    lb.reload(balancer_body(port, "chring \"k:$http_x_user\";", servers))
+    # A key made of a text and a variable (a header), default options.
+    ring = Upstream("ring", servers, key=USER_KEY)
+    lb.reload(ctx.render([(port, ring)]))
     users = ["user-%d" % i for i in range(1000)]
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    got = []
-    try:
-        for u in users:
-            conn.request("GET", "/", headers={"X-User": u})
-            resp = conn.getresponse()
-            got.append(resp.read().decode())
-    finally:
-        conn.close()
-    want = ctx.predict.owners(members, ["k:" + u for u in users])
-    check_routing(check, "key \"k:$http_x_user\" (defaults)", users, got, want)
+    got = route_users(port, users)
+    want = ctx.predict.owners(ring.members(), ["k:" + u for u in users])
+    check_routing(check, "key %s (defaults)" % USER_KEY.nginx, users, got, want)
 
 
 def case_down(ctx, check):
@@ -209,30 +366,29 @@ def case_down(ctx, check):
     port = harness.free_ports(1)[0]
     lb = ctx.balancer()
     keys = keys_for("down")
-    directive = "chring $request_uri;"
 
-    def servers(down=()):
-        return [(i, "down" if i in down else "") for i in ids]
+    def ring(down=None):
+        return Upstream("ring", [Server(i, down=(i == down)) for i in ids])
 
-    lb.start(balancer_body(port, directive, servers()))
+    lb.start(ctx.render([(port, ring())]))
     base = harness.route(port, keys)
-    check_routing(check, "all up", keys, base, ctx.predict.owners([(i, 1) for i in ids], keys))
+    check_routing(check, "all up", keys, base, ctx.predict.owners(ring().members(), keys))
 
     for cycle, victim in enumerate([ids[1], ids[3], ids[1]]):
-        lb.reload(balancer_body(port, directive, servers(down=[victim])))
+        lb.reload(ctx.render([(port, ring(down=victim))]))
         got = harness.route(port, keys)
-        want = ctx.predict.owners([(i, 0 if i == victim else 1) for i in ids], keys)
+        want = ctx.predict.owners(ring(down=victim).members(), keys)
         check_routing(check, "cycle %d, %s down" % (cycle, victim), keys, got, want)
-        stayed = [k for k, b in zip(keys, base) if b != victim]
+        stayed = sum(1 for b in base if b != victim)
         unchanged = sum(1 for b, g in zip(base, got) if b != victim and g == b)
-        check(unchanged == len(stayed), "cycle %d: the %d keys of other backends stay (%d did)"
-              % (cycle, len(stayed), unchanged))
+        check(unchanged == stayed, "cycle %d: the %d keys of other backends stay (%d did)"
+              % (cycle, stayed, unchanged))
         check(victim not in got, "cycle %d: no key reaches the down backend" % cycle)
         moved_to = [g for b, g in zip(base, got) if b == victim]
         check_spread(check, "cycle %d" % cycle, moved_to, [i for i in ids if i != victim],
                      weights, TOKENS)
 
-        lb.reload(balancer_body(port, directive, servers()))
+        lb.reload(ctx.render([(port, ring())]))
         back = harness.route(port, keys)
         n, detail = mismatches(keys, back, base)
         check(n == 0, "cycle %d: `down` removed, every key is back (%d differ)" % (cycle, n),
@@ -250,11 +406,11 @@ def case_stop(ctx, check):
     lb = ctx.balancer()
     keys = keys_for("stop")
     fail_timeout = 2
-    servers = [(i, "max_fails=1 fail_timeout=%ds" % fail_timeout) for i in ids]
+    ring = Upstream("ring", [Server(i, max_fails=1, fail_timeout=fail_timeout) for i in ids])
 
-    lb.start(balancer_body(port, "chring $request_uri;", servers))
+    lb.start(ctx.render([(port, ring)]))
     base = harness.route(port, keys)
-    check_routing(check, "all up", keys, base, ctx.predict.owners([(i, 1) for i in ids], keys))
+    check_routing(check, "all up", keys, base, ctx.predict.owners(ring.members(), keys))
 
     victim = ids[2]
     backends.set_alive([i for i in ids if i != victim])
@@ -282,21 +438,21 @@ def case_tries(ctx, check):
     backends = harness.Backends(ctx.ws, 6)
     backends.start()
     ids = backends.ids
-    members = [(i, 1) for i in ids]
     port = harness.free_ports(1)[0]
     lb = ctx.balancer()
     keys = keys_for("tries")
-    servers = [(i, "max_fails=0") for i in ids]
+    ring = Upstream("ring", [Server(i, max_fails=0) for i in ids])
     dead = {ids[0], ids[4]}
     backends.set_alive([i for i in ids if i not in dead])
-    replicas = ctx.predict.replicas(members, keys, 3)
+    replicas = ctx.predict.replicas(ring.members(), keys, 3)
 
     for tries in (2, 0):
-        extra = "proxy_next_upstream error timeout; proxy_next_upstream_tries %d;" % tries
+        body = ctx.render([(port, ring)], "proxy_next_upstream error timeout; "
+                          "proxy_next_upstream_tries %d;" % tries)
         if lb.process is None:
-            lb.start(balancer_body(port, "chring $request_uri;", servers, extra))
+            lb.start(body)
         else:
-            lb.reload(balancer_body(port, "chring $request_uri;", servers, extra))
+            lb.reload(body)
         got = harness.route(port, keys)
         limit = tries or len(ids)
         want = []
@@ -322,18 +478,18 @@ def case_backup(ctx, check):
     lb = ctx.balancer()
     keys = keys_for("backup")
     fail_timeout = 2
-    servers = [(i, "max_fails=1 fail_timeout=%ds" % fail_timeout) for i in primaries]
-    servers += [(i, "backup") for i in backups]
+    ring = Upstream("ring", [Server(i, max_fails=1, fail_timeout=fail_timeout) for i in primaries]
+                    + [Server(i, backup=True) for i in backups])
 
-    lb.start(balancer_body(port, "chring $request_uri;", servers))
+    lb.start(ctx.render([(port, ring)]))
     base = harness.route(port, keys)
     check_routing(check, "all up: primaries only", keys, base,
-                  ctx.predict.owners([(i, 1) for i in primaries], keys))
+                  ctx.predict.owners(ring.members(), keys))
 
     backends.set_alive(backups)
     got = harness.route(port, keys)
     check_routing(check, "every primary stopped: the backup ring", keys, got,
-                  ctx.predict.owners([(i, 1) for i in backups], keys))
+                  ctx.predict.owners(ring.members(backup=True), keys))
     check(len(set(got)) == len(backups), "both backups take keys")
 
     backends.set_alive(backups[1:])
@@ -354,42 +510,42 @@ def case_compat(ctx, check):
     ids = backends.ids
     weights = dict(zip(ids, [1, 2, 1, 3, 1, 2]))
     down = ids[5]
-    servers = [(i, "weight=%d max_fails=1 fail_timeout=30s%s" % (weights[i], " down" if i == down
-                                                                  else "")) for i in ids]
+    servers = [Server(i, weights[i], down=(i == down), max_fails=1, fail_timeout=30)
+               for i in ids]
     port_hash, port_chring = harness.free_ports(2)
+    builtin = Upstream("builtin", servers, builtin="hash $request_uri consistent;")
+    ring = Upstream("ring", servers, options={"placement": "nginx"})
     lb = ctx.balancer()
-    body = (balancer_body(port_hash, "hash $request_uri consistent;", servers, upstream="builtin")
-            + balancer_body(port_chring, "chring $request_uri placement=nginx;", servers))
     keys = keys_for("compat")
-    lb.start(body)
+    lb.start(ctx.render([(port_hash, builtin), (port_chring, ring)]))
 
-    builtin = harness.route(port_hash, keys)
+    theirs = harness.route(port_hash, keys)
     ours = harness.route(port_chring, keys)
-    n, detail = mismatches(keys, ours, builtin)
+    n, detail = mismatches(keys, ours, theirs)
     check(n == 0, "placement=nginx routes %d keys as `hash ... consistent` (%d differ)"
           % (len(keys), n), detail)
-    members = [(i, 0 if i == down else weights[i]) for i in ids]
     check_routing(check, "placement=nginx", keys, ours,
-                  ctx.predict.owners(members, keys, ["--placement", "nginx"]))
+                  ctx.predict.owners(ring.members(), keys, ring.predict_options()))
 
     victim = ids[3]  # the heaviest: most keys to move
     backends.set_alive([i for i in ids if i != victim])
-    builtin = harness.route(port_hash, keys)
+    theirs = harness.route(port_hash, keys)
     ours = harness.route(port_chring, keys)
-    n, detail = mismatches(keys, ours, builtin)
+    n, detail = mismatches(keys, ours, theirs)
     check(n == 0, "with %s stopped, the same fallback as nginx (%d differ)" % (victim, n), detail)
     check(victim not in ours, "no key reaches the stopped backend")
 
 
 def case_badconfig(ctx, check):
     """`nginx -t` on bad configurations: status 1 and the reason."""
-    backends_ids = ["127.0.0.1:%d" % p for p in harness.free_ports(2)]
+    ids = ["127.0.0.1:%d" % p for p in harness.free_ports(2)]
     port = harness.free_ports(1)[0]
     lb = ctx.balancer()
-    good = [(i, "") for i in backends_ids]
+    good = [Server(i) for i in ids]
 
     def upstream(directive, servers=good):
-        return balancer_body(port, directive, servers)
+        u = Upstream("ring", servers, builtin=directive)  # the directive verbatim
+        return ctx.render([(port, u)])
 
     status, out = lb.test_config(upstream("chring $request_uri tokens=160 hash=xxh3;"))
     check(status == 0, "a good configuration passes nginx -t", out)
@@ -424,13 +580,13 @@ def case_badconfig(ctx, check):
         ("no servers", upstream("chring $request_uri;", servers=[]),
          "no servers are inside upstream"),
         ("only backup servers", upstream("chring $request_uri;",
-                                         servers=[(i, "backup") for i in backends_ids]),
+                                         servers=[Server(i, backup=True) for i in ids]),
          "no servers in upstream"),
         ("weight over chring's limit", upstream(
-            "chring $request_uri;", servers=[(backends_ids[0], "weight=2000000")]),
-         "weight"),
+            "chring $request_uri;", servers=[Server(ids[0], weight=2000000)]),
+         "weight 2000000"),
         ("too many tokens", upstream(
-            "chring $request_uri tokens=65536;", servers=[(backends_ids[0], "weight=300")]),
+            "chring $request_uri tokens=65536;", servers=[Server(ids[0], weight=300)]),
          "chring: primary servers of upstream \"ring\""),
         ("outside an upstream", "  server { listen 127.0.0.1:%d; chring $request_uri; }" % port,
          "\"chring\" directive is not allowed here"),
@@ -447,39 +603,51 @@ CASES = {
     "down": case_down,
     "stop": case_stop,
     "tries": case_tries,
-    "backup": case_backup,
     "compat": case_compat,
+    "backup": case_backup,
     "badconfig": case_badconfig,
 }
+FLAVORS = {"module": ModuleFlavor, "lua": LuaFlavor}
 
 
 class Context:
-    def __init__(self, args, ws):
-        self.args = args
+    def __init__(self, flavor, predict, ws):
+        self.flavor = flavor
         self.ws = ws
-        self.predict = harness.Predictor(args.predict, ws.root)
+        self.predict = harness.Predictor(predict, ws.root)
 
     def balancer(self):
-        return self.ws.nginx("balancer", modules=[os.path.abspath(self.args.module)])
+        return self.flavor.instance(self.ws)
+
+    def render(self, listeners, location_extra=""):
+        return self.flavor.render(listeners, location_extra)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nginx", required=True)
-    parser.add_argument("--module", required=True)
-    parser.add_argument("--predict", required=True)
+    parser.add_argument("--predict", required=True, help="tests/nginx/chring_predict")
     parser.add_argument("--case", required=True, choices=sorted(CASES))
+    parser.add_argument("--flavor", default="module", choices=sorted(FLAVORS))
+    parser.add_argument("--module", help="module flavor: ngx_http_upstream_chring_module.so")
+    parser.add_argument("--ndk-module", help="lua flavor: ndk_http_module.so")
+    parser.add_argument("--lua-module", help="lua flavor: ngx_http_lua_module.so")
+    parser.add_argument("--lua-path", action="append", default=[],
+                        help="lua flavor: a directory of Lua modules (repeat)")
+    parser.add_argument("--chring-lib", help="lua flavor: libchring.so for the binding")
     args = parser.parse_args()
+
+    flavor = FLAVORS[args.flavor](args)
+    if args.case not in flavor.cases:
+        parser.error("case %s does not apply to the %s flavor" % (args.case, flavor.name))
 
     check = Check()
     try:
         with harness.Workspace(args.nginx) as ws:
-            CASES[args.case](Context(args, ws), check)
-            try:
-                ws.check_logs()
-                check(True, "no crash, [alert] or [crit] in the nginx logs")
-            except AssertionError as e:
-                check(False, "no crash, [alert] or [crit] in the nginx logs", str(e))
+            CASES[args.case](Context(flavor, args.predict, ws), check)
+            bad = [(i.prefix, l) for i in ws.instances for l in i.bad_log_lines()]
+            check(not bad, "no crash, [alert] or [crit] in the nginx logs",
+                  "\n".join("%s: %s" % b for b in bad))
     except Exception as e:  # an nginx that would not start is a failure, not a skip
         check(False, "case %s ran to the end" % args.case, "%s: %s" % (type(e).__name__, e))
     print("%d passed, %d failed" % (check.passed, check.failed))
