@@ -179,12 +179,16 @@ func (s *Snapshot) Replicas(key []byte, n int) ([]Node, error) {
 
 // NodeCount is the number of members, weight 0 included.
 func (s *Snapshot) NodeCount() (int, error) {
-	return s.count(func(p *C.chr_snapshot, c *C.size_t) C.gochr_result { return C.gochr_snapshot_node_count(unsafe.Pointer(p), c) })
+	return s.count(func(p *C.chr_snapshot, c *C.size_t) C.gochr_result {
+		return C.gochr_snapshot_node_count(unsafe.Pointer(p), c)
+	})
 }
 
 // TokenCount is the number of tokens on the circle.
 func (s *Snapshot) TokenCount() (int, error) {
-	return s.count(func(p *C.chr_snapshot, c *C.size_t) C.gochr_result { return C.gochr_snapshot_token_count(unsafe.Pointer(p), c) })
+	return s.count(func(p *C.chr_snapshot, c *C.size_t) C.gochr_result {
+		return C.gochr_snapshot_token_count(unsafe.Pointer(p), c)
+	})
 }
 
 func (s *Snapshot) count(call func(*C.chr_snapshot, *C.size_t) C.gochr_result) (int, error) {

@@ -86,11 +86,7 @@ impl Options {
         raw.seed = self.seed;
         raw.placement = self.placement.raw();
         let hasher = self.hasher.as_deref().map(|h| c_string(h.as_bytes(), "hasher")).transpose()?;
-        let dir = self
-            .plugin_dir
-            .as_deref()
-            .map(|d| c_string(d.as_os_str().as_bytes(), "plugin_dir"))
-            .transpose()?;
+        let dir = self.plugin_dir.as_deref().map(|d| c_string(d.as_os_str().as_bytes(), "plugin_dir")).transpose()?;
         raw.hasher = hasher.as_ref().map_or(ptr::null(), |s| s.as_ptr());
         raw.plugin_dir = dir.as_ref().map_or(ptr::null(), |s| s.as_ptr());
         f(&raw)
@@ -99,7 +95,6 @@ impl Options {
 
 /// A C string for the library, or CHR_EINVAL if `bytes` holds a NUL.
 pub(crate) fn c_string(bytes: &[u8], what: &str) -> Result<CString> {
-    CString::new(bytes).map_err(|_| {
-        Error::binding(sys::CHR_EINVAL, format!("chring (Rust): {} contains a NUL byte", what))
-    })
+    CString::new(bytes)
+        .map_err(|_| Error::binding(sys::CHR_EINVAL, format!("chring (Rust): {} contains a NUL byte", what)))
 }

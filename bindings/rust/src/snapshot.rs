@@ -66,9 +66,7 @@ impl Snapshot {
         let mut count = 0usize;
         let (k, len) = bytes_arg(key.as_ref());
         // SAFETY: out has room for min(n, room) entries.
-        check(unsafe {
-            sys::chr_snapshot_replicas(self.ptr(), k, len, n.min(room), out.as_mut_ptr(), &mut count)
-        })?;
+        check(unsafe { sys::chr_snapshot_replicas(self.ptr(), k, len, n.min(room), out.as_mut_ptr(), &mut count) })?;
         out.truncate(count);
         Ok(out.into_iter().map(NodeView::from_raw).collect())
     }

@@ -145,6 +145,8 @@ pub struct chr_snapshot {
     _private: [u8; 0],
 }
 
+// One declaration per line: tests/header.rs parses them.
+#[rustfmt::skip]
 extern "C" {
     pub fn chr_version() -> u32;
     pub fn chr_strerror(status: chr_status) -> *const c_char;

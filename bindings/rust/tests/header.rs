@@ -246,11 +246,7 @@ fn the_check_rejects_a_wrong_declaration() {
     // The same generated file with one parameter's constness flipped must
     // fail: proof that the compiler compares the signatures.
     let good = generated_c();
-    let bad = good.replacen(
-        "check_fn_chr_ring_lookup)(const chr_ring *",
-        "check_fn_chr_ring_lookup)(chr_ring *",
-        1,
-    );
+    let bad = good.replacen("check_fn_chr_ring_lookup)(const chr_ring *", "check_fn_chr_ring_lookup)(chr_ring *", 1);
     assert_ne!(good, bad, "the generated check lost chr_ring_lookup");
     let dir = scratch_dir("bad");
     let result = compile(&bad, &dir);

@@ -142,11 +142,7 @@ fn apply_is_all_or_nothing() {
     let ring = ring_with(&Options::default(), 3);
     let before = ring.fingerprint().unwrap();
     let err = expect_error(
-        ring.apply(&[
-            Change::Add(Member::new(b"x", 1)),
-            Change::SetWeight(b"node-0", 5),
-            Change::Remove(b"not-there"),
-        ]),
+        ring.apply(&[Change::Add(Member::new(b"x", 1)), Change::SetWeight(b"node-0", 5), Change::Remove(b"not-there")]),
         ErrorKind::NotFound,
         "chr_ring_apply",
     );

@@ -8,8 +8,7 @@ pub fn ring_with(options: &Options, count: usize) -> Ring {
     let ring = Ring::new(options).expect("Ring::new");
     for i in 0..count {
         let id = node_id(i);
-        ring.add_member(&Member { tag: i as u64, ..Member::new(&id, 1 + (i % 3) as u32) })
-            .expect("add");
+        ring.add_member(&Member { tag: i as u64, ..Member::new(&id, 1 + (i % 3) as u32) }).expect("add");
     }
     ring
 }

@@ -40,9 +40,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut lines = data.lines();
     lines.next(); // chring-crosslang 1
     let opts = lines.next();
-    let options = Options::default()
-        .tokens_per_weight(field(opts, 1).parse()?)
-        .seed(u64::from_str_radix(field(opts, 2), 16)?);
+    let options =
+        Options::default().tokens_per_weight(field(opts, 1).parse()?).seed(u64::from_str_radix(field(opts, 2), 16)?);
     let replicas: usize = field(lines.next(), 1).parse()?;
     let nodes: usize = field(lines.next(), 1).parse()?;
     let members: Vec<(Vec<u8>, u32, Vec<u8>, u64)> = (0..nodes)
