@@ -10,6 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* How hash64(data, 0) follows from digest(data). */
 typedef enum ring_rule {
     RING_BE64,        /* digest bytes 0..7, big-endian (xxh3, xxh64, fnv1a_64, sha1) */
@@ -41,5 +45,9 @@ uint64_t ring_value_from_digest(ring_rule rule, const unsigned char *digest);
 /* Writes `seed` as 8 little-endian bytes followed by the `len` bytes of
  * `data` into `out` (room for len + 8). */
 void seed_prefixed(uint64_t seed, const void *data, size_t len, unsigned char *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* CHRING_HASHER_CATALOG_H */
