@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <numeric>
 
@@ -197,6 +199,7 @@ private:
                      {"stdev_over_mean", "stdev / mean"},
                      {"law", "law 1/sqrt(V)"},
                      {"measured_over_law", "measured / law"}};
+        std::map<uint32_t, double> busiest;
         for (uint32_t v : kBalanceTokens) {
             std::unique_ptr<Ring> ring = ring_of(kBalanceNodes, v);
             Snapshot snap = ring->snapshot();
@@ -204,6 +207,7 @@ private:
             for (const NodeInfo &node : snap.nodes()) shares.push_back(node.ownership);
             Spread s = spread_of(shares);
             double law = 1.0 / std::sqrt(double(v));
+            busiest[v] = s.max_over_mean();
             t.add_row({count_cell(v), count_cell(snap.token_count()), ratio_cell(s.min_over_mean(), 2),
                        ratio_cell(s.max_over_mean(), 2), real_cell(s.stdev_over_mean(), 3), real_cell(law, 3),
                        real_cell(s.stdev_over_mean() / law, 2)});
@@ -211,8 +215,9 @@ private:
         t.notes.push_back("Shares are exact (arc lengths of the 2^64 circle), relative to the mean 1/" +
                           std::to_string(kBalanceNodes) +
                           ". The spread shrinks as 1/sqrt(V): 16x the tokens for 4x the evenness. The busiest "
-                          "node sets the capacity you must buy; at 160 tokens it carries about 1.2-1.3x the mean, "
-                          "at 1 token several times the mean.");
+                          "node sets the capacity you must buy: here it carries " +
+                          format_fixed(busiest[1], 2) + "x the mean with 1 token per node, " + format_fixed(busiest[160], 2) +
+                          "x with 160 and " + format_fixed(busiest[1000], 2) + "x with 1000.");
         return t;
     }
 
@@ -235,6 +240,8 @@ private:
             detail.columns.push_back({"tokens_" + std::to_string(v) + "_pct", std::to_string(v) +
                                                                                   (v == 1 ? " token" : " tokens")});
         std::vector<std::vector<double>> taken_by_v;  // [v][survivor]
+        std::vector<double> busiest_by_v;
+        std::string single_heir;
         for (uint32_t v : kBlastTokens) {
             std::unique_ptr<Ring> ring = ring_of(kBlastNodes, v);
             Snapshot before = ring->snapshot();
@@ -269,6 +276,10 @@ private:
                 busiest = std::max(busiest, load[j]);
             }
             taken_by_v.push_back(taken_share);
+            busiest_by_v.push_back(double(busiest) * double(a.size()) / double(keys_.size()));
+            if (takers == 1)
+                for (size_t j = 0; j < a.size(); ++j)
+                    if (taken[j]) single_heir = a[j].id;
             double mean_load = double(keys_.size()) / double(a.size());
             summary.add_row({count_cell(v), count_cell(failed_keys),
                              text_cell(std::to_string(takers) + " of " + std::to_string(a.size())),
@@ -283,10 +294,19 @@ private:
             detail.add_row(std::move(row));
         }
         blast_ = taken_by_v;
-        summary.notes.push_back("With 1 token per node, one neighbour inherits the whole load of the failed node "
-                                "and may fall over next (a cascade). With many tokens the load spreads over all "
-                                "survivors, close to the even 1/" +
-                                std::to_string(kBlastNodes - 1) + " each.");
+        const std::vector<double> &many = taken_by_v.back();
+        std::string first = single_heir.empty()
+                                ? "With 1 token per node, the failed node's whole arc goes to the next token's owner"
+                                : "With 1 token per node, " + single_heir + " alone inherits all of " +
+                                      node_name(kFailedNode) + "'s keys";
+        summary.notes.push_back(first + " and ends at " + format_fixed(busiest_by_v.front(), 2) +
+                                "x the mean load: the next node to fall over (a cascade). With " +
+                                std::to_string(kBlastTokens[std::size(kBlastTokens) - 1]) +
+                                " tokens every survivor takes a part (" +
+                                format_fixed(100 * *std::min_element(many.begin(), many.end()), 1) + "% to " +
+                                format_fixed(100 * *std::max_element(many.begin(), many.end()), 1) + "% each; even is " +
+                                format_fixed(100.0 / double(kBlastNodes - 1), 1) + "%) and the busiest ends at " +
+                                format_fixed(busiest_by_v.back(), 2) + "x.");
         return {std::move(summary), std::move(detail)};
     }
 
@@ -362,7 +382,7 @@ private:
                                  1.0 / double(kBlastNodes - 1), ring_color_index(number)});
         }
         const double width = 1000;
-        Svg svg(width, 470 + bars_height(bars) + 30);
+        Svg svg(width, 440 + bars_height(bars) + 10);
         svg.text(width / 2, 30, "The same 10 nodes with 1, 16 and 160 tokens each", 18, "middle",
                  "font-weight=\"bold\"");
         const uint32_t shown[] = {1, 16, 160};

@@ -22,12 +22,6 @@ double tidy(double v) {
     return std::strtod(buf, nullptr);
 }
 
-std::string fixed(double v, int decimals) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
-
 std::string pad(const std::string &s, size_t width, bool right) {
     size_t w = display_width(s);
     if (w >= width) return s;
@@ -134,11 +128,11 @@ Format parse_format(const std::string &name) {
 
 Cell text_cell(const std::string &s) { return {s, Json(s)}; }
 Cell count_cell(uint64_t n) { return {with_commas(n), Json(n)}; }
-Cell real_cell(double v, int decimals) { return {fixed(v, decimals), Json(tidy(v))}; }
+Cell real_cell(double v, int decimals) { return {format_fixed(v, decimals), Json(tidy(v))}; }
 Cell percent_cell(double fraction, int decimals) {
-    return {fixed(fraction * 100, decimals) + "%", Json(tidy(fraction * 100))};
+    return {format_fixed(fraction * 100, decimals) + "%", Json(tidy(fraction * 100))};
 }
-Cell ratio_cell(double v, int decimals) { return {fixed(v, decimals) + "x", Json(tidy(v))}; }
+Cell ratio_cell(double v, int decimals) { return {format_fixed(v, decimals) + "x", Json(tidy(v))}; }
 Cell hex_cell(uint64_t v) {
     char buf[24];
     std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
@@ -176,6 +170,12 @@ void write_report(const Report &report, Format format, std::ostream &out) {
         }
         break;
     }
+}
+
+std::string format_fixed(double v, int decimals) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
 }
 
 size_t display_width(const std::string &s) {

@@ -56,6 +56,8 @@ struct Report {
 
 void write_report(const Report &report, Format format, std::ostream &out);
 
+// v with `decimals` digits after the point ("%.*f").
+std::string format_fixed(double v, int decimals);
 // Printed width of UTF-8 text (code points; good enough for ids and titles).
 size_t display_width(const std::string &s);
 // One CSV field, quoted if it needs to be.

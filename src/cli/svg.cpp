@@ -18,7 +18,7 @@ constexpr double kTurn = 6.283185307179586;
 constexpr double kCircle = 18446744073709551616.0;  // 2^64
 constexpr size_t kMaxArcs = 2000;      // above this, sample the circle instead
 constexpr size_t kSampleArcs = 1440;   // a quarter degree each
-constexpr size_t kMaxTokenTicks = 200;
+constexpr size_t kMaxTokenTicks = 64;
 const char *const kFont = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
 
 std::string num(double v) {
@@ -206,19 +206,21 @@ double draw_bars(Svg &svg, double x, double y, double width, const BarChart &cha
     }
     top = top > 0 ? top * 1.05 : 1;
     svg.text(x, y + 14, chart.title, 15, "start", "font-weight=\"bold\"");
-    // Legend: series shades and the fair-share tick.
-    double lx = x + width;
-    if (!chart.fair_label.empty()) {
-        svg.text(lx, y + 32, chart.fair_label, 11, "end", "fill=\"#444\"");
-        lx -= 7.0 * double(chart.fair_label.size()) + 14;
-        svg.line(lx + 6, y + 22, lx + 6, y + 36, "#000000", 2);
-        lx -= 12;
+    // Legend, left to right under the title: series shades, then the fair-share tick.
+    double lx = x + label_w;
+    auto legend_text = [&](const std::string &text) {
+        svg.text(lx, y + 33, text, 11, "start", "fill=\"#444\"");
+        lx += 6.6 * double(display_width(text)) + 18;
+    };
+    for (size_t s = 0; s < chart.series.size(); ++s) {
+        svg.rect(lx, y + 24, 12, 10, "#777777", s == 0 ? "fill-opacity=\"0.45\"" : "");
+        lx += 17;
+        legend_text(chart.series[s]);
     }
-    for (size_t s = chart.series.size(); s-- > 0;) {
-        svg.text(lx, y + 32, chart.series[s], 11, "end", "fill=\"#444\"");
-        lx -= 6.5 * double(chart.series[s].size()) + 18;
-        svg.rect(lx + 4, y + 23, 12, 10, "#777777", s == 0 ? "fill-opacity=\"0.45\"" : "");
-        lx -= 10;
+    if (!chart.fair_label.empty()) {
+        svg.line(lx + 2, y + 22, lx + 2, y + 36, "#000000", 2);
+        lx += 9;
+        legend_text(chart.fair_label);
     }
     double row_y = y + 46;
     for (const BarRow &row : chart.rows) {
