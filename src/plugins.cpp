@@ -4,9 +4,12 @@
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -42,6 +45,29 @@ chr_status check_file(const std::string &path, const char *who) {
     return CHR_OK;
 }
 
+// The entries of `dir` for which keep(name, is_dir) holds, sorted; none if
+// it cannot be read. POSIX readdir, not fs::directory_iterator: libstdc++
+// builds each entry's path in a noexcept function, so running out of memory
+// there ends the process instead of throwing bad_alloc.
+template <class Keep>
+std::vector<fs::path> list_directory(const fs::path &dir, Keep keep) {
+    std::vector<fs::path> found;
+    DIR *d = opendir(dir.c_str());
+    if (!d) return found;
+    struct Closer {
+        DIR *d;
+        ~Closer() { closedir(d); }
+    } closer{d};
+    while (const dirent *e = readdir(d)) {
+        if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+        fs::path path = dir / e->d_name;
+        std::error_code ec;
+        if (keep(e->d_name, fs::is_directory(path, ec))) found.push_back(std::move(path));
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
 // The directories searched, in precedence order.
 std::vector<fs::path> search_dirs(const char *plugin_dir) {
     std::vector<fs::path> dirs;
@@ -58,10 +84,8 @@ std::vector<fs::path> search_dirs(const char *plugin_dir) {
         dirs.push_back(libdir / "chring" / "plugins");  // installed: <libdir>/chring/plugins
         // Meson build tree: <build>/src/libchring.so and <build>/plugins/<name>/chring-*.so
         fs::path tree = libdir.parent_path() / "plugins";
-        std::vector<fs::path> subdirs;
-        for (fs::directory_iterator it(tree, ec), end; !ec && it != end; it.increment(ec))
-            if (it->is_directory(ec)) subdirs.push_back(it->path());
-        std::sort(subdirs.begin(), subdirs.end());
+        std::vector<fs::path> subdirs =
+            list_directory(tree, [](const char *, bool is_dir) { return is_dir; });
         dirs.insert(dirs.end(), subdirs.begin(), subdirs.end());
     }
     if (const char *env = std::getenv("CHRING_PLUGIN_PATH")) {
@@ -131,15 +155,16 @@ void discover_plugins(const char *plugin_dir) {
     std::lock_guard<std::mutex> lock(d.mu);
     for (const fs::path &dir : search_dirs(plugin_dir)) {
         std::error_code ec;
-        std::vector<fs::path> files;
-        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-            if (is_plugin_name(it->path().filename().string())) files.push_back(it->path());
-        std::sort(files.begin(), files.end());
+        std::vector<fs::path> files = list_directory(
+            dir, [](const char *name, bool is_dir) { return !is_dir && is_plugin_name(name); });
         for (const fs::path &file : files) {
             fs::path canonical = fs::weakly_canonical(file, ec);
             std::string key = ec ? file.string() : canonical.string();
-            if (!d.tried.insert(key).second) continue;
+            if (d.tried.count(key)) continue;
+            // Marked tried only once load_plugin has returned: if it threw
+            // (out of memory), a later discovery tries the file again.
             (void)load_plugin(key, nullptr, "plugin discovery");
+            d.tried.insert(key);
         }
     }
 }
