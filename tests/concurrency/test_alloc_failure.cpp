@@ -1,0 +1,458 @@
+// Allocation failure, every allocation in turn (SQLite-style countdown; see
+// alloc_countdown.hpp): for k = 1, 2, ... the k-th allocation of a call
+// fails, until a run makes fewer than k allocations. Each run where an
+// allocation failed must either
+//   - return CHR_ENOMEM with a fresh chr_last_error() message naming the
+//     function, give back every block it took, and leave the ring exactly
+//     as it was (fingerprint, counts, members, owners of sample keys); or
+//   - succeed with exactly the result a run without failures gives (a
+//     failure the core absorbed on purpose).
+// Each call is run twice over: only the k-th allocation failing, and the
+// k-th and all later ones failing. Under ASan, LeakSanitizer also checks
+// at exit that nothing leaked.
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "alloc_countdown.hpp"
+#include "conc_test.h"
+
+namespace {
+
+using alloc_countdown::Mode;
+
+constexpr unsigned kMembers = 40;  // > 32: chr_ring_replicas takes its heap path
+constexpr unsigned kSampleKeys = 256;
+constexpr unsigned long kMaxAllocations = 100000;  // a bound on k, far above any call here
+
+chr_options fixture_options() {
+    chr_options opts = CHR_OPTIONS_INIT;
+    opts.tokens_per_weight = 16;
+    return opts;
+}
+
+std::string member_id(unsigned n) { return "member-" + std::to_string(n); }
+std::string sample_key(unsigned k) { return "object/" + std::to_string(k * 2654435761u); }
+
+// kMembers members of weight 1..3 in three zones, plus one of weight 0.
+chr_ring *fixture_ring() {
+    chr_options opts = fixture_options();
+    chr_ring *ring = nullptr;
+    assert_chr_ok(chr_ring_new(&opts, &ring));
+    static const char *zones[] = {"east", "west", "north"};
+    for (unsigned n = 0; n <= kMembers; ++n) {
+        std::string id = member_id(n);
+        uint32_t weight = n == kMembers ? 0 : 1 + n % 3;
+        assert_chr_ok(chr_ring_add(ring, id.data(), id.size(), weight, zones[n % 3],
+                                   std::strlen(zones[n % 3]), n));
+    }
+    return ring;
+}
+
+// Everything a caller can observe of a ring.
+struct RingState {
+    uint64_t fingerprint = 0;
+    size_t nodes = 0, tokens = 0;
+    std::vector<chr_node_ref> members;  // zero-filled, so whole structs compare
+    std::vector<uint64_t> owners;       // tag of each sample key's owner
+
+    bool operator==(const RingState &o) const {
+        return fingerprint == o.fingerprint && nodes == o.nodes && tokens == o.tokens &&
+               owners == o.owners && members.size() == o.members.size() &&
+               std::memcmp(members.data(), o.members.data(), members.size() * sizeof members[0]) == 0;
+    }
+};
+
+RingState capture(const chr_ring *ring) {
+    RingState s;
+    assert_chr_ok(chr_ring_fingerprint(ring, &s.fingerprint));
+    assert_chr_ok(chr_ring_node_count(ring, &s.nodes));
+    assert_chr_ok(chr_ring_token_count(ring, &s.tokens));
+    s.members.resize(s.nodes);
+    size_t count = 0;
+    assert_chr_ok(chr_ring_nodes(ring, s.members.data(), s.members.size(), &count));
+    for (unsigned k = 0; k < kSampleKeys; ++k) {
+        std::string key = sample_key(k);
+        chr_node_ref owner;
+        assert_chr_ok(chr_ring_lookup(ring, key.data(), key.size(), &owner));
+        s.owners.push_back(owner.tag);
+    }
+    return s;
+}
+
+// ---- one call under test ------------------------------------------------------
+
+// A call to run with failures injected, and what must hold afterwards.
+struct Scenario {
+    const char *who;              // the API function: failure messages must name it
+    bool keeps_process_state = false;  // it may leave process-wide caches behind (plugins)
+    virtual void prepare() {}     // before each run, not armed
+    virtual chr_status call() = 0;  // armed
+    virtual void check_failed() = 0;     // after CHR_ENOMEM: nothing changed
+    virtual void check_succeeded() = 0;  // after CHR_OK: the intended result
+    virtual void finish() {}      // after each run
+    explicit Scenario(const char *w) : who(w) {}
+    virtual ~Scenario() = default;
+};
+
+// A membership change on a fresh fixture ring per run; a successful run
+// must give what the same change gives without failures.
+template <class Change>
+struct Update : Scenario {
+    Change change;
+    RingState expected;
+    chr_ring *ring = nullptr;
+    RingState before;
+
+    Update(const char *w, Change c) : Scenario(w), change(c) {
+        chr_ring *reference = fixture_ring();
+        assert_chr_ok(change(reference));
+        expected = capture(reference);
+        chr_ring_free(reference);
+    }
+    void prepare() override {
+        ring = fixture_ring();
+        before = capture(ring);
+        assert_false(before == expected);  // the change is visible
+    }
+    chr_status call() override { return change(ring); }
+    void check_failed() override { assert_true(capture(ring) == before); }
+    void check_succeeded() override { assert_true(capture(ring) == expected); }
+    void finish() override {
+        chr_ring_free(ring);
+        ring = nullptr;
+    }
+};
+template <class Change>
+Update<Change> update(const char *who, Change c) {
+    return Update<Change>(who, c);
+}
+
+// A read of the shared fixture ring; `read(ring, &result)` fills a
+// comparable result, which must match a read without failures.
+template <class Result, class Read>
+struct Reading : Scenario {
+    const chr_ring *ring;
+    Read read;
+    Result expected{}, got{};
+    RingState before;
+
+    Reading(const char *w, const chr_ring *r, Read rd) : Scenario(w), ring(r), read(rd) {
+        assert_chr_ok(read(ring, &expected));
+        before = capture(ring);
+    }
+    void prepare() override { got = Result{}; }
+    chr_status call() override { return read(ring, &got); }
+    void check_failed() override {
+        assert_true(got == Result{});  // no partial output claimed
+        assert_true(capture(ring) == before);
+    }
+    void check_succeeded() override { assert_true(got == expected); }
+};
+template <class Result, class Read>
+Reading<Result, Read> reading(const char *who, const chr_ring *ring, Read read) {
+    return Reading<Result, Read>(who, ring, read);
+}
+
+// chr_ring_new: on failure *out is NULL; on success an empty ring (with
+// the given fingerprint, unless 0).
+struct NewRing : Scenario {
+    chr_ring *made = nullptr;
+    uint64_t empty_fingerprint = 0;
+    explicit NewRing(uint64_t empty) : Scenario("chr_ring_new"), empty_fingerprint(empty) {}
+    void prepare() override { made = reinterpret_cast<chr_ring *>(this); }  // must be overwritten
+    chr_status call() override {
+        chr_options opts = fixture_options();
+        return chr_ring_new(&opts, &made);
+    }
+    void check_failed() override { assert_null(made); }
+    void check_succeeded() override {
+        assert_non_null(made);
+        uint64_t fp = 0;
+        assert_chr_ok(chr_ring_fingerprint(made, &fp));
+        if (empty_fingerprint) assert_true(fp == empty_fingerprint);
+    }
+    void finish() override {
+        if (made != reinterpret_cast<chr_ring *>(this)) chr_ring_free(made);
+    }
+};
+
+// ---- running a scenario with the k-th allocation failing --------------------
+
+struct Outcome {
+    chr_status status = CHR_OK;
+    alloc_countdown::Tally tally{};
+    long blocks_kept = 0;  // blocks allocated by the call and not freed
+    std::string message;
+};
+
+// Overwrites this thread's chr_last_error() with a message about another
+// function, so a stale message cannot pass for the failing call's.
+void prime_last_error() { (void)chr_options_init(nullptr, CHR_OPTIONS_VERSION); }
+
+Outcome run_armed(Scenario &s, unsigned long k, Mode mode) {
+    prime_last_error();
+    Outcome o;
+    const long blocks = alloc_countdown::outstanding_blocks();
+    alloc_countdown::arm(k, mode);
+    o.status = s.call();
+    o.tally = alloc_countdown::disarm();
+    o.blocks_kept = alloc_countdown::outstanding_blocks() - blocks;
+    o.message = chr_last_error();
+    return o;
+}
+
+// Reader slots (reclaim.cpp) are taken on a thread's first read and reused
+// after the thread exits, so a new thread only allocates one when none is
+// free. Occupiers are threads that each take a slot and sleep, until one
+// of them had to allocate: then the next new thread must allocate too.
+class SlotOccupiers {
+public:
+    ~SlotOccupiers() {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            release_ = true;
+        }
+        wake_.notify_all();
+        for (std::thread &t : threads_) t.join();
+        chr_ring_free(ring_);
+    }
+    void fill() {
+        if (!ring_) {  // not before: a ring made early would spoil the cold-start test
+            chr_options opts = fixture_options();
+            assert_chr_ok(chr_ring_new(&opts, &ring_));
+        }
+        for (bool allocated = false; !allocated;) {
+            bool done = false;
+            threads_.emplace_back([&] {
+                uint64_t fp = 0;
+                alloc_countdown::arm(0, Mode::once);
+                chr_status st = chr_ring_fingerprint(ring_, &fp);  // takes a slot
+                bool fresh_slot = alloc_countdown::disarm().allocations > 0;
+                std::unique_lock<std::mutex> lock(mu_);
+                allocated = fresh_slot || st != CHR_OK;
+                done = true;
+                wake_.notify_all();
+                wake_.wait(lock, [&] { return release_; });
+            });
+            std::unique_lock<std::mutex> lock(mu_);
+            wake_.wait(lock, [&] { return done; });
+        }
+    }
+
+private:
+    chr_ring *ring_ = nullptr;
+    std::vector<std::thread> threads_;
+    std::mutex mu_;
+    std::condition_variable wake_;
+    bool release_ = false;
+};
+
+enum class Where { this_thread, new_thread };
+
+struct Counts {
+    unsigned long failed = 0, absorbed = 0, allocations = 0;
+};
+
+Counts countdown(Scenario &s, Mode mode, Where where) {
+    Counts counts;
+    SlotOccupiers occupiers;
+    for (unsigned long k = 1; k <= kMaxAllocations; ++k) {
+        s.prepare();
+        Outcome o;
+        if (where == Where::this_thread) {
+            o = run_armed(s, k, mode);
+        } else {
+            occupiers.fill();
+            std::thread t([&] { o = run_armed(s, k, mode); });
+            t.join();
+        }
+        if (!o.tally.injected) {  // the call made fewer than k allocations
+            assert_chr_ok(o.status);
+            s.check_succeeded();
+            s.finish();
+            counts.allocations = o.tally.allocations;
+            return counts;
+        }
+        if (o.status == CHR_OK) {
+            counts.absorbed++;
+            s.check_succeeded();
+        } else {
+            counts.failed++;
+            if (o.status != CHR_ENOMEM)
+                fail_msg("%s, allocation %lu failing (%s): status %d (%s), expected CHR_ENOMEM: %s",
+                         s.who, k, alloc_countdown::mode_name(mode), o.status,
+                         chr_strerror(o.status), o.message.c_str());
+            if (o.message.find(s.who) == std::string::npos ||
+                o.message.find("out of memory") == std::string::npos)
+                fail_msg("%s, allocation %lu failing (%s): message \"%s\" does not name the "
+                         "function and the cause", s.who, k, alloc_countdown::mode_name(mode),
+                         o.message.c_str());
+            // On a new thread allocation 1 is the reader slot, which stays in
+            // the slot list for reuse (reclaim.cpp) once taken.
+            const long kept_by_design = where == Where::new_thread && k > 1 ? 1 : 0;
+            if (o.blocks_kept != kept_by_design && !s.keeps_process_state)
+                fail_msg("%s, allocation %lu failing (%s): %ld blocks not freed", s.who, k,
+                         alloc_countdown::mode_name(mode), o.blocks_kept);
+            s.check_failed();
+        }
+        s.finish();
+    }
+    fail_msg("%s still allocating after %lu allocations", s.who, kMaxAllocations);
+    return counts;
+}
+
+// Runs the scenario in both modes and reports; the call must have had at
+// least one allocation to fail, or the test would prove nothing.
+void countdown_both_modes(Scenario &s, Where where = Where::this_thread) {
+    for (Mode mode : {Mode::once, Mode::persistent}) {
+        Counts c = countdown(s, mode, where);
+        std::printf("%s%s (%s): %lu allocations; %lu runs failed with CHR_ENOMEM, %lu absorbed\n",
+                    s.who, where == Where::new_thread ? " on a new thread" : "",
+                    alloc_countdown::mode_name(mode), c.allocations, c.failed, c.absorbed);
+        assert_true(c.failed >= 1);
+    }
+}
+
+// ---- the calls ------------------------------------------------------------------
+
+// First in the table: the process has not resolved a hasher yet, so
+// chr_ring_new discovers and loads the xxh3 plugin, with failures on the
+// way. Plugins it loads before a failure stay loaded (process-wide state),
+// so the block balance is not checked here; LeakSanitizer checks leaks.
+void test_ring_new_discovering_plugins(void **) {
+    NewRing s(0);
+    s.keeps_process_state = true;
+    Counts c = countdown(s, Mode::once, Where::this_thread);  // once: the cold start is gone after it
+    std::printf("chr_ring_new, cold (once): %lu allocations; %lu runs failed with CHR_ENOMEM, "
+                "%lu absorbed\n", c.allocations, c.failed, c.absorbed);
+    assert_true(c.failed >= 1);
+}
+
+uint64_t empty_ring_fingerprint() {
+    chr_options opts = fixture_options();
+    chr_ring *ring = nullptr;
+    uint64_t fp = 0;
+    assert_chr_ok(chr_ring_new(&opts, &ring));
+    assert_chr_ok(chr_ring_fingerprint(ring, &fp));
+    chr_ring_free(ring);
+    return fp;
+}
+
+void test_ring_new(void **) {
+    NewRing s(empty_ring_fingerprint());
+    countdown_both_modes(s);
+}
+
+void test_add(void **) {
+    auto s = update("chr_ring_add", [](chr_ring *r) {
+        return chr_ring_add(r, "newcomer", 8, 2, "south", 5, 99);
+    });
+    countdown_both_modes(s);
+}
+
+void test_remove(void **) {
+    auto s = update("chr_ring_remove", [](chr_ring *r) {
+        std::string id = member_id(5);
+        return chr_ring_remove(r, id.data(), id.size());
+    });
+    countdown_both_modes(s);
+}
+
+void test_set_weight(void **) {
+    auto s = update("chr_ring_set_weight", [](chr_ring *r) {
+        std::string id = member_id(7);  // weight 2 -> 3
+        return chr_ring_set_weight(r, id.data(), id.size(), 3);
+    });
+    countdown_both_modes(s);
+}
+
+void test_apply_batch(void **) {
+    auto s = update("chr_ring_apply", [](chr_ring *r) {
+        std::string gone = member_id(9), heavier = member_id(11), drained = member_id(12);
+        const chr_change changes[] = {
+            {CHR_OP_ADD, 2, "batch-a", 7, "east", 4, 100},
+            {CHR_OP_REMOVE, 0, gone.data(), gone.size(), nullptr, 0, 0},
+            {CHR_OP_SET_WEIGHT, 3, heavier.data(), heavier.size(), nullptr, 0, 0},
+            {CHR_OP_SET_WEIGHT, 0, drained.data(), drained.size(), nullptr, 0, 0},
+            {CHR_OP_ADD, 1, "batch-b", 7, nullptr, 0, 101},
+            {CHR_OP_REMOVE, 0, "batch-b", 7, nullptr, 0, 0},  // a later change sees an earlier one
+        };
+        size_t failed_index = 0;
+        chr_status st = chr_ring_apply(r, changes, 6, &failed_index);
+        // Out of memory is a batch-wide error: failed_index must be the count.
+        return st == CHR_ENOMEM && failed_index != 6 ? CHR_EINTERNAL : st;
+    });
+    countdown_both_modes(s);
+}
+
+// The replicas of one key, as node tags in order.
+struct Replicas {
+    size_t count = 0;
+    uint64_t tags[kMembers] = {};
+    bool operator==(const Replicas &o) const {
+        return count == o.count && std::memcmp(tags, o.tags, sizeof tags) == 0;
+    }
+};
+
+void test_replicas_many(void **) {
+    chr_ring *ring = fixture_ring();
+    static chr_node_ref refs[kMembers];  // caller memory, not allocated during the call
+    auto s = reading<Replicas>("chr_ring_replicas", ring, [](const chr_ring *r, Replicas *out) {
+        size_t count = 0;  // nothing here may allocate: only the call under test
+        chr_status st = chr_ring_replicas(r, "object/1", 8, kMembers, refs, &count);
+        if (st != CHR_OK) return st;
+        out->count = count;
+        for (size_t i = 0; i < count; ++i) out->tags[i] = refs[i].tag;
+        return st;
+    });
+    countdown_both_modes(s);                    // this thread: reader slot taken already
+    countdown_both_modes(s, Where::new_thread);  // first read on a thread: the slot too
+    chr_ring_free(ring);
+}
+
+void test_lookup_first_read_on_a_thread(void **) {
+    chr_ring *ring = fixture_ring();
+    auto s = reading<uint64_t>("chr_ring_lookup", ring, [](const chr_ring *r, uint64_t *tag) {
+        chr_node_ref owner;
+        chr_status st = chr_ring_lookup(r, "object/7", 8, &owner);
+        if (st == CHR_OK) *tag = owner.tag + 1;  // + 1: 0 means "nothing written"
+        return st;
+    });
+    countdown_both_modes(s, Where::new_thread);
+    chr_ring_free(ring);
+}
+
+void test_snapshot_first_read_on_a_thread(void **) {
+    chr_ring *ring = fixture_ring();
+    auto s = reading<uint64_t>("chr_ring_snapshot", ring, [](const chr_ring *r, uint64_t *fp) {
+        chr_snapshot *snap = reinterpret_cast<chr_snapshot *>(fp);  // must be overwritten
+        chr_status st = chr_ring_snapshot(r, &snap);
+        if (st != CHR_OK) return snap == nullptr ? st : CHR_EINTERNAL;
+        st = chr_snapshot_fingerprint(snap, fp);
+        chr_snapshot_release(snap);
+        return st;
+    });
+    countdown_both_modes(s, Where::new_thread);
+    chr_ring_free(ring);
+}
+
+}  // namespace
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ring_new_discovering_plugins),  // first: the cold start
+        cmocka_unit_test(test_ring_new),
+        cmocka_unit_test(test_add),
+        cmocka_unit_test(test_remove),
+        cmocka_unit_test(test_set_weight),
+        cmocka_unit_test(test_apply_batch),
+        cmocka_unit_test(test_replicas_many),
+        cmocka_unit_test(test_lookup_first_read_on_a_thread),
+        cmocka_unit_test(test_snapshot_first_read_on_a_thread),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
