@@ -54,11 +54,13 @@ static void make_dir(const char *path, mode_t mode) {
     assert_int_equal(chmod(path, mode), 0); /* not narrowed by the umask */
 }
 
-/* dir/chring-example.so, copied from the build tree. */
-static void copy_example_into(const char *dir) {
+/* Copies the build tree's example plugin to dir/chring-example.so, whose
+ * path goes to `copy` if not NULL. */
+static void copy_example_into(const char *dir, char *copy) {
     char to[PATH_SIZE];
     path_join(to, dir, "chring-example.so");
     copy_file(EXAMPLE_PLUGIN, to);
+    if (copy) memcpy(copy, to, strlen(to) + 1);
 }
 
 /* ---- running the probe ------------------------------------------------------- */
@@ -142,6 +144,15 @@ static void expect_library_in(const child_result *result, const char *dir) {
         fail_msg("the probe loaded %s, not a libchring from %s", got, dir);
 }
 
+/* The probe finds example_djb2 in the plugin file `origin`. */
+static void expect_example_from(const probe_run *run, const char *origin) {
+    const char *hashers[] = {"example_djb2", NULL};
+    child_result result;
+    run_probe(run, hashers, &result);
+    expect_success(&result);
+    expect_origin(&result, "example_djb2", origin);
+}
+
 /* ---- fixtures ------------------------------------------------------------------ */
 
 static void install_into(discovery_fixture *f) {
@@ -222,15 +233,10 @@ static void test_plugin_path_finds_a_copied_plugin(void **state) {
     path_join(dir, f->root, "env-plugins");
     make_dir(empty, 0755);
     make_dir(dir, 0755);
-    copy_example_into(dir);
+    copy_example_into(dir, origin);
     snprintf(path, sizeof path, "%s:%s", empty, dir);
-    const char *hashers[] = {"example_djb2", NULL};
     probe_run run = {f->isolated_lib, path, NULL, 0, NULL};
-    child_result result;
-    run_probe(&run, hashers, &result);
-    expect_success(&result);
-    path_join(origin, dir, "chring-example.so");
-    expect_origin(&result, "example_djb2", origin);
+    expect_example_from(&run, origin);
 }
 
 static void test_plugin_dir_option_finds_a_copied_plugin(void **state) {
@@ -238,14 +244,9 @@ static void test_plugin_dir_option_finds_a_copied_plugin(void **state) {
     char dir[PATH_SIZE], origin[PATH_SIZE];
     path_join(dir, f->root, "option-plugins");
     make_dir(dir, 0755);
-    copy_example_into(dir);
-    const char *hashers[] = {"example_djb2", NULL};
+    copy_example_into(dir, origin);
     probe_run run = {f->isolated_lib, NULL, dir, 0, NULL};
-    child_result result;
-    run_probe(&run, hashers, &result);
-    expect_success(&result);
-    path_join(origin, dir, "chring-example.so");
-    expect_origin(&result, "example_djb2", origin);
+    expect_example_from(&run, origin);
 }
 
 /* ---- bad directories ---------------------------------------------------------------- */
@@ -270,11 +271,10 @@ static void make_bad_dirs(const discovery_fixture *f, const char *tag, bad_dirs 
     assert_non_null(plain);
     fclose(plain);
     make_dir(b->unreadable, 0755);
-    copy_example_into(b->unreadable);
+    copy_example_into(b->unreadable, NULL);
     assert_int_equal(chmod(b->unreadable, 0), 0);
     make_dir(good, 0755);
-    copy_example_into(good);
-    path_join(b->good_origin, good, "chring-example.so");
+    copy_example_into(good, b->good_origin);
     snprintf(b->path, sizeof b->path, "%s:%s:%s:%s", missing, file, b->unreadable, good);
 }
 
@@ -283,12 +283,8 @@ static void test_bad_directories_are_skipped(void **state) {
     discovery_fixture *f = *state;
     bad_dirs b;
     make_bad_dirs(f, "bad-isolated", &b);
-    const char *hashers[] = {"example_djb2", NULL};
     probe_run run = {f->isolated_lib, b.path, b.missing_too, 1, b.unreadable};
-    child_result result;
-    run_probe(&run, hashers, &result);
-    expect_success(&result);
-    expect_origin(&result, "example_djb2", b.good_origin);
+    expect_example_from(&run, b.good_origin);
 }
 
 /* With the build tree's library: a hasher it finds by itself still works
@@ -363,12 +359,8 @@ static void test_example_builds_out_of_tree(void **state) {
     line_value(&built, "cflags", cflags);
     if (!strstr(cflags, destdir)) fail_msg("pkg-config gave '%s', not the installed headers", cflags);
 
-    const char *hashers[] = {"example_djb2", NULL};
     probe_run run = {f->installed_lib, out_dir, NULL, 0, NULL};
-    child_result result;
-    run_probe(&run, hashers, &result);
-    expect_success(&result);
-    expect_origin(&result, "example_djb2", output);
+    expect_example_from(&run, output);
 }
 
 int main(void) {
