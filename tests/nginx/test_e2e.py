@@ -101,14 +101,16 @@ USER_KEY = Key('"k:$http_x_user"', '"k:" .. (ngx.var.http_x_user or "")')
 
 class Upstream:
     """A chring upstream (options: tokens, hash, seed, placement) or, with
-    `builtin`, one balanced by that nginx directive instead."""
+    `builtin`, one balanced by that nginx directive instead. `tail`: more
+    directives at the end of the block (e.g. keepalive)."""
 
-    def __init__(self, name, servers, key=URI_KEY, options=None, builtin=None):
+    def __init__(self, name, servers, key=URI_KEY, options=None, builtin=None, tail=""):
         self.name = name
         self.servers = servers
         self.key = key
         self.options = options or {}
         self.builtin = builtin
+        self.tail = tail
 
     def members(self, backup=False):
         """(id, weight) of the ring the C API should build: `down` is weight 0."""
@@ -137,9 +139,12 @@ def server_block(port, upstream, location_extra):
   }""" % (port, upstream.name, location_extra)
 
 
-def builtin_upstream(u):
-    lines = ["    server %s %s;" % (s.id, s.nginx_parameters()) for s in u.servers]
-    return "\n  upstream %s {\n    %s\n%s\n  }" % (u.name, u.builtin, "\n".join(lines))
+def upstream_block(u, directive, servers):
+    return "\n  upstream %s {\n    %s\n%s\n    %s\n  }" % (u.name, directive, servers, u.tail)
+
+
+def server_lines(u):
+    return "\n".join("    server %s %s;" % (s.id, s.nginx_parameters()) for s in u.servers)
 
 
 class ModuleFlavor:
@@ -158,12 +163,11 @@ class ModuleFlavor:
         body = []
         for port, u in listeners:
             if u.builtin:
-                body.append(builtin_upstream(u))
+                body.append(upstream_block(u, u.builtin, server_lines(u)))
             else:
                 params = " ".join("%s=%s" % kv for kv in sorted(u.options.items()))
-                lines = ["    server %s %s;" % (s.id, s.nginx_parameters()) for s in u.servers]
-                body.append("\n  upstream %s {\n    chring %s %s;\n%s\n  }"
-                            % (u.name, u.key.nginx, params, "\n".join(lines)))
+                body.append(upstream_block(u, "chring %s %s;" % (u.key.nginx, params),
+                                           server_lines(u)))
             body.append(server_block(port, u, location_extra))
         return "\n".join(body)
 
@@ -217,11 +221,11 @@ class LuaFlavor:
                 "      chring_rings = {}"] + rings + ["  }"]
         for port, u in listeners:
             if u.builtin:
-                body.append(builtin_upstream(u))
+                body.append(upstream_block(u, u.builtin, server_lines(u)))
             else:
-                body.append("\n  upstream %s {\n    server 0.0.0.1;\n"
-                            "    balancer_by_lua_block { chring_rings[%s]:balance(%s) }\n  }"
-                            % (u.name, self.lua_string(u.name), u.key.lua))
+                body.append(upstream_block(
+                    u, "balancer_by_lua_block { chring_rings[%s]:balance(%s) }"
+                    % (self.lua_string(u.name), u.key.lua), "    server 0.0.0.1;"))
             body.append(server_block(port, u, location_extra))
         return "\n".join(body)
 
@@ -340,6 +344,14 @@ def case_routing(ctx, check):
         bound = SIGMAS * math.sqrt(q * (1 - q) / len(keys))
         check(abs(s[i] - q) <= bound, "weight %d: share %.3f within %.3f of the ring's "
               "ownership %.3f" % (weights[i], s[i], bound, q))
+
+    # With the peers in shared memory (`zone`): same routing.
+    ring = Upstream("ring", servers, options={"tokens": TOKENS, "hash": "xxh3"},
+                    tail="zone ring 64k;")
+    lb.reload(ctx.render([(port, ring)]))
+    got = harness.route(port, keys)
+    n, detail = mismatches(keys, got, want)
+    check(n == 0, "with `zone`, every key reaches the same backend (%d differ)" % n, detail)
 
     # Other options, end to end: a different hasher, token count and seed.
     ring = Upstream("ring", servers, options={"tokens": 40, "hash": "murmur3_32", "seed": 12345})
