@@ -27,13 +27,18 @@ func BenchmarkRingLookup(b *testing.B) {
 	}
 }
 
-func BenchmarkSnapshotLookup(b *testing.B) {
-	r := newRing(b, nil, 100)
-	snap, err := r.Snapshot()
+// benchSnapshot is a snapshot of a 100-member ring, closed after b.
+func benchSnapshot(b *testing.B) *Snapshot {
+	snap, err := newRing(b, nil, 100).Snapshot()
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer snap.Close()
+	b.Cleanup(func() { snap.Close() })
+	return snap
+}
+
+func BenchmarkSnapshotLookup(b *testing.B) {
+	snap := benchSnapshot(b)
 	keys := benchKeys()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -45,12 +50,7 @@ func BenchmarkSnapshotLookup(b *testing.B) {
 }
 
 func BenchmarkSnapshotLookupParallel(b *testing.B) {
-	r := newRing(b, nil, 100)
-	snap, err := r.Snapshot()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer snap.Close()
+	snap := benchSnapshot(b)
 	keys := benchKeys()
 	b.ReportAllocs()
 	b.ResetTimer()

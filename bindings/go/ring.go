@@ -82,8 +82,23 @@ type Node struct {
 // number of goroutines at once, except Close, which must not run
 // concurrently with any other call on the same Ring.
 type Ring struct {
-	ptr atomic.Pointer[C.chr_ring]
+	ptr handle[C.chr_ring]
 }
+
+// handle is a C object's pointer: Close takes it exactly once (even when
+// called twice, concurrently), after which get reports ErrClosed.
+type handle[T any] struct {
+	p atomic.Pointer[T]
+}
+
+func (h *handle[T]) get() (*T, error) {
+	if p := h.p.Load(); p != nil {
+		return p, nil
+	}
+	return nil, ErrClosed
+}
+
+func (h *handle[T]) take() *T { return h.p.Swap(nil) }
 
 // New creates an empty ring; opts may be nil for the defaults.
 func New(opts *Options) (*Ring, error) {
@@ -111,7 +126,7 @@ func New(opts *Options) (*Ring, error) {
 		return nil, err
 	}
 	r := &Ring{}
-	r.ptr.Store(p)
+	r.ptr.p.Store(p)
 	// A safety net only: call Close. Close removes the finalizer.
 	runtime.SetFinalizer(r, (*Ring).Close)
 	return r, nil
@@ -121,7 +136,7 @@ func New(opts *Options) (*Ring, error) {
 // Close. It must not run concurrently with other calls on this Ring; calls
 // after it return ErrClosed. Closing twice is a no-op.
 func (r *Ring) Close() error {
-	if p := r.ptr.Swap(nil); p != nil {
+	if p := r.ptr.take(); p != nil {
 		C.chr_ring_free(p)
 		runtime.SetFinalizer(r, nil)
 	}
@@ -131,12 +146,7 @@ func (r *Ring) Close() error {
 // handle is the C ring, or ErrClosed. Every caller defers
 // runtime.KeepAlive(r) so that the finalizer cannot free the ring while a C
 // call still uses it.
-func (r *Ring) handle() (*C.chr_ring, error) {
-	if p := r.ptr.Load(); p != nil {
-		return p, nil
-	}
-	return nil, ErrClosed
-}
+func (r *Ring) handle() (*C.chr_ring, error) { return r.ptr.get() }
 
 // bytesArg passes a Go byte slice to C as (pointer, length) without a copy;
 // cgo pins it for the duration of the call. An empty slice is (NULL, 0).

@@ -9,7 +9,6 @@ import "C"
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -23,7 +22,7 @@ import (
 // snapshot's node table, copied into Go memory once, on first use. The ID
 // and Zone slices of those nodes are shared: do not modify them.
 type Snapshot struct {
-	ptr       atomic.Pointer[C.chr_snapshot]
+	ptr       handle[C.chr_snapshot]
 	tableOnce sync.Once
 	table     []Node
 	tableErr  error
@@ -41,7 +40,7 @@ func (r *Ring) Snapshot() (*Snapshot, error) {
 		return nil, err
 	}
 	s := &Snapshot{}
-	s.ptr.Store(sp)
+	s.ptr.p.Store(sp)
 	runtime.SetFinalizer(s, (*Snapshot).Close) // a safety net only: call Close
 	return s, nil
 }
@@ -49,7 +48,7 @@ func (r *Ring) Snapshot() (*Snapshot, error) {
 // Close releases the snapshot. Closing twice is a no-op; calls after it
 // return ErrClosed. Nodes already returned stay valid (they are Go memory).
 func (s *Snapshot) Close() error {
-	if p := s.ptr.Swap(nil); p != nil {
+	if p := s.ptr.take(); p != nil {
 		C.chr_snapshot_release(p)
 		runtime.SetFinalizer(s, nil)
 	}
@@ -58,12 +57,7 @@ func (s *Snapshot) Close() error {
 
 // handle is the C snapshot, or ErrClosed; callers defer
 // runtime.KeepAlive(s) (see Ring.handle).
-func (s *Snapshot) handle() (*C.chr_snapshot, error) {
-	if p := s.ptr.Load(); p != nil {
-		return p, nil
-	}
-	return nil, ErrClosed
-}
+func (s *Snapshot) handle() (*C.chr_snapshot, error) { return s.ptr.get() }
 
 // viewPool recycles lookup out-structs (see refPool).
 var viewPool = sync.Pool{New: func() any { return new(C.chr_node_view) }}

@@ -256,6 +256,41 @@ local function node_table(n)
     }
 end
 
+-- The release method of a handle class (release now rather than at garbage
+-- collection; twice is a no-op) and the accessor of its live pointer,
+-- which raises once it is released.
+local function handle_methods(free, released)
+    local function release(self)
+        if self.ptr ~= nil then
+            free(ffi_gc(self.ptr, nil))
+            self.ptr = nil
+        end
+    end
+    local function live_ptr(self)
+        local p = self.ptr
+        if p == nil then error("chring: use of a " .. released, 3) end
+        return p
+    end
+    return release, live_ptr
+end
+
+-- Runs fill(buf, capacity), a chr_*_nodes / chr_hasher_list call that
+-- stores the count in size_out, until buf was large enough: a writer or a
+-- plugin may grow the list between asking its size and fetching it.
+-- Returns buf, count or nil, err, code.
+local function fetch_all(ctype, fill)
+    local count = 0
+    while true do
+        local buf, capacity = ffi_new(ctype, count), count
+        local st = fill(buf, capacity)
+        count = tonumber(size_out[0])
+        if st ~= K.CHR_ERANGE or count <= capacity then
+            if st ~= 0 then return failure(st) end
+            return buf, count
+        end
+    end
+end
+
 --------------------------------------------------------------------------
 -- Module functions
 --------------------------------------------------------------------------
@@ -295,25 +330,19 @@ end
 
 function _M.hashers(plugin_dir)
     check_optional_string(plugin_dir, 1, "hashers")
-    local count = 0
-    while true do
-        local out = count > 0 and ffi_new("chr_hasher_info[?]", count) or nil
-        local capacity = count
-        local st = C.chr_hasher_list(plugin_dir, out, capacity, size_out)
-        count = tonumber(size_out[0])
-        if st ~= K.CHR_ERANGE or count <= capacity then
-            if st ~= 0 then return failure(st) end
-            local list = {}
-            for i = 0, count - 1 do
-                local h = out[i]
-                list[i + 1] = {
-                    name = ffi_string(h.name), description = ffi_string(h.description),
-                    origin = ffi_string(h.origin), digest_size = tonumber(h.digest_size),
-                }
-            end
-            return list
-        end
+    local out, count, code = fetch_all("chr_hasher_info[?]", function(buf, capacity)
+        return C.chr_hasher_list(plugin_dir, buf, capacity, size_out)
+    end)
+    if not out then return nil, count, code end
+    local list = {}
+    for i = 0, count - 1 do
+        local h = out[i]
+        list[i + 1] = {
+            name = ffi_string(h.name), description = ffi_string(h.description),
+            origin = ffi_string(h.origin), digest_size = tonumber(h.digest_size),
+        }
     end
+    return list
 end
 
 --------------------------------------------------------------------------
@@ -357,19 +386,10 @@ function _M.new(opts)
     return setmetatable({ ptr = ffi_gc(out[0], C.chr_ring_free) }, Ring)
 end
 
--- Frees the ring now instead of at garbage collection; later calls raise.
-function Ring:free()
-    if self.ptr ~= nil then
-        C.chr_ring_free(ffi_gc(self.ptr, nil))
-        self.ptr = nil
-    end
-end
-
-local function ring_ptr(self)
-    local p = self.ptr
-    if p == nil then error("chring: use of a freed ring", 3) end
-    return p
-end
+-- Ring:free() frees the ring now instead of at garbage collection; later
+-- calls raise.
+local ring_ptr
+Ring.free, ring_ptr = handle_methods(C.chr_ring_free, "freed ring")
 
 function Ring:add(id, weight, zone, tag)
     local p = ring_ptr(self)
@@ -487,20 +507,13 @@ Ring.token_count = counter(function(p, out) return C.chr_ring_token_count(p, out
 -- Every member as a table, ids in byte order.
 function Ring:nodes()
     local p = ring_ptr(self)
-    local count = 0
-    while true do
-        local buf = count > 0 and ffi_new("chr_node_ref[?]", count) or nil
-        local capacity = count
-        local st = C.chr_ring_nodes(p, buf, capacity, size_out)
-        count = tonumber(size_out[0])
-        -- CHR_ERANGE with a larger count: a writer grew the ring; ask again.
-        if st ~= K.CHR_ERANGE or count <= capacity then
-            if st ~= 0 then return failure(st) end
-            local list = {}
-            for i = 0, count - 1 do list[i + 1] = node_table(buf[i]) end
-            return list
-        end
-    end
+    local buf, count, code = fetch_all("chr_node_ref[?]", function(out, capacity)
+        return C.chr_ring_nodes(p, out, capacity, size_out)
+    end)
+    if not buf then return nil, count, code end
+    local list = {}
+    for i = 0, count - 1 do list[i + 1] = node_table(buf[i]) end
+    return list
 end
 
 function Ring:ownership(id)
@@ -540,18 +553,8 @@ function Ring:snapshot()
     }, Snapshot)
 end
 
-function Snapshot:release()
-    if self.ptr ~= nil then
-        C.chr_snapshot_release(ffi_gc(self.ptr, nil))
-        self.ptr = nil
-    end
-end
-
-local function snap_ptr(self)
-    local p = self.ptr
-    if p == nil then error("chring: use of a released snapshot", 3) end
-    return p
-end
+local snap_ptr
+Snapshot.release, snap_ptr = handle_methods(C.chr_snapshot_release, "released snapshot")
 
 -- Node i (1-based) as a table shared by every lookup on this snapshot: its
 -- strings are copied from the snapshot once, the first time it is needed.

@@ -26,6 +26,22 @@
 //! and the bad value.
 #![warn(missing_docs)]
 
+/// Debug for a handle: its counts and fingerprint, read from the library.
+macro_rules! debug_by_counts {
+    ($t:ty) => {
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($t))
+                    .field("nodes", &self.node_count().ok())
+                    .field("tokens", &self.token_count().ok())
+                    .field("fingerprint", &self.fingerprint().ok().map(|fp| format!("{:016x}", fp)))
+                    .finish()
+            }
+        }
+    };
+}
+pub(crate) use debug_by_counts;
+
 mod error;
 mod hashers;
 mod node;

@@ -5,6 +5,32 @@ use std::slice;
 use crate::snapshot::Snapshot;
 use crate::sys;
 
+/// The accessors Node and NodeView share: plain values of `self.raw`.
+macro_rules! plain_accessors {
+    () => {
+        /// The caller's tag given at add.
+        pub fn tag(&self) -> u64 {
+            self.raw.tag
+        }
+        /// The weight.
+        pub fn weight(&self) -> u32 {
+            self.raw.weight
+        }
+        /// Tokens placed for it (weight * tokens_per_weight).
+        pub fn tokens(&self) -> u32 {
+            self.raw.tokens
+        }
+        /// Position in the node table (ids in byte order) of the snapshot it came from.
+        pub fn index(&self) -> usize {
+            self.raw.index as usize
+        }
+        /// Fraction of the circle it owns, 0..1.
+        pub fn ownership(&self) -> f64 {
+            self.raw.ownership
+        }
+    };
+}
+
 /// A member as returned by calls on a [`crate::Ring`]: an owned copy
 /// (the C `chr_node_ref`, kept inline: no heap allocation).
 #[derive(Clone, Copy)]
@@ -30,26 +56,7 @@ impl Node {
     pub fn zone(&self) -> &[u8] {
         &self.raw.zone[..self.raw.zone_len as usize]
     }
-    /// The caller's tag given at add.
-    pub fn tag(&self) -> u64 {
-        self.raw.tag
-    }
-    /// The weight.
-    pub fn weight(&self) -> u32 {
-        self.raw.weight
-    }
-    /// Tokens placed for it.
-    pub fn tokens(&self) -> u32 {
-        self.raw.tokens
-    }
-    /// Position in the node table (ids in byte order) of the snapshot it came from.
-    pub fn index(&self) -> usize {
-        self.raw.index as usize
-    }
-    /// Fraction of the circle it owns, 0..1.
-    pub fn ownership(&self) -> f64 {
-        self.raw.ownership
-    }
+    plain_accessors!();
 }
 
 /// A member seen through a [`Snapshot`]: its id and zone are borrowed from
@@ -87,26 +94,7 @@ impl<'s> NodeView<'s> {
         // SAFETY: as id(); zone is never NULL, zone_len may be 0.
         unsafe { slice::from_raw_parts(self.raw.zone, self.raw.zone_len) }
     }
-    /// The caller's tag given at add.
-    pub fn tag(&self) -> u64 {
-        self.raw.tag
-    }
-    /// The weight.
-    pub fn weight(&self) -> u32 {
-        self.raw.weight
-    }
-    /// Tokens placed for it.
-    pub fn tokens(&self) -> u32 {
-        self.raw.tokens
-    }
-    /// Position in the snapshot's node table, 0..node_count.
-    pub fn index(&self) -> usize {
-        self.raw.index as usize
-    }
-    /// Fraction of the circle it owns, 0..1.
-    pub fn ownership(&self) -> f64 {
-        self.raw.ownership
-    }
+    plain_accessors!();
 }
 
 fn show(f: &mut fmt::Formatter<'_>, name: &str, id: &[u8], zone: &[u8], weight: u32, index: usize) -> fmt::Result {

@@ -216,12 +216,4 @@ impl Ring {
     }
 }
 
-impl std::fmt::Debug for Ring {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ring")
-            .field("nodes", &self.node_count().ok())
-            .field("tokens", &self.token_count().ok())
-            .field("fingerprint", &self.fingerprint().ok().map(|fp| format!("{:016x}", fp)))
-            .finish()
-    }
-}
+crate::debug_by_counts!(Ring);

@@ -117,12 +117,4 @@ impl Snapshot {
     }
 }
 
-impl std::fmt::Debug for Snapshot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snapshot")
-            .field("nodes", &self.node_count().ok())
-            .field("tokens", &self.token_count().ok())
-            .field("fingerprint", &self.fingerprint().ok().map(|fp| format!("{:016x}", fp)))
-            .finish()
-    }
-}
+crate::debug_by_counts!(Snapshot);
