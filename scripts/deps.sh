@@ -10,6 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev                   # the chring CLI
   golang-go cargo luajit2                           # bindings (OpenResty's LuaJIT: the one nginx-lua uses)
   nginx nginx-dev libnginx-mod-http-lua wrk         # nginx module, OpenResty-style Lua
+  nutcracker                                        # twemproxy, for tests/compat
 )
 
 missing=()
