@@ -22,6 +22,8 @@ options, key by key. Cases:
              proxy_next_upstream_tries in all
   compat     placement=nginx routes as nginx's `hash ... consistent`,
              also with a `down` and a stopped server
+  wide       34 servers, 33 stopped: past the 32 replicas examined, any
+             available server
   backup     (module) `backup` servers take over, by their own ring, when
              every primary fails
   badconfig  (module) bad configurations fail `nginx -t` with a clear
@@ -151,7 +153,7 @@ class ModuleFlavor:
     """The chring upstream module: `chring KEY tokens=.. hash=..;` in the upstream."""
 
     name = "module"
-    cases = ("routing", "down", "stop", "tries", "compat", "backup", "badconfig")
+    cases = ("routing", "down", "stop", "tries", "compat", "wide", "backup", "badconfig")
 
     def __init__(self, args):
         self.module = os.path.abspath(args.module)
@@ -176,7 +178,7 @@ class LuaFlavor:
     """OpenResty: balancer_by_lua_block with bindings/nginx/openresty/chring_balancer.lua."""
 
     name = "lua"
-    cases = ("routing", "down", "stop", "tries", "compat")
+    cases = ("routing", "down", "stop", "tries", "compat", "wide")
     lua_options = {"tokens": "tokens_per_weight", "hash": "hasher", "seed": "seed",
                    "placement": "placement"}
 
@@ -481,6 +483,29 @@ def case_tries(ctx, check):
             check(expected_502 == 0, "unlimited tries: every key reaches a running backend")
 
 
+def case_wide(ctx, check):
+    """More servers than the 32 replicas a try examines: when those are all
+    unavailable, any available server takes the request."""
+    backends = harness.Backends(ctx.ws, 34)
+    backends.start()
+    ids = backends.ids
+    alive = ids[-1]
+    port = harness.free_ports(1)[0]
+    lb = ctx.balancer()
+    keys = keys_for("wide", 600)
+    ring = Upstream("ring", [Server(i, max_fails=1, fail_timeout=30) for i in ids])
+    replicas = ctx.predict.replicas(ring.members(), keys, 32)
+    beyond = sum(1 for r in replicas if alive not in r)
+    check(beyond > 0, "%d keys do not have the running server among their 32 first replicas"
+          % beyond)
+
+    backends.set_alive([alive])
+    lb.start(ctx.render([(port, ring)]))
+    got = harness.route(port, keys)
+    check(set(got) == {alive}, "33 of 34 stopped: every key reaches the running one",
+          str(sorted(set(got))[:5]))
+
+
 def case_backup(ctx, check):
     """`backup` servers: a ring of their own, used when every primary fails."""
     backends = harness.Backends(ctx.ws, 5)
@@ -616,6 +641,7 @@ CASES = {
     "stop": case_stop,
     "tries": case_tries,
     "compat": case_compat,
+    "wide": case_wide,
     "backup": case_backup,
     "badconfig": case_badconfig,
 }

@@ -18,7 +18,8 @@
 -- server ("host:port", its text is the ring id, its position the tag); a
 -- `down` server is a member of weight 0, never chosen. A try that fails
 -- moves the key to its next replica (the next distinct server clockwise),
--- at most one try per server and at most proxy_next_upstream_tries. A
+-- at most one try per server and at most proxy_next_upstream_tries (past
+-- 32 replicas, any available server). A
 -- server whose connection failed is skipped for fail_timeout seconds by
 -- this worker (max_fails=1 in nginx terms; 0 turns that memory off);
 -- when every server is tried or skipped the request gets 502, as nginx's
@@ -53,7 +54,7 @@ function _M.new(servers, opts)
         return nil, err
     end
 
-    local changes, peers, live = {}, {}, 0
+    local changes, peers, ids, live = {}, {}, {}, 0
     for i, server in ipairs(servers) do
         local id = server[1]
         local host, port = tostring(id):match("^(.+):(%d+)$")
@@ -65,7 +66,8 @@ function _M.new(servers, opts)
         if weight > 0 then
             live = live + 1
         end
-        peers[id] = { host = host, port = tonumber(port) }
+        peers[id] = { host = host, port = tonumber(port), weight = weight }
+        ids[i] = id
         changes[i] = { op = "add", id = id, weight = weight, tag = i - 1 }
     end
 
@@ -82,6 +84,7 @@ function _M.new(servers, opts)
         ring = ring,
         snapshot = snapshot,
         peers = peers,
+        ids = ids,           -- configuration order
         live = live,
         fail_timeout = opts.fail_timeout or 10,
         failed_until = {},   -- per worker: id -> time before which it is skipped
@@ -128,6 +131,16 @@ function _M:balance(key)
             if available(self, state, id, now) then
                 pick = id
                 break
+            end
+        end
+        if not pick and count == REPLICAS then
+            -- more servers than replicas examined: any available one
+            for _, id in ipairs(self.ids) do
+                local peer = self.peers[id]
+                if peer.weight > 0 and available(self, state, id, now) then
+                    pick = id
+                    break
+                end
             end
         end
     end
