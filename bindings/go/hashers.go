@@ -6,7 +6,10 @@ package chring
 */
 import "C"
 
-import "unsafe"
+import (
+	"strings"
+	"unsafe"
+)
 
 // HasherInfo describes one available hasher.
 type HasherInfo struct {
@@ -16,12 +19,21 @@ type HasherInfo struct {
 	DigestSize  int    // 0 if the hasher has no full digest
 }
 
-// cStringOrNil is a C copy of s, or NULL for ""; free it with C.free.
-func cStringOrNil(s string) *C.char {
-	if s == "" {
-		return nil
+// cString is a C copy of s (free it with C.free), or ErrInvalid if s holds
+// a NUL byte, which would silently cut the name short in C.
+func cString(s, what string) (*C.char, error) {
+	if strings.IndexByte(s, 0) >= 0 {
+		return nil, &Error{Status: ErrInvalid, Index: -1, Message: what + " contains a NUL byte"}
 	}
-	return C.CString(s)
+	return C.CString(s), nil
+}
+
+// cStringOrNil is cString, or NULL for "".
+func cStringOrNil(s, what string) (*C.char, error) {
+	if s == "" {
+		return nil, nil
+	}
+	return cString(s, what)
 }
 
 // LoadPlugin loads the hash plugin at path and registers its hashers
@@ -29,17 +41,23 @@ func cStringOrNil(s string) *C.char {
 // library, in CHRING_PLUGIN_PATH and in Options.PluginDir are found
 // without it; this is for a plugin file anywhere else.
 func LoadPlugin(path string) (int, error) {
-	p := C.CString(path)
+	p, err := cString(path, "LoadPlugin: path")
+	if err != nil {
+		return 0, err
+	}
 	defer C.free(unsafe.Pointer(p))
 	var loaded C.size_t
-	err := check(C.gochr_plugin_load(p, &loaded))
+	err = check(C.gochr_plugin_load(p, &loaded))
 	return int(loaded), err
 }
 
 // Hashers lists the available hashers after discovering plugins in the
 // default places and in pluginDir ("" for none).
 func Hashers(pluginDir string) ([]HasherInfo, error) {
-	dir := cStringOrNil(pluginDir)
+	dir, err := cStringOrNil(pluginDir, "Hashers: pluginDir")
+	if err != nil {
+		return nil, err
+	}
 	defer C.free(unsafe.Pointer(dir))
 	var count C.size_t
 	for {
@@ -72,23 +90,29 @@ func Hashers(pluginDir string) ([]HasherInfo, error) {
 // Hash hashes data with the named hasher and seed, as a ring with that
 // hasher and seed hashes a key.
 func Hash(hasher string, data []byte, seed uint64) (uint64, error) {
-	name := C.CString(hasher)
+	name, err := cString(hasher, "Hash: hasher")
+	if err != nil {
+		return 0, err
+	}
 	defer C.free(unsafe.Pointer(name))
 	d, n := bytesArg(data)
 	var out C.uint64_t
-	err := check(C.gochr_hasher_hash(name, d, n, C.uint64_t(seed), &out))
+	err = check(C.gochr_hasher_hash(name, d, n, C.uint64_t(seed), &out))
 	return uint64(out), err
 }
 
 // Digest is the named hasher's full digest of data (e.g. the 16 bytes of
 // MD5); ErrNotSupported for a hasher without one.
 func Digest(hasher string, data []byte) ([]byte, error) {
-	name := C.CString(hasher)
+	name, err := cString(hasher, "Digest: hasher")
+	if err != nil {
+		return nil, err
+	}
 	defer C.free(unsafe.Pointer(name))
 	d, n := bytesArg(data)
 	var out [C.CHR_DIGEST_MAX]byte
 	var size C.size_t
-	err := check(C.gochr_hasher_digest(name, d, n, (*C.uchar)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &size))
+	err = check(C.gochr_hasher_digest(name, d, n, (*C.uchar)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &size))
 	if err != nil {
 		return nil, err
 	}

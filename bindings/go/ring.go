@@ -112,14 +112,15 @@ func New(opts *Options) (*Ring, error) {
 		}
 		o.seed = C.uint64_t(opts.Seed)
 		o.placement = C.int32_t(opts.Placement)
-		if opts.Hasher != "" {
-			o.hasher = C.CString(opts.Hasher)
-			defer C.free(unsafe.Pointer(o.hasher))
+		var err error
+		if o.hasher, err = cStringOrNil(opts.Hasher, "New: Options.Hasher"); err != nil {
+			return nil, err
 		}
-		if opts.PluginDir != "" {
-			o.plugin_dir = C.CString(opts.PluginDir)
-			defer C.free(unsafe.Pointer(o.plugin_dir))
+		defer C.free(unsafe.Pointer(o.hasher))
+		if o.plugin_dir, err = cStringOrNil(opts.PluginDir, "New: Options.PluginDir"); err != nil {
+			return nil, err
 		}
+		defer C.free(unsafe.Pointer(o.plugin_dir))
 	}
 	var p *C.chr_ring
 	if err := check(C.gochr_ring_new(&o, &p)); err != nil {

@@ -216,6 +216,12 @@ local function check_optional_string(v, n, fname)
     if v ~= nil and type(v) ~= "string" then bad_arg(n, fname, "string or nil", type(v)) end
 end
 
+-- A name for a C string parameter: a NUL byte would silently cut it short.
+local function check_name(v, n, fname, optional)
+    if optional then check_optional_string(v, n, fname) else check_string(v, n, fname) end
+    if v and v:find("\0", 1, true) then bad_arg(n, fname, "string without NUL bytes", "one with a NUL") end
+end
+
 local function check_uint32(v, n, fname)
     if type(v) ~= "number" or v < 0 or v > 0xffffffff or v ~= floor(v) then
         bad_arg(n, fname, "integer 0..2^32-1", type(v) == "number" and tostring(v) or type(v))
@@ -304,7 +310,7 @@ function _M.strerror(status)
 end
 
 function _M.hash(hasher, data, seed)
-    check_string(hasher, 1, "hash")
+    check_name(hasher, 1, "hash")
     check_string(data, 2, "hash")
     seed = check_uint64(seed, 3, "hash")
     local st = C.chr_hasher_hash(hasher, data, #data, seed, u64_out)
@@ -313,7 +319,7 @@ function _M.hash(hasher, data, seed)
 end
 
 function _M.digest(hasher, data)
-    check_string(hasher, 1, "digest")
+    check_name(hasher, 1, "digest")
     check_string(data, 2, "digest")
     local out = ffi_new("unsigned char[?]", K.CHR_DIGEST_MAX)
     local st = C.chr_hasher_digest(hasher, data, #data, out, K.CHR_DIGEST_MAX, size_out)
@@ -322,14 +328,14 @@ function _M.digest(hasher, data)
 end
 
 function _M.load_plugin(path)
-    check_string(path, 1, "load_plugin")
+    check_name(path, 1, "load_plugin")
     local st = C.chr_plugin_load(path, size_out)
     if st ~= 0 then return failure(st) end
     return tonumber(size_out[0])
 end
 
 function _M.hashers(plugin_dir)
-    check_optional_string(plugin_dir, 1, "hashers")
+    check_name(plugin_dir, 1, "hashers", true)
     local out, count, code = fetch_all("chr_hasher_info[?]", function(buf, capacity)
         return C.chr_hasher_list(plugin_dir, buf, capacity, size_out)
     end)
@@ -375,8 +381,8 @@ function _M.new(opts)
         check_count(placement, 1, "new (placement)")
         o[0].placement = placement
     end
-    check_optional_string(opts.hasher, 1, "new (hasher)")
-    check_optional_string(opts.plugin_dir, 1, "new (plugin_dir)")
+    check_name(opts.hasher, 1, "new (hasher)", true)
+    check_name(opts.plugin_dir, 1, "new (plugin_dir)", true)
     -- The strings are anchored in opts for the duration of the call.
     o[0].hasher = opts.hasher
     o[0].plugin_dir = opts.plugin_dir
