@@ -139,6 +139,13 @@ class Nginx:
                 in_a_row = 0
             if in_a_row < 5:
                 time.sleep(0.02)
+        # Then until the old workers are gone: one that has not yet closed
+        # its listening sockets could still accept on a removed listener.
+        while len(self._workers()) > self.workers:
+            if time.monotonic() > deadline:
+                raise RuntimeError("nginx %s: old workers still running after reload"
+                                   % self.prefix)
+            time.sleep(0.02)
 
     def stop(self):
         if self.process is None:
@@ -153,9 +160,9 @@ class Nginx:
         self._output.close()
         self.process = None
 
-    def worker_cpu_seconds(self):
-        """User + system CPU time used so far by this master's live workers."""
-        ticks = 0
+    def _workers(self):
+        """(pid, utime + stime ticks) of each live child of this master."""
+        found = []
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
                 continue
@@ -165,8 +172,12 @@ class Nginx:
             except OSError:
                 continue  # exited meanwhile
             if int(fields[1]) == self.process.pid:  # ppid
-                ticks += int(fields[11]) + int(fields[12])  # utime, stime
-        return ticks / os.sysconf("SC_CLK_TCK")
+                found.append((int(pid), int(fields[11]) + int(fields[12])))
+        return found
+
+    def worker_cpu_seconds(self):
+        """User + system CPU time used so far by this master's live workers."""
+        return sum(ticks for _, ticks in self._workers()) / os.sysconf("SC_CLK_TCK")
 
     def log_text(self):
         try:
