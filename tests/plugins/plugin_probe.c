@@ -1,7 +1,8 @@
 /*
  * plugin_probe — a program run by test_plugin_discovery in a controlled
  * environment: creates a ring with each hasher named on the command line
- * (options.plugin_dir from --plugin-dir), looks a key up in it, and prints
+ * (options.plugin_dir from --plugin-dir; "-" means chr_ring_new(NULL), the
+ * default options), looks a key up in it, and prints
  *   library <path of the libchring this process loaded>
  *   hasher <name> <origin from chr_hasher_list>
  * or, on the first failure,
@@ -42,12 +43,13 @@ static const char *origin_of(const char *hasher, const char *plugin_dir) {
 }
 
 static int probe(const char *hasher, const char *plugin_dir) {
+    const int defaults = strcmp(hasher, "-") == 0;
     chr_options opts = CHR_OPTIONS_INIT;
     opts.hasher = hasher;
     opts.plugin_dir = plugin_dir;
     chr_ring *ring = NULL;
     chr_node_ref owner;
-    chr_status st = chr_ring_new(&opts, &ring);
+    chr_status st = chr_ring_new(defaults ? NULL : &opts, &ring);
     if (st == CHR_OK) st = chr_ring_add(ring, "node-a", 6, 1, NULL, 0, 1);
     if (st == CHR_OK) st = chr_ring_add(ring, "node-b", 6, 1, NULL, 0, 2);
     if (st == CHR_OK) st = chr_ring_lookup(ring, "key", 3, &owner);
@@ -56,7 +58,7 @@ static int probe(const char *hasher, const char *plugin_dir) {
         printf("error %s %d %s\n", hasher, st, chr_last_error());
         return 1;
     }
-    printf("hasher %s %s\n", hasher, origin_of(hasher, plugin_dir));
+    printf("hasher %s %s\n", hasher, origin_of(defaults ? CHR_DEFAULT_HASHER : hasher, plugin_dir));
     return 0;
 }
 

@@ -3,8 +3,9 @@
  * program linking libchring) in an environment this test controls, and
  * reads back which libchring it loaded and where each hasher came from.
  *
- *  - build tree: with no configuration, the build tree's libchring finds
- *    every shipped plugin in ../plugins/<folder>/;
+ *  - build tree: with no configuration, the build tree's libchring creates
+ *    a ring with the default options and finds every shipped plugin in
+ *    ../plugins/<folder>/;
  *  - isolated library: a copy of libchring alone in a directory (found via
  *    LD_LIBRARY_PATH) finds no plugin by itself, which the next cases
  *    rely on to show that CHRING_PLUGIN_PATH and options.plugin_dir do
@@ -193,14 +194,14 @@ static int group_teardown(void **state) {
 
 static void test_build_tree_needs_no_configuration(void **state) {
     (void)state;
-    const char *hashers[16];
-    for (size_t i = 0; i < catalog_count; ++i) hashers[i] = catalog[i].name;
-    hashers[catalog_count] = NULL;
+    const char *hashers[16] = {"-"}; /* the default options first */
+    for (size_t i = 0; i < catalog_count; ++i) hashers[i + 1] = catalog[i].name;
     probe_run run = {0};
     child_result result;
     run_probe(&run, hashers, &result);
     expect_success(&result);
     expect_library_in(&result, BUILD_ROOT "/src");
+    expect_origin(&result, "-", BUILD_ROOT "/plugins/xxhash/chring-xxhash.so");
     for (size_t i = 0; i < catalog_count; ++i) {
         char key[128], origin[PATH_SIZE];
         snprintf(key, sizeof key, "hasher %s", catalog[i].name);
@@ -307,8 +308,8 @@ static void test_bad_directories_do_not_stop_builtin_discovery(void **state) {
 
 static void test_installed_tree_needs_no_configuration(void **state) {
     discovery_fixture *f = *state;
-    const char *hashers[16];
-    size_t n = 0;
+    const char *hashers[16] = {"-"}; /* the default options first */
+    size_t n = 1;
     for (size_t i = 0; i < catalog_count; ++i)
         if (strcmp(catalog[i].name, "example_djb2") != 0) hashers[n++] = catalog[i].name;
     hashers[n] = NULL;
