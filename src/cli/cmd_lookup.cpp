@@ -29,10 +29,10 @@ struct LookupFlags {
     std::vector<std::string> keys;
 };
 
-// Buffered writes to stdout; a failed write (closed pipe aside) is an error.
+// Buffered writes to stdout; a failed write is an error. Whatever is still
+// buffered when an error unwinds is dropped (no header without rows).
 class Output {
 public:
-    ~Output() { flush(); }
     std::string &buffer() { return buf_; }
     void maybe_flush() {
         if (buf_.size() >= kWriteFlush) flush();
@@ -125,7 +125,7 @@ public:
         if (flags_.percent) {
             std::string decoded, why;
             if (!percent_decode(text, decoded, why))
-                throw CliError("key '" + std::string(text) + "': " + why);
+                throw CliError("key '" + visible(text) + "': " + why);
             keys_.push_back(std::move(decoded));
         } else {
             keys_.emplace_back(text);
@@ -260,7 +260,7 @@ void add_lookup_command(CLI::App &app) {
     cmd->add_flag("--no-header", flags->no_header, "Leave out the header line (table, csv)");
     cmd->add_option("--format", flags->format, "Output: aligned table, csv, or json (one object per line)")
         ->type_name("table|json|csv")
-        ->check(CLI::IsMember({"table", "json", "csv"}))
+        ->check(CLI::IsMember({"table", "json", "csv"}).description(""))
         ->capture_default_str();
     cmd->add_option("keys", flags->keys, "Keys to look up; none = read stdin, one per line")->type_name("KEY");
     cmd->callback([flags] { run(*flags); });

@@ -63,7 +63,7 @@ std::string decode_field(std::string_view field, const char *what, const std::st
                          size_t line) {
     std::string out, why;
     if (!percent_decode(field, out, why))
-        throw MembershipError(source, line, std::string(what) + " '" + std::string(field) + "': " + why);
+        throw MembershipError(source, line, std::string(what) + " '" + visible(field) + "': " + why);
     return out;
 }
 
@@ -94,6 +94,22 @@ std::string where(const std::string &source, size_t line) {
 
 MembershipError::MembershipError(const std::string &source, size_t line, const std::string &reason)
     : std::runtime_error(where(source, line) + ": " + reason) {}
+
+// The field as typed, safe to print: control bytes shown as \xHH.
+std::string visible(std::string_view field) {
+    std::string out;
+    for (char ch : field) {
+        unsigned char c = static_cast<unsigned char>(ch);
+        if (!is_control(c)) {
+            out.push_back(ch);
+            continue;
+        }
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02X", c);
+        out += hex;
+    }
+    return out;
+}
 
 bool percent_decode(std::string_view field, std::string &out, std::string &why) {
     out.clear();
@@ -151,7 +167,7 @@ std::string percent_encode(std::string_view bytes) {
 
 uint32_t parse_weight(std::string_view text, const std::string &source, size_t line) {
     auto bad = [&](const std::string &why) {
-        return MembershipError(source, line, "weight '" + std::string(text) + "' " + why);
+        return MembershipError(source, line, "weight '" + visible(text) + "' " + why);
     };
     if (text.empty()) throw bad("is empty");
     uint64_t value = 0;

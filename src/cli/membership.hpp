@@ -45,6 +45,9 @@ uint32_t parse_weight(std::string_view text, const std::string &source, size_t l
 // malformed escape or a raw control byte.
 bool percent_decode(std::string_view field, std::string &out, std::string &why);
 
+// `field` as typed, safe to print in a message: control bytes become \xHH.
+std::string visible(std::string_view field);
+
 // The field spelling of `bytes`, read back by percent_decode: control bytes,
 // space, '%', a leading '#', and bytes that are not valid UTF-8 become %XX;
 // printable ASCII and valid UTF-8 stay as they are.

@@ -79,7 +79,7 @@ std::string MembershipFlags::source() const { return file == "-" ? "<stdin>" : f
 void add_output_options(CLI::App &cmd, OutputFlags &flags, bool svg) {
     cmd.add_option("--format", flags.format, "Output: aligned tables for people, json or csv for scripts")
         ->type_name("table|json|csv")
-        ->check(CLI::IsMember({"table", "json", "csv"}))
+        ->check(CLI::IsMember({"table", "json", "csv"}).description(""))
         ->capture_default_str();
     if (svg) cmd.add_option("--svg", flags.svg, "Also draw a picture into this SVG file")->type_name("FILE");
 }

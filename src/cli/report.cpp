@@ -178,9 +178,26 @@ std::string format_fixed(double v, int decimals) {
     return buf;
 }
 
+namespace {
+// East Asian wide and fullwidth ranges: two terminal columns each.
+bool is_wide(uint32_t cp) {
+    return (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF && cp != 0x303F) ||
+           (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) ||
+           (cp >= 0xFF00 && cp <= 0xFF60) || (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1FAFF) ||
+           (cp >= 0x20000 && cp <= 0x3FFFD);
+}
+}  // namespace
+
 size_t display_width(const std::string &s) {
     size_t w = 0;
-    for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+    for (size_t i = 0; i < s.size();) {
+        unsigned char c = static_cast<unsigned char>(s[i]);
+        size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        uint32_t cp = len == 1 ? c : c & (0x7Fu >> len);
+        for (size_t k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3Fu);
+        w += is_wide(cp) ? 2 : 1;
+        i += len;
+    }
     return w;
 }
 
