@@ -10,9 +10,13 @@ must be the server chring's nginx ring owns the key with, for the same
 list (node id = the `server` text, tag = its position, weight = `weight=`).
 
 Scenarios: the base list; the same list with one server marked `down`
-(chring: weight 0; nginx keeps its points and skips them, which routes
-the same unless one of them was the only copy of a value it shares with
-another server); the list with one server removed; one weight changed.
+(chring: weight 0); the list with one server removed; one weight changed.
+Then two servers whose point chains share a value (found among ports
+20000..31999): nginx keeps only the first server's copy, as chring does;
+and with that first server `down`, nginx keeps its copy and steps to the
+next point, where chring's weight 0 leaves the second server's copy. Keys
+on that one point are the known difference between `down` and weight 0:
+they are counted and printed, and nginx's own rule is checked on them.
 
 Keys: $arg_k is the raw query text, not unescaped. Most keys are URL-safe
 characters; some carry percent-escapes, which chring is given as the raw
@@ -21,10 +25,13 @@ escaped text, the bytes nginx hashes.
     test_nginx.py PATH/TO/chring_owners
 """
 
+import bisect
 import http.client
 import os
 import random
+import socket
 import sys
+import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import compat_support as cs  # noqa: E402
@@ -121,17 +128,118 @@ class Nginx:
             self.procs.stop(process)
 
 
-def run_scenario(nginx, helper, tally, tmp, label, servers, down, keys, backend_ports):
-    """servers: [(id, weight)] in configuration order; down: set of positions."""
+def ask_both(nginx, helper, tmp, servers, down, keys):
+    """nginx's and chring's owner position for each key. servers: [(id,
+    weight)] in configuration order; down: the positions marked `down`
+    (weight 0 for chring)."""
     lines = [upstream_line(sid, w, i in down) for i, (sid, w) in enumerate(servers)]
-    replies = nginx.answers(nginx_config(tmp, nginx.front, lines, backend_ports), keys)
+    ports = [int(sid.rsplit(":", 1)[1]) for sid, _ in servers]
+    replies = nginx.answers(nginx_config(nginx.tmp, nginx.front, lines, ports), keys)
     position_of = {sid: i for i, (sid, _) in enumerate(servers)}
-    real = [position_of[r] for r in replies]
     chring_list = [(sid, 0 if i in down else w) for i, (sid, w) in enumerate(servers)]
-    ours = cs.chring_owners(helper, "nginx", chring_list, keys, tmp)
-    print(f"{label}: " + ", ".join(f"{sid} w={w}{' down' if i in down else ''}"
-                                   for i, (sid, w) in enumerate(servers)))
+    return [position_of[r] for r in replies], cs.chring_owners(helper, "nginx", chring_list, keys, tmp)
+
+
+def describe_list(servers, down):
+    return ", ".join(f"{sid} w={w}{' down' if i in down else ''}" for i, (sid, w) in enumerate(servers))
+
+
+def run_scenario(nginx, helper, tally, tmp, label, servers, down, keys):
+    real, ours = ask_both(nginx, helper, tmp, servers, down, keys)
+    print(f"{label}: {describe_list(servers, down)}")
     tally.compare(label, keys, real, ours, lambda p: f"#{p} {servers[p][0]}")
+
+
+# ---- a point two servers share ------------------------------------------------
+
+CANDIDATE_PORTS = range(20000, 32000)  # below Linux's ephemeral range
+
+
+def point_chain(port, count=160):
+    """nginx's points for `server 127.0.0.1:PORT`: chained CRC-32 of
+    host \0 port LE32(previous point)."""
+    base, prev = b"127.0.0.1\0" + str(port).encode(), 0
+    for _ in range(count):
+        prev = zlib.crc32(base + prev.to_bytes(4, "little"))
+        yield prev
+
+
+def port_is_free(port):
+    """Nothing listens there (SO_REUSEADDR, as nginx binds: a port in
+    TIME_WAIT from an earlier run counts as free)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def ports_sharing_a_point(exclude):
+    """Two free loopback ports whose point chains (weight 1) have a value in
+    common: about one port in 600 collides with an earlier one."""
+    first_port = {}
+    for port in CANDIDATE_PORTS:
+        if port in exclude:
+            continue
+        for value in point_chain(port):
+            other = first_port.setdefault(value, port)
+            if other != port and port_is_free(other) and port_is_free(port):
+                return other, port
+    raise RuntimeError("no two free ports share a point")
+
+
+def successor(values, key):
+    """Index of the point a key lands on (lower_bound, wrapping)."""
+    return bisect.bisect_left(values, zlib.crc32(key) << 32) % len(values)
+
+
+def nginx_with_down(points, down, key):
+    """nginx's lookup with `down` servers: their points stay on the ring and
+    the lookup steps to the next point (20 tries, then round robin: None)."""
+    i = successor([v for v, _ in points], key)
+    for _ in range(20):
+        if points[i][1] not in down:
+            return points[i][1]
+        i = (i + 1) % len(points)
+    return None
+
+
+def shared_point_scenarios(nginx, helper, tally, tmp, rng, servers, exclude):
+    """Servers A (first) and B (last) share a point. nginx keeps A's copy
+    (the first in configuration order), as chring does. With A `down`,
+    nginx keeps A's copy and skips to the next point, while chring's weight
+    0 leaves B's copy in place: keys on that point are the one place where
+    `down` and weight 0 differ. Checked: nginx follows that model on every
+    key, and chring agrees with nginx on every other key."""
+    a, b = ports_sharing_a_point(exclude)
+    twins = [(f"127.0.0.1:{a}", 1)] + servers[1:4] + [(f"127.0.0.1:{b}", 1)]
+    points = cs.chring_points(helper, "nginx", twins, tmp)
+    shared = (set(point_chain(a)) & set(point_chain(b))).pop() << 32
+    values = [v for v, _ in points]
+    on_shared = [k for k in (b"dup-%d" % n for n in range(200000))
+                 if values[successor(values, k)] == shared][:40]
+    if not on_shared:
+        raise RuntimeError(f"no key lands on the shared point {shared >> 32:#010x}")
+    keys = on_shared + [query_key(rng) for _ in range(500)]
+    print(f"ports {a} and {b} share point {shared >> 32:#010x}; {len(on_shared)} keys land on it")
+
+    run_scenario(nginx, helper, tally, tmp, "shared point, both up", twins, set(), keys)
+
+    down = {0}
+    real, ours = ask_both(nginx, helper, tmp, twins, down, keys)
+    print(f"shared point, its keeper down: {describe_list(twins, down)}")
+    model = [nginx_with_down(points, down, k) for k in keys]
+    describe = lambda p: f"#{p} {twins[p][0]}" if p is not None else "round robin"  # noqa: E731
+    tally.compare("shared point, keeper down: nginx vs its skip-to-next-point model", keys, real,
+                  model, describe)
+    off = len(on_shared)
+    tally.compare("shared point, keeper down: chring (weight 0) on keys off that point",
+                  keys[off:], real[off:], ours[off:], describe)
+    differ = sum(real[i] != ours[i] for i in range(off))
+    print(f"  known difference: chring routes {differ} of the {off} keys on the shared point "
+          f"elsewhere than nginx (weight 0 drops A's copy, `down` keeps and skips it)")
 
 
 def main():
@@ -150,7 +258,7 @@ def main():
 
         def scenario(label, server_list, down=frozenset()):
             keys = [query_key(rng) for _ in range(KEYS_PER_SCENARIO)]
-            run_scenario(nginx, helper, tally, tmp, label, server_list, down, keys, backend_ports)
+            run_scenario(nginx, helper, tally, tmp, label, server_list, down, keys)
 
         scenario("base", servers)
         scenario("one server down", servers, down={2})
@@ -158,6 +266,7 @@ def main():
         reweighted = list(servers)
         reweighted[1] = (reweighted[1][0], reweighted[1][1] + 3)
         scenario("one weight raised by 3", reweighted)
+        shared_point_scenarios(nginx, helper, tally, tmp, rng, servers, set(backend_ports) | {front})
     return tally.finish()
 
 
