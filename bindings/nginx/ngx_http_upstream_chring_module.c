@@ -43,8 +43,6 @@ typedef struct {
     chr_ring                          *ring;
     chr_snapshot                      *snapshot;   /* held for the lookups */
     ngx_uint_t                        *node_of_peer;  /* peer index -> tag */
-    ngx_uint_t                         npeers;
-    ngx_uint_t                         nnodes;
 } ngx_http_upstream_chring_tier_t;
 
 
@@ -198,7 +196,6 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
     ngx_uint_t                    i, k, nnodes;
     ngx_http_upstream_rr_peer_t  *peer, *other;
 
-    tier->npeers = peers->number;
     tier->node_of_peer = ngx_palloc(cf->pool,
                                     peers->number * sizeof(ngx_uint_t));
     changes = ngx_pcalloc(cf->temp_pool, peers->number * sizeof(chr_change));
@@ -239,8 +236,6 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
         changes[nnodes].tag = nnodes;
         nnodes++;
     }
-
-    tier->nnodes = nnodes;
 
     if (tier->ring == NULL) {
         rc = chr_ring_new(&ccf->options, &tier->ring);
