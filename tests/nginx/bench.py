@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from test_e2e import LuaFlavor, ModuleFlavor, Server, Upstream  # noqa: E402
