@@ -12,7 +12,9 @@ list (node id = the `server` text, tag = its position, weight = `weight=`).
 Scenarios: the base list; the same list with one server marked `down`
 (chring: weight 0); the list with one server removed; one weight changed.
 Then two servers whose point chains share a value (found among ports
-20000..31999): nginx keeps only the first server's copy, as chring does;
+20000..31999): nginx keeps only the first server's copy (its qsort compares
+values only; glibc 2.36's stable merge sort keeps configuration order), as
+chring does;
 and with that first server `down`, nginx keeps its copy and steps to the
 next point, where chring's weight 0 leaves the second server's copy. Keys
 on that one point are the known difference between `down` and weight 0:
