@@ -35,6 +35,7 @@ import socket
 import sys
 import zlib
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import compat_support as cs  # noqa: E402
 
