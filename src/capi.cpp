@@ -79,17 +79,7 @@ template <class Emit>
 chr_status replicas_on(const Snapshot &s, const char *who, const void *key, size_t len, size_t n,
                        size_t *count, Emit &&emit) {
     if (s.eligible_count() == 0) return empty_ring(who);
-    uint32_t chosen[32];
-    if (n <= 32) {
-        size_t got = s.replicas(key, len, n, chosen);
-        for (size_t i = 0; i < got; ++i) emit(i, chosen[i]);
-        *count = got;
-        return CHR_OK;
-    }
-    std::vector<uint32_t> many(std::min(n, s.eligible_count()));
-    size_t got = s.replicas(key, len, many.size(), many.data());
-    for (size_t i = 0; i < got; ++i) emit(i, many[i]);
-    *count = got;
+    *count = s.replicas(key, len, n, emit);
     return CHR_OK;
 }
 

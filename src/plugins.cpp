@@ -82,11 +82,15 @@ std::vector<fs::path> search_dirs(const char *plugin_dir) {
     fs::path libdir = located.parent_path();
     if (!ec && !libdir.empty()) {
         dirs.push_back(libdir / "chring" / "plugins");  // installed: <libdir>/chring/plugins
-        // Meson build tree: <build>/src/libchring.so and <build>/plugins/<name>/chring-*.so
-        fs::path tree = libdir.parent_path() / "plugins";
-        std::vector<fs::path> subdirs =
-            list_directory(tree, [](const char *, bool is_dir) { return is_dir; });
-        dirs.insert(dirs.end(), subdirs.begin(), subdirs.end());
+        // Meson build tree: <build>/src/libchring.so and <build>/plugins/<name>/chring-*.so.
+        // Only where <build>/meson-info marks a build tree: an installed
+        // /usr/lib/<triplet>/libchring.so must not load /usr/lib/plugins/*.
+        fs::path build_root = libdir.parent_path();
+        if (fs::is_directory(build_root / "meson-info", ec)) {
+            std::vector<fs::path> subdirs = list_directory(
+                build_root / "plugins", [](const char *, bool is_dir) { return is_dir; });
+            dirs.insert(dirs.end(), subdirs.begin(), subdirs.end());
+        }
     }
     if (const char *env = std::getenv("CHRING_PLUGIN_PATH")) {
         std::string list = env;
@@ -116,9 +120,9 @@ Discovery &discovery() {
     return *d;
 }
 
-}  // namespace
-
-chr_status load_plugin(const std::string &path, size_t *loaded, const char *who) {
+// Loads a plugin; the caller holds discovery().mu, so that entry points run
+// one at a time and discovery never races an explicit load of the same file.
+chr_status load_plugin_locked(const std::string &path, size_t *loaded, const char *who) {
     if (loaded) *loaded = 0;
     if (chr_status st = check_file(path, who)) return st;
 
@@ -149,6 +153,13 @@ chr_status load_plugin(const std::string &path, size_t *loaded, const char *who)
     return st;  // on failure `lib` is the last owner: the file is unloaded here
 }
 
+}  // namespace
+
+chr_status load_plugin(const std::string &path, size_t *loaded, const char *who) {
+    std::lock_guard<std::mutex> lock(discovery().mu);
+    return load_plugin_locked(path, loaded, who);
+}
+
 void discover_plugins(const char *plugin_dir) {
     PreserveLastError keep_message;  // skipped failures are not the caller's errors
     Discovery &d = discovery();
@@ -163,7 +174,7 @@ void discover_plugins(const char *plugin_dir) {
             if (d.tried.count(key)) continue;
             // Marked tried only once load_plugin has returned: if it threw
             // (out of memory), a later discovery tries the file again.
-            (void)load_plugin(key, nullptr, "plugin discovery");
+            (void)load_plugin_locked(key, nullptr, "plugin discovery");
             d.tried.insert(key);
         }
     }

@@ -50,11 +50,6 @@ size_t put_decimal(char *p, uint32_t v) noexcept {
     return n;
 }
 
-struct ReplicaScratch {
-    std::vector<uint32_t> stamp;  // per node: the generation that chose it
-    uint32_t generation = 0;
-};
-thread_local ReplicaScratch replica_scratch;
 
 }  // namespace
 
@@ -261,36 +256,10 @@ void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
     }
 }
 
-size_t Snapshot::replicas(const void *key, size_t len, size_t n, uint32_t *out) const {
-    n = std::min(n, eligible_);
-    if (n == 0) return 0;
-    const size_t T = tokens_;
-    size_t k = successor(hash_key(key, len));
-    size_t found = 0;
-    if (n <= kLinearScanReplicas) {
-        for (size_t steps = 0; found < n && steps < T; ++steps) {
-            uint32_t o = owners_[k];
-            bool seen = false;
-            for (size_t f = 0; f < found; ++f) seen |= out[f] == o;
-            if (!seen) out[found++] = o;
-            if (++k == T) k = 0;
-        }
-        return found;
-    }
-    // Many replicas: mark chosen nodes in a per-thread table instead of
-    // rescanning the output (O(T) instead of O(T * n)).
-    ReplicaScratch &s = replica_scratch;
-    if (s.stamp.size() < nodes_.size()) s.stamp.assign(nodes_.size(), 0), s.generation = 0;
-    if (++s.generation == 0) std::fill(s.stamp.begin(), s.stamp.end(), 0), s.generation = 1;
-    for (size_t steps = 0; found < n && steps < T; ++steps) {
-        uint32_t o = owners_[k];
-        if (s.stamp[o] != s.generation) {
-            s.stamp[o] = s.generation;
-            out[found++] = o;
-        }
-        if (++k == T) k = 0;
-    }
-    return found;
+uint64_t *Snapshot::thread_bitmap(size_t nodes) {
+    static thread_local std::vector<uint64_t> bits;  // grows once per thread, then reused
+    if (bits.size() < (nodes + 63) / 64) bits.resize((nodes + 63) / 64);
+    return bits.data();
 }
 
 int64_t Snapshot::find(const std::string &id) const noexcept {

@@ -3,6 +3,7 @@
 // then only read, by any number of threads, until its last reference goes.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -88,10 +89,34 @@ public:
     // misses of a group overlap instead of queueing one behind another.
     void owners_of(const void *const *keys, const size_t *lens, size_t n,
                    uint32_t *owners) const noexcept;
-    // Up to n distinct owners (node indices) clockwise from the key's
-    // successor; returns how many were written to `out`. May allocate a
-    // per-thread scratch table once, for n above kLinearScanReplicas.
-    size_t replicas(const void *key, size_t len, size_t n, uint32_t *out) const;
+    // Up to n distinct owners clockwise from the key's successor, coordinator
+    // first: calls emit(i, node_index) for each and returns how many. Never
+    // allocates for rings of up to kStackBitmapNodes members; beyond, a
+    // per-thread table is sized once per thread (it may throw bad_alloc).
+    template <class Emit>
+    size_t replicas(const void *key, size_t len, size_t n, Emit &&emit) const {
+        n = std::min(n, eligible_);
+        if (n == 0) return 0;
+        const size_t start = successor(hash_key(key, len));
+        if (n <= kLinearScanReplicas) {
+            uint32_t chosen[kLinearScanReplicas];
+            return walk_distinct(start, n, emit, [&](uint32_t o, size_t found) {
+                for (size_t f = 0; f < found; ++f)
+                    if (chosen[f] == o) return false;
+                chosen[found] = o;
+                return true;
+            });
+        }
+        uint64_t stack_bits[kStackBitmapNodes / 64];
+        uint64_t *bits = nodes_.size() <= kStackBitmapNodes ? stack_bits : thread_bitmap(nodes_.size());
+        std::fill(bits, bits + (nodes_.size() + 63) / 64, 0);
+        return walk_distinct(start, n, emit, [&](uint32_t o, size_t) {
+            const uint64_t mask = uint64_t(1) << (o & 63);
+            if (bits[o >> 6] & mask) return false;
+            bits[o >> 6] |= mask;
+            return true;
+        });
+    }
 
     size_t token_count() const noexcept { return tokens_; }
     size_t node_count() const noexcept { return nodes_.size(); }
@@ -113,6 +138,21 @@ public:
 private:
     static constexpr uint32_t kWindow = 4;  // successor() compares exactly this many values
     static constexpr size_t kLinearScanReplicas = 32;
+    static constexpr size_t kStackBitmapNodes = 65536;  // an 8 KiB bitmap on the stack
+
+    // Walks tokens clockwise from `start`, emitting owners that `first_time`
+    // accepts, until n are found or every token was seen.
+    template <class Emit, class FirstTime>
+    size_t walk_distinct(size_t k, size_t n, Emit &emit, FirstTime &&first_time) const {
+        size_t found = 0;
+        for (size_t steps = 0; found < n && steps < tokens_; ++steps) {
+            const uint32_t o = owners_[k];
+            if (first_time(o, found)) emit(found++, o);
+            if (++k == tokens_) k = 0;
+        }
+        return found;
+    }
+    static uint64_t *thread_bitmap(size_t nodes);
 
     uint32_t lower_bound(uint32_t lo, uint32_t hi, uint64_t h) const noexcept;
     uint64_t compat_key_position(const void *key, size_t len) const noexcept;

@@ -174,7 +174,9 @@ CHR_API const char *chr_last_error(void);
  *   chained CRC-32 of host "\0" port and the previous point, duplicates
  *   dropped (the lowest tag keeps the point), key hash CRC-32. Hasher:
  *   "crc32". One node per single-address `server` directive; a `down`
- *   server is weight 0.
+ *   server is weight 0 (nginx keeps a down server's points and skips them,
+ *   which differs only for keys on a point value that the down server
+ *   shares with another server: see tests/compat).
  * The README ("Compatibility placements") details each algorithm and the
  * source file it was read from.
  */
@@ -476,7 +478,8 @@ CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, ui
  * Plugins are found without configuration when a name is first missed,
  * searching, in this order:
  *   1. next to the loaded libchring: <libdir>/chring/plugins/ when
- *      installed, and <libdir>/../plugins/<any>/ in a Meson build tree;
+ *      installed, and <libdir>/../plugins/<any>/ in a Meson build tree
+ *      (recognised by <libdir>/../meson-info);
  *   2. each directory of the CHRING_PLUGIN_PATH environment variable
  *      (':'-separated);
  *   3. chr_options.plugin_dir (or the plugin_dir argument below).

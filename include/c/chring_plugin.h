@@ -88,7 +88,9 @@ typedef struct chr_hasher {
 
 /**
  * The entry point: returns an array of `*count` descriptor pointers that
- * stays valid while the plugin is loaded. Called once per load.
+ * stays valid while the plugin is loaded. Called once per load, never
+ * concurrently with another plugin's; a refused plugin is unloaded right
+ * after, so the entry point must not register callbacks or destructors.
  */
 typedef const chr_hasher *const *(*chr_plugin_entry_fn)(uint32_t *count);
 
