@@ -24,7 +24,7 @@ namespace {
 
 using alloc_countdown::Mode;
 
-constexpr unsigned kMembers = 40;  // > 32: chr_ring_replicas takes its heap path
+constexpr unsigned kMembers = 40;  // > 32: replicas(key, kMembers) leaves the linear scan
 constexpr unsigned kSampleKeys = 256;
 constexpr unsigned long kMaxAllocations = 100000;  // a bound on k, far above any call here
 
