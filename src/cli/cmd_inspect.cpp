@@ -77,12 +77,13 @@ Table balance_table(const std::vector<NodeInfo> &nodes) {
         tokens.push_back(n.tokens);
     }
     Spread load = spread_of(loads);
+    const bool any = !loads.empty();
     Table t;
     t.key = "balance";
     t.title = "Balance (owns / fair share, nodes with tokens)";
-    t.add_field("min_load", "lightest node", ratio_cell(load.min, 3));
-    t.add_field("max_load", "busiest node", ratio_cell(load.max, 3));
-    t.add_field("load_stdev", "stdev", real_cell(load.stdev, 4));
+    t.add_field("min_load", "lightest node", any ? ratio_cell(load.min, 3) : none_cell());
+    t.add_field("max_load", "busiest node", any ? ratio_cell(load.max, 3) : none_cell());
+    t.add_field("load_stdev", "stdev", any ? real_cell(load.stdev, 4) : none_cell());
     Spread tok = spread_of(tokens);
     if (!tokens.empty() && tok.min == tok.max && tok.min > 0)
         t.add_field("expected_stdev", "expected stdev 1/sqrt(tokens)", real_cell(1.0 / std::sqrt(tok.min), 4));

@@ -107,6 +107,9 @@ Movement simulate_ring(const SimFlags &f, const std::string &placement, const st
     Snapshot before = ring.snapshot();
     ring.apply(f.changes);
     Snapshot after = ring.snapshot();
+    if (before.token_count() == 0 || after.token_count() == 0)
+        throw CliError(std::string(before.token_count() == 0 ? "before" : "after") +
+                       " the changes no node has a weight above 0: there is nothing to route keys to");
 
     // The universe is the same for every placement; fill it on the first.
     if (u.ids.empty()) {
