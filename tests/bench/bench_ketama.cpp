@@ -5,6 +5,8 @@
 //   weighted: KETAMA_WEIGHTED, MD5 key hash, 160 points per server (the
 //             usual libketama-compatible setup).
 // No server is contacted: adding servers only builds the continuum.
+// Linked into bench_lookup, so that with random interleaving its runs and
+// chring's share the same machine conditions.
 //
 // libmemcached 1.1.4 asserts that a continuum holds at most 100 servers and
 // aborts the process past that. Each size is therefore first built in a
@@ -144,5 +146,3 @@ void ketama_lookup(benchmark::State &state, Mode mode) {
 
 BENCHMARK_CAPTURE(ketama_lookup, default, Mode::standard)->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK_CAPTURE(ketama_lookup, weighted_md5, Mode::weighted)->Arg(10)->Arg(100)->Arg(1000);
-
-BENCHMARK_MAIN();

@@ -2,6 +2,8 @@
 // chring through the ring handle and through a snapshot, replicas(3), and
 // the two references that bound it: the xxh3 key hash alone (the floor)
 // and a plain std::lower_bound over the same sorted token array.
+// libmemcached's ketama lookup (bench_ketama.cpp) is linked into the same
+// program.
 #include <benchmark/benchmark.h>
 
 #include <string>

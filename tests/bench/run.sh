@@ -6,7 +6,9 @@
 #
 # The build dir is configured with --buildtype=release if it does not exist.
 # Environment: BENCH_REPETITIONS (default 9), BENCH_MIN_TIME (seconds per
-# repetition, default 0.5). Raw JSON is kept in <builddir>/bench-results/.
+# repetition, default 0.5). Repetitions of the benchmarks of one program are
+# run in random order, so that a burst of other work on the machine does not
+# fall on one of them only. Raw JSON is kept in <builddir>/bench-results/.
 # Close other heavy work first: the machine has 2 cores and the reader
 # benchmarks use both.
 set -euo pipefail
@@ -51,11 +53,12 @@ load_before=$(cut -d' ' -f1 /proc/loadavg)
 results=$build_dir/bench-results
 mkdir -p "$results"
 rm -f "$results"/*.json
-for program in lookup ketama update threads memory; do
+for program in lookup update threads memory; do
   echo "running bench_$program ($repetitions repetitions of ${min_time}s)..." >&2
   "$bench_dir/bench_$program" \
     --benchmark_repetitions="$repetitions" \
     --benchmark_report_aggregates_only=true \
+    --benchmark_enable_random_interleaving=true \
     --benchmark_min_time="$min_time" \
     --benchmark_out="$results/$program.json" --benchmark_out_format=json \
     >"$results/$program.txt" 2>&1 || { cat "$results/$program.txt" >&2; exit 1; }
