@@ -2,6 +2,16 @@
 
 namespace chring::cli {
 
+namespace {
+
+// An unknown hasher: the library's message plus what there is to choose from.
+[[noreturn]] void throw_no_hasher(const std::string &context, const char *plugin_dir) {
+    std::string message = chr_last_error();
+    throw CliError(context + ": " + message + " (available: " + hasher_names(plugin_dir) + ")");
+}
+
+}  // namespace
+
 void check(chr_status st, const std::string &context) {
     if (st == CHR_OK) return;
     std::string message = chr_last_error();
@@ -93,7 +103,20 @@ Ring::Ring(const RingConfig &config) {
     opts.hasher = config.hasher.empty() ? nullptr : config.hasher.c_str();
     opts.placement = placement_mode(config.placement).value;
     opts.plugin_dir = config.plugin_dir.empty() ? nullptr : config.plugin_dir.c_str();
-    check(chr_ring_new(&opts, &ring_), "cannot create the ring");
+    chr_status st = chr_ring_new(&opts, &ring_);
+    if (st == CHR_ENOHASHER) throw_no_hasher("cannot create the ring", opts.plugin_dir);
+    check(st, "cannot create the ring");
+}
+
+std::string hasher_names(const char *plugin_dir) {
+    size_t count = 0;
+    chr_status st = chr_hasher_list(plugin_dir, nullptr, 0, &count);
+    if (st != CHR_OK && st != CHR_ERANGE) return "unknown";
+    std::vector<chr_hasher_info> infos(count);
+    if (chr_hasher_list(plugin_dir, infos.data(), infos.size(), &count) != CHR_OK) return "unknown";
+    std::string names;
+    for (size_t i = 0; i < count; ++i) names += (i ? ", " : "") + std::string(infos[i].name);
+    return names.empty() ? "none" : names;
 }
 
 void Ring::apply_batch(const std::vector<chr_change> &batch, size_t *failed) {
@@ -146,7 +169,9 @@ Snapshot Ring::snapshot() const {
 
 uint64_t hash_bytes(const std::string &hasher, uint64_t seed, const void *data, size_t len) {
     uint64_t h = 0;
-    check(chr_hasher_hash(hasher.c_str(), data, len, seed, &h), "hash");
+    chr_status st = chr_hasher_hash(hasher.c_str(), data, len, seed, &h);
+    if (st == CHR_ENOHASHER) throw_no_hasher("hash", nullptr);
+    check(st, "hash");
     return h;
 }
 

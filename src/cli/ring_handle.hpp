@@ -109,6 +109,9 @@ private:
     chr_ring *ring_ = nullptr;
 };
 
+// The hashers this process can use ("xxh3, md5, ..."), plugins discovered.
+std::string hasher_names(const char *plugin_dir);
+
 // H(key) with the named hasher and seed, as a ring would position the key.
 uint64_t hash_bytes(const std::string &hasher, uint64_t seed, const void *data, size_t len);
 
