@@ -5,10 +5,10 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <unordered_map>
 
 #include "commands.hpp"
 #include "keys.hpp"
+#include "moves.hpp"
 #include "options.hpp"
 #include "stats.hpp"
 #include "svg.hpp"
@@ -26,58 +26,6 @@ struct SimFlags {
     size_t flows = 10;
     OutputFlags output;
     std::vector<Change> changes;  // in command-line order, filled before run()
-};
-
-// Every node present before or after, and what the changes did to it.
-struct Universe {
-    std::vector<std::string> ids;
-    std::vector<int64_t> weight_before, weight_after;  // -1: not a member then
-    std::unordered_map<std::string, size_t> index;
-    std::vector<size_t> from_before, from_after;  // snapshot node index -> universe index
-    uint64_t total_before = 0, total_after = 0;
-
-    size_t intern(const std::string &id) {
-        auto [it, fresh] = index.emplace(id, ids.size());
-        if (fresh) {
-            ids.push_back(id);
-            weight_before.push_back(-1);
-            weight_after.push_back(-1);
-        }
-        return it->second;
-    }
-    // Keys may move onto a node that grew, and off a node that shrank.
-    bool grew(size_t u) const { return weight_after[u] > std::max<int64_t>(weight_before[u], 0); }
-    bool shrank(size_t u) const { return std::max<int64_t>(weight_after[u], 0) < weight_before[u]; }
-    double fair_before(size_t u) const { return fair(weight_before[u], total_before); }
-    double fair_after(size_t u) const { return fair(weight_after[u], total_after); }
-    static double fair(int64_t w, uint64_t total) { return w > 0 && total ? double(w) / double(total) : 0; }
-};
-
-// The least any weight-proportional scheme must move: the share gained by
-// the nodes that gained share.
-double ideal_fraction(const Universe &u) {
-    double gained = 0;
-    for (size_t i = 0; i < u.ids.size(); ++i) gained += std::max(0.0, u.fair_after(i) - u.fair_before(i));
-    return gained;
-}
-
-// What one scheme did to the keys.
-struct Movement {
-    std::string scheme;
-    bool is_ring = true;
-    std::vector<uint64_t> keys_before, keys_after;  // per universe node
-    uint64_t moved = 0, collateral = 0;
-    std::unordered_map<uint64_t, uint64_t> flows;  // from * nodes + to -> keys
-
-    Movement(std::string name, size_t nodes) : scheme(std::move(name)), keys_before(nodes), keys_after(nodes) {}
-    void count(size_t from, size_t to, const Universe &u) {
-        ++keys_before[from];
-        ++keys_after[to];
-        if (from == to) return;
-        ++moved;
-        if (!u.grew(to) && !u.shrank(from)) ++collateral;
-        ++flows[uint64_t(from) * u.ids.size() + to];
-    }
 };
 
 std::string change_text(const Change &c) {
@@ -113,21 +61,9 @@ Movement simulate_ring(const SimFlags &f, const std::string &placement, const st
 
     // The universe is the same for every placement; fill it on the first.
     if (u.ids.empty()) {
-        std::vector<NodeInfo> b = before.nodes(), a = after.nodes();
         for (const Member &m : members) u.intern(m.id);  // membership order first
         for (const Change &c : f.changes) u.intern(c.member.id);
-        for (const NodeInfo &n : b) {
-            size_t i = u.intern(n.id);
-            u.weight_before[i] = n.weight;
-            u.total_before += n.weight;
-            u.from_before.push_back(i);
-        }
-        for (const NodeInfo &n : a) {
-            size_t i = u.intern(n.id);
-            u.weight_after[i] = n.weight;
-            u.total_after += n.weight;
-            u.from_after.push_back(i);
-        }
+        u.record(before, after);
     }
 
     Movement m("ring (" + placement + ")", u.ids.size());
@@ -135,8 +71,7 @@ Movement simulate_ring(const SimFlags &f, const std::string &placement, const st
     keys.for_each_block([&](uint64_t, const KeyBlock &block) {
         before.lookup_batch(block.data.data(), block.lens.data(), block.size(), owner_before.data());
         after.lookup_batch(block.data.data(), block.lens.data(), block.size(), owner_after.data());
-        for (size_t i = 0; i < block.size(); ++i)
-            m.count(u.from_before[owner_before[i]], u.from_after[owner_after[i]], u);
+        m.count_owners(owner_before.data(), owner_after.data(), block.size(), u);
         progress.advance(block.size());
     });
     return m;
@@ -372,7 +307,7 @@ void run(SimFlags &f, const CLI::App &cmd) {
         for (const std::string &p : placements) moves.push_back(simulate_ring(f, p, members, keys, u, progress));
         moves.push_back(simulate_modulo(f, keys, u, progress));
     }
-    double ideal = ideal_fraction(u);
+    double ideal = u.ideal_fraction();
     bool several = placements.size() > 1;
 
     Report report;
