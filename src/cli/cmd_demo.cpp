@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "keys.hpp"
+#include "moves.hpp"
 #include "options.hpp"
 #include "picture.hpp"
 #include "stats.hpp"
@@ -62,14 +63,14 @@ double modulo_closed_form(uint32_t n, uint32_t m) {
     return 1.0 - double(std::min(n, m)) * double(std::gcd(n, m)) / (double(n) * double(m));
 }
 
-// For each node index of `before`, its index in `after` (or -1).
-std::vector<int64_t> index_map(const Snapshot &before, const Snapshot &after) {
-    std::vector<NodeInfo> b = before.nodes(), a = after.nodes();
-    std::vector<int64_t> map(b.size(), -1);
-    for (size_t i = 0; i < b.size(); ++i)
-        for (size_t j = 0; j < a.size(); ++j)
-            if (a[j].id == b[i].id) map[i] = int64_t(j);
-    return map;
+// Routes `keys` through `after` and counts what moved since `owners_before`
+// (every key's owner, a node index of the snapshot `u` recorded as before).
+Movement moves_after(const Universe &u, const Snapshot &after, const KeySet &keys,
+                     const std::vector<uint32_t> &owners_before) {
+    std::vector<uint32_t> owners_after = owners_of(after, keys, nullptr);
+    Movement m("ring", u.ids.size());
+    m.count_owners(owners_before.data(), owners_after.data(), owners_after.size(), u);
+    return m;
 }
 
 class Demo {
@@ -157,28 +158,17 @@ private:
 
             std::unique_ptr<Ring> after_ring = ring_of(tr.to, CHR_DEFAULT_TOKENS_PER_WEIGHT);
             Snapshot before = before_ring->snapshot(), after = after_ring->snapshot();
-            std::vector<int64_t> map = index_map(before, after);
-            std::vector<uint32_t> after_owners = owners_of(after, keys_, nullptr);
-            std::vector<bool> is_new(after.node_count(), true);
-            for (int64_t m : map)
-                if (m >= 0) is_new[size_t(m)] = false;
-            uint64_t ring_moved = 0, collateral = 0;
-            for (size_t k = 0; k < after_owners.size(); ++k) {
-                int64_t stayed = map[before_owners[k]];
-                if (stayed == int64_t(after_owners[k])) continue;
-                ++ring_moved;
-                // Growing: keys may only move onto new nodes; shrinking: only off the removed one.
-                bool allowed = tr.to > tr.from ? bool(is_new[after_owners[k]]) : stayed < 0;
-                collateral += !allowed;
-            }
+            Universe u;
+            u.record(before, after);
+            Movement ring = moves_after(u, after, keys_, before_owners);
             double n = double(keys_.size());
             t.add_row({text_cell(std::to_string(tr.from) + " -> " + std::to_string(tr.to) + " nodes"),
                        count_cell(tr.from), count_cell(tr.to), percent_cell(double(modulo_moved) / n, 2),
-                       percent_cell(modulo_closed_form(tr.from, tr.to), 2), percent_cell(double(ring_moved) / n, 2),
+                       percent_cell(modulo_closed_form(tr.from, tr.to), 2), percent_cell(double(ring.moved) / n, 2),
                        percent_cell(double(std::max(tr.from, tr.to) - std::min(tr.from, tr.to)) /
                                         double(std::max(tr.from, tr.to)),
                                     2),
-                       count_cell(collateral)});
+                       count_cell(ring.collateral)});
         }
         t.notes.push_back("hash % N reshuffles almost everything: a key stays only if h mod n == h mod m, so "
                           "1 - min(n,m)*gcd(n,m)/(n*m) of the keys move (closed form). The ring (160 tokens per "
