@@ -60,18 +60,6 @@ void fill_ref(const Node &n, uint32_t index, chr_node_ref *out) noexcept {
     if (!n.zone.empty()) std::memcpy(out->zone, n.zone.data(), n.zone.size());
 }
 
-void fill_view(const Node &n, uint32_t index, chr_node_view *out) noexcept {
-    out->id = reinterpret_cast<const unsigned char *>(n.id.data());
-    out->id_len = n.id.size();
-    out->zone = reinterpret_cast<const unsigned char *>(n.zone.data());
-    out->zone_len = n.zone.size();
-    out->tag = n.tag;
-    out->ownership = n.ownership;
-    out->weight = n.weight;
-    out->tokens = n.tokens;
-    out->index = index;
-    out->reserved0 = 0;
-}
 
 // Shared by the ring and snapshot versions of replicas; `emit(i, node_index)`
 // writes one result.
@@ -279,7 +267,7 @@ CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key
     const Snapshot &s = *impl(snap);
     if (s.token_count() == 0) return empty_ring(who);
     uint32_t o = s.owner_of(key, key_len);
-    fill_view(s.node(o), o, out);
+    *out = s.view(o);
     return CHR_OK;
 }
 
@@ -308,7 +296,7 @@ CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *k
     const Snapshot &s = *impl(snap);
     return guarded(who, [&] {
         return replicas_on(s, who, key, key_len, n, count,
-                           [&](size_t i, uint32_t o) { fill_view(s.node(o), o, &out[i]); });
+                           [&](size_t i, uint32_t o) { out[i] = s.view(o); });
     });
 }
 
@@ -319,7 +307,7 @@ CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr
     const Snapshot &s = *impl(snap);
     if (index >= s.node_count())
         return fail(CHR_ERANGE, "%s: index %zu is past the %zu members", who, index, s.node_count());
-    fill_view(s.node(index), uint32_t(index), out);
+    *out = s.view(index);
     return CHR_OK;
 }
 

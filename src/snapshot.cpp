@@ -208,9 +208,14 @@ void Snapshot::finish() {
     for (const FingerprintMix &lane : lanes) fp.add(lane.h);
     fingerprint_ = fp.h;
     eligible_ = 0;
+    views_.resize(nodes_.size());
     for (size_t i = 0; i < nodes_.size(); ++i) {
-        nodes_[i].ownership = double(arcs[i]) * 0x1p-64;
-        eligible_ += nodes_[i].tokens > 0;
+        Node &n = nodes_[i];
+        n.ownership = double(arcs[i]) * 0x1p-64;
+        eligible_ += n.tokens > 0;
+        views_[i].view = {reinterpret_cast<const unsigned char *>(n.id.data()), n.id.size(),
+                          reinterpret_cast<const unsigned char *>(n.zone.data()), n.zone.size(),
+                          n.tag, n.ownership, n.weight, n.tokens, uint32_t(i), 0};
     }
 
     // Prefix index on the top `bits` bits of a hash: one bucket per 1-2

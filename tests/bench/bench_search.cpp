@@ -1,0 +1,265 @@
+// Successor-search layouts over the same sorted token array, each including
+// the xxh3 key hash, at 10, 100 and 1,000 nodes x 160 tokens: the study
+// behind the core's fast path (snapshot.hpp, Snapshot::successor). Every
+// layout is checked against std::lower_bound on 100,000 keys before it is
+// timed, and reports its memory as the counter bytes_per_token.
+//
+//   lower_bound         std::lower_bound over values, owners beside them
+//   branchless_binary   the same search without data-dependent branches
+//   eytzinger           values in BFS (Eytzinger) order, branchless descent
+//                       with the next levels prefetched (Khuong & Morin)
+//   prefix_plus2        a bucket table on the top ceil(log2 T)+2 bits, then
+//                       lower_bound in the bucket (the reference measurement)
+//   prefix_window       chring's: floor(log2 T) bits (<= 4 bytes per token),
+//                       then a branchless count over a 4-value window
+//   prefix_window_u16   the same with 16-bit owners (node counts <= 65,536)
+//   prefix_window_packed  the same with value and owner in one 12-byte record
+//   chring_snapshot     chr_snapshot_lookup, the real thing
+//   chring_batch        chr_snapshot_lookup_batch, 1,024 keys per call
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "bench_support.hpp"
+
+namespace {
+
+using bench::KeyPool;
+using bench::TokenArray;
+
+constexpr size_t kCheckedKeys = 100000;
+
+unsigned floor_log2(size_t n) { return unsigned(63 - __builtin_clzll(n)); }
+
+// Owner at index i, wrapping past the end to token 0.
+template <class Owners>
+uint32_t wrap_owner(const Owners &owners, size_t i) {
+    return owners[i == owners.size() ? 0 : i];
+}
+
+struct LowerBound {
+    const TokenArray &t;
+    explicit LowerBound(const TokenArray &tokens) : t(tokens) {}
+    uint32_t operator()(uint64_t h) const { return t.owner_at_or_after(h); }
+    double bytes_per_token() const { return 12; }
+};
+
+struct BranchlessBinary {
+    const TokenArray &t;
+    explicit BranchlessBinary(const TokenArray &tokens) : t(tokens) {}
+    uint32_t operator()(uint64_t h) const {
+        const uint64_t *base = t.values.data();
+        size_t n = t.values.size();
+        while (n > 1) {
+            const size_t half = n / 2;
+            base = base[half - 1] < h ? base + half : base;  // cmov, no branch on the data
+            n -= half;
+        }
+        const size_t i = size_t(base - t.values.data()) + (*base < h);
+        return wrap_owner(t.owners, i);
+    }
+    double bytes_per_token() const { return 12; }
+};
+
+struct Eytzinger {
+    std::vector<uint64_t> values;  // 1-based BFS order; values[0] unused
+    std::vector<uint32_t> owners;  // by BFS position
+    uint32_t first_owner;          // the wrap target: owner of the smallest token
+    explicit Eytzinger(const TokenArray &t)
+        : values(t.values.size() + 1), owners(t.values.size() + 1), first_owner(t.owners[0]) {
+        size_t next = 0;
+        fill(t, 1, next);
+    }
+    void fill(const TokenArray &t, size_t k, size_t &next) {
+        if (k >= values.size()) return;
+        fill(t, 2 * k, next);
+        values[k] = t.values[next];
+        owners[k] = t.owners[next++];
+        fill(t, 2 * k + 1, next);
+    }
+    uint32_t operator()(uint64_t h) const {
+        size_t k = 1;
+        const size_t n = values.size();
+        while (k < n) {
+            __builtin_prefetch(values.data() + 16 * k);  // four levels ahead
+            k = 2 * k + (values[k] < h);
+        }
+        k >>= __builtin_ffsll((long long)~k);  // undo the trailing right turns
+        return k == 0 ? first_owner : owners[k];
+    }
+    double bytes_per_token() const { return 12; }
+};
+
+struct PrefixPlus2 {
+    const TokenArray &t;
+    std::vector<uint32_t> start;
+    unsigned shift;
+    explicit PrefixPlus2(const TokenArray &tokens) : t(tokens) {
+        const size_t T = t.values.size();
+        const unsigned bits = floor_log2(T) + (T & (T - 1) ? 1 : 0) + 2;
+        shift = 64 - bits;
+        start.assign((size_t(1) << bits) + 1, 0);
+        size_t k = 0;
+        for (size_t b = 0; b < start.size(); ++b) {
+            while (k < T && (t.values[k] >> shift) < b) ++k;
+            start[b] = uint32_t(k);
+        }
+    }
+    uint32_t operator()(uint64_t h) const {
+        const uint64_t b = h >> shift;
+        const uint64_t *first = t.values.data();
+        const size_t i = size_t(std::lower_bound(first + start[b], first + start[b + 1], h) - first);
+        return wrap_owner(t.owners, i);
+    }
+    double bytes_per_token() const { return 12 + 4.0 * double(start.size()) / double(t.values.size()); }
+};
+
+template <class Owner>
+struct PrefixWindow {
+    std::vector<uint64_t> values;  // T values then 4 sentinels
+    std::vector<Owner> owners;
+    std::vector<uint32_t> start;
+    unsigned shift;
+    size_t T;
+    explicit PrefixWindow(const TokenArray &t)
+        : values(t.values), owners(t.owners.begin(), t.owners.end()), T(t.values.size()) {
+        values.resize(T + 4, UINT64_MAX);
+        const unsigned bits = std::max(1u, std::min(24u, floor_log2(T)));
+        shift = 64 - bits;
+        start.assign((size_t(1) << bits) + 1, 0);
+        size_t k = 0;
+        for (size_t b = 0; b < start.size(); ++b) {
+            while (k < T && (values[k] >> shift) < b) ++k;
+            start[b] = uint32_t(k);
+        }
+    }
+    uint32_t operator()(uint64_t h) const {
+        const uint64_t b = h >> shift;
+        uint32_t lo = start[b];
+        const uint32_t hi = start[b + 1];
+        if (hi - lo <= 4) {
+            const uint64_t *v = values.data() + lo;
+            lo += uint32_t(v[0] < h) + uint32_t(v[1] < h) + uint32_t(v[2] < h) + uint32_t(v[3] < h);
+        } else {
+            lo = uint32_t(std::lower_bound(values.data() + lo, values.data() + hi, h) - values.data());
+        }
+        return owners[lo == T ? 0 : lo];
+    }
+    double bytes_per_token() const {
+        return 8 + double(sizeof(Owner)) + 4.0 * double(start.size()) / double(T);
+    }
+};
+
+// prefix_window_packed: value and owner side by side in one 12-byte record,
+// so the window's cache line also holds the answer's owner.
+struct PrefixWindowPacked {
+    struct __attribute__((packed)) Token {
+        uint64_t value;
+        uint32_t owner;
+    };
+    std::vector<Token> tokens;  // T tokens then 4 sentinels
+    std::vector<uint32_t> start;
+    unsigned shift;
+    size_t T;
+    explicit PrefixWindowPacked(const TokenArray &t) : T(t.values.size()) {
+        for (size_t i = 0; i < T; ++i) tokens.push_back({t.values[i], t.owners[i]});
+        tokens.resize(T + 4, Token{UINT64_MAX, 0});
+        const unsigned bits = std::max(1u, std::min(24u, floor_log2(T)));
+        shift = 64 - bits;
+        start.assign((size_t(1) << bits) + 1, 0);
+        size_t k = 0;
+        for (size_t b = 0; b < start.size(); ++b) {
+            while (k < T && (tokens[k].value >> shift) < b) ++k;
+            start[b] = uint32_t(k);
+        }
+    }
+    uint32_t operator()(uint64_t h) const {
+        const uint64_t b = h >> shift;
+        uint32_t lo = start[b];
+        const uint32_t hi = start[b + 1];
+        if (hi - lo <= 4) {
+            const Token *v = tokens.data() + lo;
+            lo += uint32_t(v[0].value < h) + uint32_t(v[1].value < h) + uint32_t(v[2].value < h) +
+                  uint32_t(v[3].value < h);
+        } else {
+            while (lo < hi && tokens[lo].value < h) ++lo;
+        }
+        return tokens[lo == T ? 0 : lo].owner;
+    }
+    double bytes_per_token() const { return 12 + 4.0 * double(start.size()) / double(T); }
+};
+
+// Times `Layout` built over the token array of an N-node ring.
+template <class Layout>
+void search(benchmark::State &state) {
+    chr_snapshot *snap = nullptr;
+    bench::check(chr_ring_snapshot(bench::shared_ring(size_t(state.range(0))), &snap),
+                 "chr_ring_snapshot");
+    const TokenArray tokens(snap);
+    chr_snapshot_release(snap);
+    const Layout layout(tokens);
+    const KeyPool &pool = KeyPool::get();
+    for (size_t i = 0; i < kCheckedKeys; ++i) {
+        const uint64_t h = bench::key_hash(pool[i]);
+        if (layout(h) != tokens.owner_at_or_after(h)) {
+            state.SkipWithError("layout disagrees with std::lower_bound");
+            return;
+        }
+    }
+    size_t i = 0;
+    for (auto _ : state) benchmark::DoNotOptimize(layout(bench::key_hash(pool[i++])));
+    state.counters["bytes_per_token"] = layout.bytes_per_token();
+}
+
+void chring_snapshot(benchmark::State &state) {
+    chr_snapshot *snap = nullptr;
+    bench::check(chr_ring_snapshot(bench::shared_ring(size_t(state.range(0))), &snap),
+                 "chr_ring_snapshot");
+    const KeyPool &pool = KeyPool::get();
+    chr_node_view owner;
+    size_t i = 0;
+    for (auto _ : state) {
+        const bench::Key &k = pool[i++];
+        bench::check(chr_snapshot_lookup(snap, k.bytes, k.len, &owner), "chr_snapshot_lookup");
+        benchmark::DoNotOptimize(owner.index);
+    }
+    chr_snapshot_release(snap);
+}
+
+void chring_batch(benchmark::State &state) {
+    constexpr size_t kBatch = 1024;
+    chr_snapshot *snap = nullptr;
+    bench::check(chr_ring_snapshot(bench::shared_ring(size_t(state.range(0))), &snap),
+                 "chr_ring_snapshot");
+    const KeyPool &pool = KeyPool::get();
+    std::vector<const void *> keys(kBatch);
+    std::vector<size_t> lens(kBatch);
+    std::vector<uint32_t> owners(kBatch);
+    size_t i = 0;
+    for (auto _ : state) {
+        state.PauseTiming();
+        for (size_t j = 0; j < kBatch; ++j, ++i) keys[j] = pool[i].bytes, lens[j] = pool[i].len;
+        state.ResumeTiming();
+        bench::check(chr_snapshot_lookup_batch(snap, keys.data(), lens.data(), kBatch, owners.data()),
+                     "chr_snapshot_lookup_batch");
+        benchmark::DoNotOptimize(owners.data());
+    }
+    state.SetItemsProcessed(int64_t(state.iterations() * kBatch));  // report per key
+    chr_snapshot_release(snap);
+}
+
+}  // namespace
+
+BENCHMARK_TEMPLATE(search, LowerBound)->Arg(10)->Arg(100)->Arg(1000);
+BENCHMARK_TEMPLATE(search, BranchlessBinary)->Arg(10)->Arg(100)->Arg(1000);
+BENCHMARK_TEMPLATE(search, Eytzinger)->Arg(10)->Arg(100)->Arg(1000);
+BENCHMARK_TEMPLATE(search, PrefixPlus2)->Arg(10)->Arg(100)->Arg(1000);
+BENCHMARK_TEMPLATE(search, PrefixWindow<uint32_t>)->Arg(10)->Arg(100)->Arg(1000);
+BENCHMARK_TEMPLATE(search, PrefixWindow<uint16_t>)->Arg(10)->Arg(100)->Arg(1000);
+BENCHMARK_TEMPLATE(search, PrefixWindowPacked)->Arg(10)->Arg(100)->Arg(1000);
+BENCHMARK(chring_snapshot)->Arg(10)->Arg(100)->Arg(1000);
+BENCHMARK(chring_batch)->Arg(10)->Arg(100)->Arg(1000);
+
+BENCHMARK_MAIN();
