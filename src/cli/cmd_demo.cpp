@@ -40,7 +40,44 @@ const uint32_t kBlastTokens[] = {1, 16, 160};
 const uint32_t kReplicaTokens[] = {16, 160};
 constexpr size_t kReplicaCount = 3;
 
+// Section 5: memcached-style servers 10.0.0.N:11211 with weight N, tagged
+// with their position in the server list (0..9) as ketama requires.
+constexpr uint32_t kServers = 10;
+// Ketama hashes every key with MD5 (~150 ns): this many keys at most keeps
+// the demo within a second.
+constexpr uint64_t kKetamaKeysMax = 200000;
+struct ServerChange {
+    uint32_t op;      // CHR_OP_*
+    uint32_t server;  // 10.0.0.<server>:11211
+    uint32_t weight;  // its weight after the change
+};
+const ServerChange kServerChanges[] = {
+    {CHR_OP_ADD, kServers + 1, 5}, {CHR_OP_REMOVE, 7, 0}, {CHR_OP_SET_WEIGHT, 4, 8}};
+
 std::string node_name(uint32_t i) { return "node-" + std::to_string(i); }
+std::string server_name(uint32_t n) { return "10.0.0." + std::to_string(n) + ":11211"; }
+uint32_t server_weight(uint32_t n) { return n; }
+
+std::vector<Member> weighted_servers() {
+    std::vector<Member> servers(kServers);
+    for (uint32_t i = 0; i < kServers; ++i) servers[i] = Member{server_name(i + 1), server_weight(i + 1), "", 0};
+    return servers;
+}
+
+std::string change_label(const ServerChange &c) {
+    std::string name = server_name(c.server);
+    std::string was = std::to_string(server_weight(c.server)), now = std::to_string(c.weight);
+    switch (c.op) {
+    case CHR_OP_ADD: return "add " + name + " (weight " + now + ")";
+    case CHR_OP_REMOVE: return "remove " + name + " (weight " + was + ")";
+    default: return "reweight " + name + " (weight " + was + " -> " + now + ")";
+    }
+}
+
+Change change_of(const ServerChange &c) {
+    // An added server is tagged as the next position in the list.
+    return Change{c.op, Member{server_name(c.server), c.weight, "", 0}, change_label(c), kServers};
+}
 
 // A node's index in a ring of kBlastNodes (ids in byte order: node-1,
 // node-10, node-2, ...), which is the colour the ring pictures give it.
@@ -90,6 +127,7 @@ public:
         r.tables.push_back(std::move(summary));
         r.tables.push_back(std::move(detail));
         r.tables.push_back(replicas());
+        r.tables.push_back(ketama_moves());
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         char line[160];
         std::snprintf(line, sizeof line, "Measured in %.1f s. Try your own cluster: chring sim --help.", seconds);
@@ -352,6 +390,80 @@ private:
         t.notes.push_back("Taking the next 3 tokens clockwise often lands two copies on one node, so one failure "
                           "loses two of three copies. chr_ring_replicas walks on and skips nodes already chosen "
                           "(Dynamo's preference list): every key gets 3 different nodes.");
+        return t;
+    }
+
+    // 5. Weighted ketama against native placement: same servers, same change.
+    Table ketama_moves() const {
+        const KeySet keys = KeySet::synthetic(std::min(keys_.size(), kKetamaKeysMax));
+        const RingConfig native = config(CHR_DEFAULT_TOKENS_PER_WEIGHT);
+        RingConfig ketama = flags_.ring;
+        ketama.placement = "ketama";
+        ketama.hasher.clear();  // its own: md5
+        const std::vector<Member> servers = weighted_servers();
+        std::vector<std::vector<Movement>> moves;  // [native, ketama][change]
+        std::vector<double> ideal;                 // [change]
+        const RingConfig *schemes[] = {&native, &ketama};
+        for (const RingConfig *c : schemes) {
+            Ring base(*c);
+            base.add(servers, "demo");
+            Snapshot before = base.snapshot();
+            std::vector<uint32_t> owners_before = owners_of(before, keys, nullptr);
+            moves.emplace_back();
+            for (const ServerChange &change : kServerChanges) {
+                Ring changed(*c);
+                changed.add(servers, "demo");
+                changed.apply({change_of(change)});
+                Snapshot after = changed.snapshot();
+                Universe u;
+                u.record(before, after);
+                moves.back().push_back(moves_after(u, after, keys, owners_before));
+                if (c == &native) ideal.push_back(u.ideal_fraction());
+            }
+        }
+
+        Table t;
+        t.key = "ketama_moves";
+        t.title = "5. Weighted ketama (libmemcached) vs native: one change to " + std::to_string(kServers) +
+                  " servers 10.0.0.N:11211 of weight N";
+        t.columns = {{"change", "change", false},
+                     {"keys", "keys", true, false},
+                     {"native_moved", "native moved", true, false},
+                     {"native_moved_pct", "native moved"},
+                     {"ketama_moved", "ketama moved", true, false},
+                     {"ketama_moved_pct", "ketama moved"},
+                     {"ideal_pct", "ideal"},
+                     {"ketama_collateral", "ketama collateral", true, false},
+                     {"ketama_collateral_pct", "ketama collateral"},
+                     {"native_collateral", "native collateral"}};
+        const double n = double(keys.size());
+        std::vector<double> collateral, ratio;
+        for (size_t i = 0; i < std::size(kServerChanges); ++i) {
+            const Movement &nat = moves[0][i], &ket = moves[1][i];
+            collateral.push_back(double(ket.collateral) / n);
+            ratio.push_back(nat.moved ? double(ket.moved) / double(nat.moved) : 0);
+            t.add_row({text_cell(change_label(kServerChanges[i])), count_cell(keys.size()), count_cell(nat.moved),
+                       percent_cell(double(nat.moved) / n, 2), count_cell(ket.moved),
+                       percent_cell(double(ket.moved) / n, 2), percent_cell(ideal[i], 2),
+                       count_cell(ket.collateral), percent_cell(double(ket.collateral) / n, 2),
+                       count_cell(nat.collateral)});
+        }
+        auto [least_collateral, most_collateral] = std::minmax_element(collateral.begin(), collateral.end());
+        auto [least_ratio, most_ratio] = std::minmax_element(ratio.begin(), ratio.end());
+        if (keys.size() < keys_.size())
+            t.notes.push_back("Measured with the first " + with_commas(keys.size()) + " of the " +
+                              with_commas(keys_.size()) + " keys: ketama hashes every key with MD5.");
+        t.notes.push_back("Weighted ketama (hasher md5) gives each server floor(w/W*40*n)*4 points, so any change of "
+                          "servers or weights recomputes every server's point count: servers that did not change "
+                          "trade points, and keys with them. That collateral (keys that left a server which did not "
+                          "shrink for one which did not grow) is " +
+                          format_fixed(100 * *least_collateral, 2) + "% to " + format_fixed(100 * *most_collateral, 2) +
+                          "% of all keys here, and ketama moves " + format_fixed(*least_ratio, 1) + "x to " +
+                          format_fixed(*most_ratio, 1) + "x what native placement moves. Native tokens (" +
+                          flags_.ring.effective_hasher() + ", " + std::to_string(CHR_DEFAULT_TOKENS_PER_WEIGHT) +
+                          " per unit of weight) depend on their own node alone: only the changed server's keys "
+                          "move, about the ideal (its change in share of the total weight). Use ketama to share a "
+                          "key layout with libmemcached or twemproxy clients, not for its own sake.");
         return t;
     }
 
