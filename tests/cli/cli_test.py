@@ -6,7 +6,8 @@
 CHECK is one of:
   golden NAME     run a fixed command and compare stdout with golden/NAME.out
   update-golden   rewrite every golden file from the current build (then review the diff)
-  demo            the demo's hash % N figures match the closed form within 0.2 points, and more
+  demo            the demo's hash % N figures match the closed form within 0.2 points, ketama's
+                  collateral is above 0 and native's 0, the run stays quick, and more
   collateral      `sim` moves keys only onto grown / off shrunk nodes (native), and says so
   bad-input       bad arguments and files: a clear one-line message and a non-zero exit, no crash
 
@@ -17,6 +18,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -95,10 +97,72 @@ def json_of(opts, args):
     return json.loads(r.stdout)
 
 
-def demo(opts):
-    """The demo's story holds: the closed form, collateral 0, 1/sqrt(V), blast radius, replicas."""
+def child_cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+# The demo's section 5 cluster as `sim` spells it: 10.0.0.N:11211 of weight N, and its changes.
+KETAMA_SERVERS = [arg for n in range(1, 11) for arg in ("--node", f"10.0.0.{n}:11211={n}")]
+KETAMA_CHANGES = {
+    "add 10.0.0.11:11211 (weight 5)": ["--add", "10.0.0.11:11211=5"],
+    "remove 10.0.0.7:11211 (weight 7)": ["--remove", "10.0.0.7:11211"],
+    "reweight 10.0.0.4:11211 (weight 4 -> 8)": ["--reweight", "10.0.0.4:11211=8"],
+}
+KETAMA_KEYS_MAX = 200000  # the demo routes at most this many keys through ketama (MD5)
+
+
+def demo_ketama(opts, d, keys):
+    """Section 5: native collateral 0, ketama's above 0, and the same counts `sim` finds."""
     failures = []
+    rows = {row["change"]: row for row in d.get("ketama_moves", [])}
+    if sorted(rows) != sorted(KETAMA_CHANGES):
+        return [f"ketama_moves rows {sorted(rows)}, want {sorted(KETAMA_CHANGES)}"]
+    for change, row in rows.items():
+        if row["keys"] != min(keys, KETAMA_KEYS_MAX):
+            failures.append(f"ketama_moves {change}: {row['keys']} keys routed of {keys}")
+        if row["native_collateral"] != 0:
+            failures.append(f"ketama_moves {change}: native collateral {row['native_collateral']}")
+        # Weighted ketama recomputes every server's point count on any change; with these
+        # fixed servers and keys (ketama ignores --hasher and --seed) that moves keys between
+        # unchanged servers in every row: 0.9% to 4.6% of the keys at 200,000 keys.
+        if row["ketama_collateral"] <= 0:
+            failures.append(f"ketama_moves {change}: ketama collateral {row['ketama_collateral']}, want > 0")
+        if not (0 < row["ketama_collateral"] < row["ketama_moved"]):
+            failures.append(f"ketama_moves {change}: collateral {row['ketama_collateral']} "
+                            f"of {row['ketama_moved']} moved")
+        for scheme in ("native", "ketama"):
+            pct = 100 * row[f"{scheme}_moved"] / row["keys"]
+            if abs(row[f"{scheme}_moved_pct"] - pct) > 1e-6:
+                failures.append(f"ketama_moves {change}: {scheme}_moved_pct {row[f'{scheme}_moved_pct']} != {pct}")
+        # 160 tokens per unit of weight: the changed server's share is within 1.6x of its weight share.
+        if not (row["ideal_pct"] / 1.6 <= row["native_moved_pct"] <= row["ideal_pct"] * 1.6):
+            failures.append(f"ketama_moves {change}: native moved {row['native_moved_pct']}%, "
+                            f"ideal {row['ideal_pct']}%")
+    # The same servers, tags and change through `sim` give the same counts.
+    for change, ops in KETAMA_CHANGES.items():
+        s = json_of(opts, ["sim"] + KETAMA_SERVERS + ops + ["--keys", str(min(keys, KETAMA_KEYS_MAX)),
+                                                            "--placement", "native,ketama"])
+        by = {row["scheme"]: row for row in s["moves"]}
+        got = (rows[change]["native_moved"], rows[change]["ketama_moved"], rows[change]["ketama_collateral"])
+        want = (by["ring (native)"]["moved"], by["ring (ketama)"]["moved"], by["ring (ketama)"]["collateral"])
+        if got != want:
+            failures.append(f"ketama_moves {change}: demo (native moved, ketama moved, ketama collateral) "
+                            f"{got}, sim {want}")
+    return failures
+
+
+def demo(opts):
+    """The demo's story holds: the closed form, collateral 0, 1/sqrt(V), blast radius, replicas, ketama."""
+    failures = []
+    cpu_before = child_cpu_seconds()
     d = json_of(opts, ["demo"])
+    cpu = child_cpu_seconds() - cpu_before
+    # About 0.5 s of CPU on this 2-core machine; "a few seconds" is the promise.
+    if cpu > 4:
+        failures.append(f"demo took {cpu:.1f} s of CPU, want at most 4")
+    failures += demo_ketama(opts, d, 1000000)
+    failures += demo_ketama(opts, json_of(opts, ["demo", "--keys", "20000"]), 20000)
     if d["setup"]["keys"] != 1000000:
         failures.append(f"demo default keys: {d['setup']['keys']}")
     pairs = {(row["from"], row["to"]) for row in d["key_moves"]}
@@ -146,10 +210,12 @@ def demo(opts):
             failures.append(f"replicas: {row}")
         if row["method"].startswith("next 3") and not (5 < row["doubled_pct"] < 50):
             failures.append(f"naive replicas should double up often: {row}")
-    # The table a person reads is there too, with every section.
-    r = run_chring(["demo", "--keys", "20000"], opts.chring, opts.data)
+    # The table a person reads is there too, with every section; past the ketama cap it says
+    # how many keys section 5 used.
+    r = run_chring(["demo", "--keys", "300000"], opts.chring, opts.data)
     text = r.stdout.decode()
-    for heading in ("1. Keys that move", "2. How even", "3. Blast radius", "4. Replicas"):
+    for heading in ("1. Keys that move", "2. How even", "3. Blast radius", "4. Replicas", "5. Weighted ketama",
+                    "Measured with the first 200,000 of the 300,000 keys"):
         if heading not in text:
             failures.append(f"demo text lacks '{heading}'")
     return failures
