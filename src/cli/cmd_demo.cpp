@@ -1,7 +1,8 @@
 // chring demo: the case for consistent hashing, measured live with the real
 // library — what hash % N moves against the ring, how evenness follows
-// 1/sqrt(tokens), where a failed node's keys go, and replicas on distinct
-// nodes. Fixed scenarios, so the numbers can be quoted.
+// 1/sqrt(tokens), where a failed node's keys go, replicas on distinct nodes,
+// and the keys weighted ketama moves needlessly. Fixed scenarios, so the
+// numbers can be quoted.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -524,7 +525,7 @@ void run(const DemoFlags &f) {
 void add_demo_command(CLI::App &app) {
     auto flags = std::make_shared<DemoFlags>();
     CLI::App *cmd = app.add_subcommand("demo", "Why a consistent-hashing ring: key moves, balance, failures, "
-                                               "replicas, measured live");
+                                               "replicas, weighted ketama's extra moves, measured live");
     cmd->footer("Runs fixed scenarios against the real library; no arguments needed. Example: chring demo --svg demo.svg");
     cmd->add_option("--keys", flags->keys, "Keys routed in each scenario")
         ->type_name("N")
