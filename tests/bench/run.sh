@@ -52,7 +52,7 @@ export CHRING_PLUGIN_PATH
 load_before=$(cut -d' ' -f1 /proc/loadavg)
 results=$build_dir/bench-results
 mkdir -p "$results"
-rm -f "$results"/*.json
+rm -f "$results"/*.json "$results"/*.txt
 for program in lookup update threads memory; do
   echo "running bench_$program ($repetitions repetitions of ${min_time}s)..." >&2
   "$bench_dir/bench_$program" \
