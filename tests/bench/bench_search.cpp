@@ -33,6 +33,17 @@ constexpr size_t kCheckedKeys = 100000;
 
 unsigned floor_log2(size_t n) { return unsigned(63 - __builtin_clzll(n)); }
 
+// start[b] = the first token whose top `bits` bits are >= b, for every b
+// (the bucket table of the prefix layouts); sets `shift` to 64 - bits.
+template <class ValueOf>
+std::vector<uint32_t> bucket_starts(size_t T, unsigned bits, unsigned &shift, ValueOf value_of) {
+    shift = 64 - bits;
+    std::vector<uint32_t> start((size_t(1) << bits) + 1, 0);
+    for (size_t k = 0; k < T; ++k) ++start[(value_of(k) >> shift) + 1];
+    for (size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
+    return start;
+}
+
 // Owner at index i, wrapping past the end to token 0.
 template <class Owners>
 uint32_t wrap_owner(const Owners &owners, size_t i) {
@@ -99,13 +110,7 @@ struct PrefixPlus2 {
     explicit PrefixPlus2(const TokenArray &tokens) : t(tokens) {
         const size_t T = t.values.size();
         const unsigned bits = floor_log2(T) + (T & (T - 1) ? 1 : 0) + 2;
-        shift = 64 - bits;
-        start.assign((size_t(1) << bits) + 1, 0);
-        size_t k = 0;
-        for (size_t b = 0; b < start.size(); ++b) {
-            while (k < T && (t.values[k] >> shift) < b) ++k;
-            start[b] = uint32_t(k);
-        }
+        start = bucket_starts(T, bits, shift, [&](size_t k) { return t.values[k]; });
     }
     uint32_t operator()(uint64_t h) const {
         const uint64_t b = h >> shift;
@@ -126,14 +131,8 @@ struct PrefixWindow {
     explicit PrefixWindow(const TokenArray &t)
         : values(t.values), owners(t.owners.begin(), t.owners.end()), T(t.values.size()) {
         values.resize(T + 4, UINT64_MAX);
-        const unsigned bits = std::max(1u, std::min(24u, floor_log2(T)));
-        shift = 64 - bits;
-        start.assign((size_t(1) << bits) + 1, 0);
-        size_t k = 0;
-        for (size_t b = 0; b < start.size(); ++b) {
-            while (k < T && (values[k] >> shift) < b) ++k;
-            start[b] = uint32_t(k);
-        }
+        start = bucket_starts(T, std::max(1u, std::min(24u, floor_log2(T))), shift,
+                              [&](size_t k) { return values[k]; });
     }
     uint32_t operator()(uint64_t h) const {
         const uint64_t b = h >> shift;
@@ -166,14 +165,8 @@ struct PrefixWindowPacked {
     explicit PrefixWindowPacked(const TokenArray &t) : T(t.values.size()) {
         for (size_t i = 0; i < T; ++i) tokens.push_back({t.values[i], t.owners[i]});
         tokens.resize(T + 4, Token{UINT64_MAX, 0});
-        const unsigned bits = std::max(1u, std::min(24u, floor_log2(T)));
-        shift = 64 - bits;
-        start.assign((size_t(1) << bits) + 1, 0);
-        size_t k = 0;
-        for (size_t b = 0; b < start.size(); ++b) {
-            while (k < T && (tokens[k].value >> shift) < b) ++k;
-            start[b] = uint32_t(k);
-        }
+        start = bucket_starts(T, std::max(1u, std::min(24u, floor_log2(T))), shift,
+                              [&](size_t k) { return tokens[k].value; });
     }
     uint32_t operator()(uint64_t h) const {
         const uint64_t b = h >> shift;

@@ -14,6 +14,16 @@ import json
 import sys
 
 SIZES = (10, 100, 1000)
+# (label, bench_search template argument), in the order of the study.
+LAYOUTS = (
+    ("std::lower_bound", "LowerBound"),
+    ("branchless binary search", "BranchlessBinary"),
+    ("Eytzinger layout, prefetching descent", "Eytzinger"),
+    ("prefix table ceil(log2 T)+2 bits + lower_bound", "PrefixPlus2"),
+    ("prefix table floor(log2 T) bits + 4-value window (chring)", "PrefixWindow<uint32_t>"),
+    ("the same, 16-bit owners", "PrefixWindow<uint16_t>"),
+    ("the same, value+owner packed in 12 bytes", "PrefixWindowPacked"),
+)
 TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
@@ -142,6 +152,15 @@ def table(results):
         [None] + [results.counter(f"memory_per_token/{n}/iterations:1/repeats:1",
                                   "rss_bytes_per_token") for n in SIZES[1:]], 2)
 
+    section("Search layouts over the same tokens, xxh3 included, ns per key (bench_search)")
+    for label, name in LAYOUTS:
+        cells = per_size("search<" + name + ">/{n}")
+        bpt = results.counter(f"search<{name}>/1000", "bytes_per_token")
+        row(f"{label} ({bpt:.1f} B/token at 1,000)" if bpt else label, cells)
+    row("chr_snapshot_lookup (the real thing)", per_size("chring_snapshot/{n}"))
+    batch = [ns / 1024 if ns else None for ns in per_size("chring_batch/{n}")]
+    row("chr_snapshot_lookup_batch, per key (1,024 keys per call)", batch)
+
     out = ["| measurement | 10 nodes | 100 nodes | 1,000 nodes |", "|---|--:|--:|--:|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out, ring, ketama_default, ketama_md5
@@ -167,11 +186,59 @@ def notes(results, ring, ketama_default, ketama_md5):
             verdicts.append(f"{n:,}: {'met' if met else 'NOT met'} "
                             f"({ours:.1f} ns vs {default:.1f} / {md5:.1f} ns)")
     out.append("- Target chr_ring_lookup <= libmemcached ketama: " + "; ".join(verdicts) + ".")
+    out += fast_path_targets(results)
     if results.cv:
         worst = max(results.cv, key=results.cv.get)
         out.append(f"- Largest coefficient of variation over the repetitions: "
                    f"{results.cv[worst] * 100:.1f}% (`{worst}`).")
     return out
+
+
+def fast_path_targets(results):
+    """The lookup fast path's goals, each with its measured ratio."""
+    xxh3 = results.ns("xxh3_alone")
+    snap = {n: results.ns(f"snapshot_lookup/{n}") for n in SIZES}
+    ring = {n: results.ns(f"ring_lookup/{n}") for n in SIZES}
+    lower = {n: results.ns(f"std_lower_bound/{n}") for n in SIZES}
+    md5 = results.ns("ketama_lookup/weighted_md5/100")
+    default = results.ns("ketama_lookup/default/100")
+    batch = {n: (results.ns(f"chring_batch/{n}") or 0) / 1024 or None for n in SIZES}
+    build = results.ns("build_from_scratch/1000/manual_time", "real_ns")
+    add = results.ns("add_one_node/1000/manual_time", "real_ns")
+    remove = results.ns("remove_one_node/1000/manual_time", "real_ns")
+    bpt = results.counter("memory_per_token/1000/iterations:1/repeats:1", "index_bytes_per_token")
+
+    def check(label, value, goal, better="<="):
+        if value is None:
+            return f"  - {label}: not measured"
+        met = value <= goal if better == "<=" else value >= goal
+        return f"  - {label}: {value:.2f} (goal {better} {goal}) {'met' if met else 'NOT met'}"
+
+    def r(a, b):
+        return None if a is None or b is None else a / b
+
+    lines = ["- Fast-path goals (ratios from this run):"]
+    lines.append(check("libmemcached ketama (one-at-a-time) / chr_snapshot_lookup, 100 nodes",
+                       r(default, snap[100]), 10, ">="))
+    lines.append(check("libmemcached ketama weighted (MD5) / chr_snapshot_lookup, 100 nodes",
+                       r(md5, snap[100]), 10, ">="))
+    for n in (100, 1000):
+        lines.append(check(f"std::lower_bound / chr_snapshot_lookup, {n:,} nodes",
+                           r(lower[n], snap[n]), 3, ">="))
+    for n in SIZES:
+        lines.append(check(f"chr_snapshot_lookup / xxh3 alone, {n:,} nodes", r(snap[n], xxh3), 4))
+        lines.append(check(f"chr_ring_lookup / xxh3 alone, {n:,} nodes", r(ring[n], xxh3), 4))
+        lines.append(check(f"chr_snapshot_lookup_batch per key / xxh3 alone, {n:,} nodes",
+                           r(batch[n], xxh3), 4))
+    lines.append(check("chr_snapshot_replicas(3) / chr_snapshot_lookup, 100 nodes",
+                       r(results.ns("snapshot_replicas3/100"), snap[100]), 2))
+    lines.append(check("chr_ring_replicas(3) / chr_ring_lookup, 100 nodes",
+                       r(results.ns("ring_replicas3/100"), ring[100]), 2))
+    lines.append(check("build a 1,000-node ring, ms", build / 1e6 if build else None, 10))
+    lines.append(check("add one node / full rebuild, 1,000 nodes", r(add, build), 1))
+    lines.append(check("remove one node / full rebuild, 1,000 nodes", r(remove, build), 1))
+    lines.append(check("index bytes per token, 1,000 nodes", bpt, 16))
+    return lines
 
 
 def main(paths):

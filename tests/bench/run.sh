@@ -53,7 +53,7 @@ load_before=$(cut -d' ' -f1 /proc/loadavg)
 results=$build_dir/bench-results
 mkdir -p "$results"
 rm -f "$results"/*.json "$results"/*.txt
-for program in lookup update threads memory; do
+for program in lookup update threads memory search; do
   echo "running bench_$program ($repetitions repetitions of ${min_time}s)..." >&2
   "$bench_dir/bench_$program" \
     --benchmark_repetitions="$repetitions" \
