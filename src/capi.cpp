@@ -47,19 +47,22 @@ chr_status empty_ring(const char *who) {
     return fail(CHR_EEMPTY, "%s: the ring has no node with tokens", who);
 }
 
-void fill_ref(const Node &n, uint32_t index, chr_node_ref *out) noexcept {
-    out->tag = n.tag;
-    out->ownership = n.ownership;
-    out->weight = n.weight;
-    out->tokens = n.tokens;
+void fill_ref(const Snapshot &s, uint32_t index, chr_node_ref *out) noexcept {
+    const chr_node_view &v = s.view(index);
+    out->tag = v.tag;
+    out->ownership = v.ownership;
+    out->weight = v.weight;
+    out->tokens = v.tokens;
     out->index = index;
-    out->id_len = uint32_t(n.id.size());
-    out->zone_len = uint32_t(n.zone.size());
+    out->id_len = uint32_t(v.id_len);
+    out->zone_len = uint32_t(v.zone_len);
     out->reserved0 = 0;
-    std::memcpy(out->id, n.id.data(), n.id.size());
-    if (!n.zone.empty()) std::memcpy(out->zone, n.zone.data(), n.zone.size());
+    if (v.id_len <= Snapshot::kShortId)
+        std::memcpy(out->id, s.short_id(index), Snapshot::kShortId);  // constant size: inlined
+    else
+        std::memcpy(out->id, v.id, v.id_len);
+    if (v.zone_len) std::memcpy(out->zone, v.zone, v.zone_len);
 }
-
 
 // Shared by the ring and snapshot versions of replicas; `emit(i, node_index)`
 // writes one result.
@@ -157,7 +160,7 @@ CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t
     return impl(ring)->read(who, [&](const Snapshot &s) {
         if (s.token_count() == 0) return empty_ring(who);
         uint32_t o = s.owner_of(key, key_len);
-        fill_ref(s.node(o), o, out);
+        fill_ref(s, o, out);
         return CHR_OK;
     });
 }
@@ -170,7 +173,7 @@ CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size
     return guarded(who, [&] {
         return impl(ring)->read(who, [&](const Snapshot &s) {
             return replicas_on(s, who, key, key_len, n, count,
-                               [&](size_t i, uint32_t o) { fill_ref(s.node(o), o, &out[i]); });
+                               [&](size_t i, uint32_t o) { fill_ref(s, o, &out[i]); });
         });
     });
 }
@@ -206,7 +209,7 @@ CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_
         if (capacity < s.node_count())
             return fail(CHR_ERANGE, "%s: capacity %zu is less than the %zu members", who, capacity,
                         s.node_count());
-        for (size_t i = 0; i < s.node_count(); ++i) fill_ref(s.node(i), uint32_t(i), &out[i]);
+        for (size_t i = 0; i < s.node_count(); ++i) fill_ref(s, uint32_t(i), &out[i]);
         return CHR_OK;
     });
 }

@@ -216,6 +216,8 @@ void Snapshot::finish() {
         views_[i].view = {reinterpret_cast<const unsigned char *>(n.id.data()), n.id.size(),
                           reinterpret_cast<const unsigned char *>(n.zone.data()), n.zone.size(),
                           n.tag, n.ownership, n.weight, n.tokens, uint32_t(i), 0};
+        std::memset(views_[i].short_id, 0, kShortId);
+        if (n.id.size() <= kShortId) std::memcpy(views_[i].short_id, n.id.data(), n.id.size());
     }
 
     // Prefix index on the top `bits` bits of a hash: one bucket per 1-2

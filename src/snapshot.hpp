@@ -126,6 +126,9 @@ public:
     // Node i as the C API shows it, prepared once per snapshot: a lookup
     // copies one cache line instead of gathering fields from a Node.
     const chr_node_view &view(size_t i) const noexcept { return views_[i].view; }
+    // Node i's id padded to kShortId bytes; valid when its id_len <= kShortId.
+    static constexpr size_t kShortId = 32;
+    const unsigned char *short_id(size_t i) const noexcept { return views_[i].short_id; }
     uint64_t token_value(size_t i) const noexcept { return values_[i]; }
     uint32_t token_owner(size_t i) const noexcept { return owners_[i]; }
     uint64_t fingerprint() const noexcept { return fingerprint_; }
@@ -178,6 +181,10 @@ private:
     std::vector<Node> nodes_;
     struct alignas(64) ViewRecord {
         chr_node_view view;  // borrows nodes_' strings: nodes_ never changes after finish()
+        // The id again, zero-padded to kShortId bytes when it fits, so a copy
+        // into chr_node_ref can move a constant kShortId bytes (inlined, no
+        // memcpy call) without reading past the string.
+        unsigned char short_id[kShortId];
     };
     std::vector<ViewRecord> views_;
     size_t tokens_ = 0;              // T; values_ holds T values then kWindow sentinels
