@@ -10,11 +10,14 @@
  * cb f4 39 26. This is the exact value nginx's `hash ... consistent` uses.
  *
  * Ring value (hash64): with c the 32-bit CRC below,
- *     ring = c * 0x100000001 = (c << 32) | c
- * i.e. the 32-bit circle scaled onto the 64-bit one: (2^64-1)/(2^32-1) is
- * exactly 2^32+1, so 0 stays 0, 0xFFFFFFFF becomes 2^64-1 and the order of
- * CRC values is the order of ring positions. The top bits, which the
- * ring's successor search reads first, are the CRC's own.
+ *     ring = fmix64(c)
+ * where fmix64 is MurmurHash3's 64-bit finalizer (x ^= x >> 33;
+ * x *= 0xff51afd7ed558ccd; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53;
+ * x ^= x >> 33), a bijection that spreads the value over the circle. CRC is
+ * linear: token names "node-7#1", "node-7#2" ... that differ in their last
+ * bytes get CRCs that cluster, and a ring placed with them is measurably
+ * unbalanced (tests/plugins). The digest keeps the plain CRC for systems
+ * that need it (nginx's placement uses the digest, not this value).
  *
  * Seed: CRC-32 has no seed.
  *   seed == 0: c = CRC-32(data), the plain value any CRC-32 tool gives;
@@ -70,9 +73,19 @@ static uint32_t crc32_seeded(const void *data, size_t len, uint64_t seed)
     return crc_update(reg, (const unsigned char *)data, len) ^ 0xFFFFFFFFu;
 }
 
+/* MurmurHash3's 64-bit finalizer: a bijection with full avalanche. */
+static uint64_t fmix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
 static uint64_t crc32_hash64(const void *data, size_t len, uint64_t seed)
 {
-    return (uint64_t)crc32_seeded(data, len, seed) * 0x100000001ull;
+    return fmix64(crc32_seeded(data, len, seed));
 }
 
 static void crc32_digest(const void *data, size_t len, unsigned char *out)
@@ -86,7 +99,7 @@ static void crc32_digest(const void *data, size_t len, unsigned char *out)
 
 static const chr_hasher crc32_hasher = {
     CHR_PLUGIN_ABI_VERSION, sizeof(chr_hasher), "crc32",
-    "CRC-32 (IEEE, as zlib/nginx); ring = crc * 0x100000001; seed != 0 prefixes its 8 LE bytes; "
+    "CRC-32 (IEEE, as zlib/nginx); ring = fmix64(crc); seed != 0 prefixes its 8 LE bytes; "
     "digest = 4 bytes big-endian",
     crc32_hash64, 4, crc32_digest, 0,
 };

@@ -16,9 +16,11 @@ extern "C" {
 
 /* How hash64(data, 0) follows from digest(data). */
 typedef enum ring_rule {
-    RING_BE64,        /* digest bytes 0..7, big-endian (xxh3, xxh64, fnv1a_64, sha1) */
+    RING_BE64,        /* digest bytes 0..7, big-endian (xxh3, xxh64, sha1) */
     RING_LE64,        /* digest bytes 0..7, little-endian (md5, murmur3_128's h1) */
     RING_BE32_SPREAD, /* the 4-byte big-endian value v, as v * 0x100000001 */
+    RING_BE32_FMIX,   /* the 4-byte big-endian value, through MurmurHash3's fmix64 (crc32, fnv1a_32) */
+    RING_BE64_FMIX,   /* the 8-byte big-endian value, through fmix64 (fnv1a_64) */
     RING_NO_DIGEST,   /* no digest to derive from (example_djb2) */
 } ring_rule;
 
