@@ -29,6 +29,8 @@
  */
 #include <chring_plugin.h>
 
+#include "fmix64.h"
+
 #include <pthread.h>
 
 /* slice[k][b]: the CRC of byte b followed by k zero bytes. */
@@ -71,16 +73,6 @@ static uint32_t crc32_seeded(const void *data, size_t len, uint64_t seed)
         reg = crc_update(reg, seed_le, sizeof seed_le);
     }
     return crc_update(reg, (const unsigned char *)data, len) ^ 0xFFFFFFFFu;
-}
-
-/* MurmurHash3's 64-bit finalizer: a bijection with full avalanche. */
-static uint64_t fmix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
 }
 
 static uint64_t crc32_hash64(const void *data, size_t len, uint64_t seed)

@@ -27,6 +27,8 @@
  */
 #include <chring_plugin.h>
 
+#include "fmix64.h"
+
 #define FNV32_OFFSET 0x811C9DC5u
 #define FNV32_PRIME 0x01000193u
 #define FNV64_OFFSET 0xCBF29CE484222325ull
@@ -69,16 +71,6 @@ static uint64_t fnv1a_64_seeded(const void *data, size_t len, uint64_t seed)
         h = fnv1a_64_update(h, seed_le, sizeof seed_le);
     }
     return fnv1a_64_update(h, (const unsigned char *)data, len);
-}
-
-/* MurmurHash3's 64-bit finalizer: a bijection with full avalanche. */
-static uint64_t fmix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
 }
 
 static uint64_t fnv1a_32_hash64(const void *data, size_t len, uint64_t seed)

@@ -28,6 +28,8 @@
  */
 #include <chring_plugin.h>
 
+#include "fmix64.h"
+
 static uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
 static uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
@@ -48,15 +50,6 @@ static uint32_t fmix32(uint32_t h)
     h ^= h >> 13;
     h *= 0xC2B2AE35u;
     return h ^ (h >> 16);
-}
-
-static uint64_t fmix64(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= 0xFF51AFD7ED558CCDull;
-    k ^= k >> 33;
-    k *= 0xC4CEB9FE1A85EC53ull;
-    return k ^ (k >> 33);
 }
 
 static uint32_t murmur3_x86_32(const void *key, size_t len, uint32_t seed)
