@@ -41,14 +41,11 @@ void free(void *p) { __libc_free(p); }
 
 enum { NODES = 100, KEYS = 20000, MANY = 40 };
 
-typedef struct fixture {
-    chr_ring *ring;
-    chr_snapshot *snap;
-    key_set *keys;
-    uint32_t *indices;
-    chr_node_ref refs[MANY];
-    chr_node_view views[MANY];
-} fixture;
+typedef keyed_snapshot fixture;
+
+/* Result buffers, outside the stack frame of the reads (chr_node_ref is large). */
+static chr_node_ref refs[MANY];
+static chr_node_view views[MANY];
 
 /* Every read path once per key; returns a checksum so nothing is optimised out. */
 static uint64_t read_everything(fixture *f) {
@@ -57,16 +54,16 @@ static uint64_t read_everything(fixture *f) {
     for (size_t k = 0; k < f->keys->count; ++k) {
         const void *key = f->keys->keys[k];
         size_t len = f->keys->lens[k];
-        assert_chr_ok(chr_ring_lookup(f->ring, key, len, &f->refs[0]));
-        assert_chr_ok(chr_snapshot_lookup(f->snap, key, len, &f->views[0]));
-        assert_chr_ok(chr_ring_replicas(f->ring, key, len, 3, f->refs, &count));
-        assert_chr_ok(chr_snapshot_replicas(f->snap, key, len, 3, f->views, &count));
-        sum += f->refs[0].tag + f->views[0].index + count;
+        assert_chr_ok(chr_ring_lookup(f->ring, key, len, &refs[0]));
+        assert_chr_ok(chr_snapshot_lookup(f->snap, key, len, &views[0]));
+        assert_chr_ok(chr_ring_replicas(f->ring, key, len, 3, refs, &count));
+        assert_chr_ok(chr_snapshot_replicas(f->snap, key, len, 3, views, &count));
+        sum += refs[0].tag + views[0].index + count;
     }
     /* More replicas than the inline table holds: the per-thread scratch path. */
     for (size_t k = 0; k < 100; ++k) {
         assert_chr_ok(chr_snapshot_replicas(f->snap, f->keys->keys[k], f->keys->lens[k], MANY,
-                                            f->views, &count));
+                                            views, &count));
         assert_int_equal(count, MANY);
     }
     assert_chr_ok(chr_snapshot_lookup_batch(f->snap, f->keys->keys, f->keys->lens, f->keys->count,
@@ -101,22 +98,12 @@ static void test_counter_sees_allocations(void **state) {
 }
 
 static int setup(void **state) {
-    fixture *f = calloc(1, sizeof *f);
-    f->ring = ring_with_nodes(NULL, NODES, 1);
-    assert_chr_ok(chr_ring_snapshot(f->ring, &f->snap));
-    f->keys = key_set_new(KEYS, 99);
-    f->indices = calloc(KEYS, sizeof *f->indices);
-    *state = f;
+    *state = keyed_snapshot_new(ring_with_nodes(NULL, NODES, 1), KEYS, 99);
     return 0;
 }
 
 static int teardown(void **state) {
-    fixture *f = *state;
-    chr_snapshot_release(f->snap);
-    chr_ring_free(f->ring);
-    key_set_free(f->keys);
-    free(f->indices);
-    free(f);
+    keyed_snapshot_free(*state);
     return 0;
 }
 

@@ -12,35 +12,20 @@
 
 enum { NODE_COUNT = 12, KEY_COUNT = 5000 };
 
-typedef struct snapshot_fixture {
-    chr_ring *ring; /* nodes 0..11, weights 1..3 */
-    chr_snapshot *snap;
-    key_set *keys;
-    uint32_t *indices;
-} snapshot_fixture;
+/* The ring holds nodes 0..11, weights 1..3. */
+typedef keyed_snapshot snapshot_fixture;
 
 static uint32_t weight_of(unsigned node) { return 1 + node % 3; }
 
 static int setup(void **state) {
-    snapshot_fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    f->ring = ring_with_nodes(NULL, 0, 0);
-    for (unsigned n = 0; n < NODE_COUNT; ++n) assert_chr_ok(add_node(f->ring, n, weight_of(n)));
-    assert_chr_ok(chr_ring_snapshot(f->ring, &f->snap));
-    f->keys = key_set_new(KEY_COUNT, 0x5A4B5407ull);
-    f->indices = calloc(KEY_COUNT, sizeof *f->indices);
-    assert_non_null(f->indices);
-    *state = f;
+    chr_ring *ring = ring_with_nodes(NULL, 0, 0);
+    for (unsigned n = 0; n < NODE_COUNT; ++n) assert_chr_ok(add_node(ring, n, weight_of(n)));
+    *state = keyed_snapshot_new(ring, KEY_COUNT, 0x5A4B5407ull);
     return 0;
 }
 
 static int teardown(void **state) {
-    snapshot_fixture *f = *state;
-    chr_snapshot_release(f->snap);
-    chr_ring_free(f->ring);
-    key_set_free(f->keys);
-    free(f->indices);
-    free(f);
+    keyed_snapshot_free(*state);
     return 0;
 }
 

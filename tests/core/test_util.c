@@ -245,3 +245,24 @@ int run_test_table(const char *name, const struct CMUnitTest *tests, size_t coun
     printf("%zu passed, %d failed\n", count - (size_t)failed, failed);
     return failed;
 }
+
+/* ---- fixtures ------------------------------------------------------------ */
+
+keyed_snapshot *keyed_snapshot_new(chr_ring *ring, size_t count, uint64_t seed) {
+    keyed_snapshot *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->ring = ring;
+    assert_chr_ok(chr_ring_snapshot(f->ring, &f->snap));
+    f->keys = key_set_new(count, seed);
+    f->indices = calloc(count, sizeof *f->indices);
+    assert_non_null(f->indices);
+    return f;
+}
+
+void keyed_snapshot_free(keyed_snapshot *f) {
+    chr_snapshot_release(f->snap);
+    chr_ring_free(f->ring);
+    key_set_free(f->keys);
+    free(f->indices);
+    free(f);
+}

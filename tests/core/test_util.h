@@ -90,6 +90,19 @@ typedef struct key_set {
 key_set *key_set_new(size_t count, uint64_t seed);
 void key_set_free(key_set *set);
 
+/* A ring, a snapshot of it, `count` keys and room for one owner index per
+ * key: the fixture of the suites that read a snapshot many times. Takes the
+ * ring; keyed_snapshot_free releases everything. */
+typedef struct keyed_snapshot {
+    chr_ring *ring;
+    chr_snapshot *snap;
+    key_set *keys;
+    uint32_t *indices;
+} keyed_snapshot;
+
+keyed_snapshot *keyed_snapshot_new(chr_ring *ring, size_t count, uint64_t seed);
+void keyed_snapshot_free(keyed_snapshot *f);
+
 /* The tag of each key's owner in the ring's current snapshot. */
 void owner_tags(const chr_ring *ring, const key_set *keys, uint64_t *tags);
 

@@ -462,11 +462,16 @@ function Ring:apply(changes)
     return true
 end
 
+-- Looks key up into the shared ref_out; returns its status.
+local function lookup_into_ref(self, key, who)
+    local p = ring_ptr(self)
+    check_string(key, 1, who)
+    return C.chr_ring_lookup(p, key, #key, ref_out)
+end
+
 -- The owner's id: no allocation beyond the interned id string.
 function Ring:lookup(key)
-    local p = ring_ptr(self)
-    check_string(key, 1, "lookup")
-    local st = C.chr_ring_lookup(p, key, #key, ref_out)
+    local st = lookup_into_ref(self, key, "lookup")
     if st ~= 0 then return failure(st) end
     local r = ref_out[0]
     return ffi_string(r.id, r.id_len)
@@ -474,9 +479,7 @@ end
 
 -- The owner as a table {id, zone, tag, weight, tokens, ownership, index}.
 function Ring:lookup_node(key)
-    local p = ring_ptr(self)
-    check_string(key, 1, "lookup_node")
-    local st = C.chr_ring_lookup(p, key, #key, ref_out)
+    local st = lookup_into_ref(self, key, "lookup_node")
     if st ~= 0 then return failure(st) end
     return node_table(ref_out[0])
 end
