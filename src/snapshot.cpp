@@ -57,7 +57,7 @@ Snapshot::Snapshot(PlacementPtr placement)
     : placement_(std::move(placement)),
       hash64_(placement_->hasher->hash64),
       native_(placement_->mode == CHR_PLACEMENT_NATIVE) {
-    finish();
+    finish({}, {});
     live_snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -65,8 +65,10 @@ Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
     : placement_(base.placement_), hash64_(base.hash64_), native_(base.native_) {
     if (!native_) {
         nodes_ = std::move(delta.nodes);
-        compat::build_points(*placement_, nodes_, values_, owners_);
-        finish();
+        std::vector<uint64_t> values;
+        std::vector<uint32_t> owners;
+        compat::build_points(*placement_, nodes_, values, owners);
+        finish(values, owners);
         live_snapshots.fetch_add(1, std::memory_order_relaxed);
         return;
     }
@@ -84,25 +86,24 @@ Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
     // order of surviving owners because both node tables are sorted by id.
     // Sized for the worst case, then trimmed: one pass, no per-token checks.
     const size_t bound = base.tokens_ + fresh.size();
-    values_.reserve(bound + kWindow);  // + finish()'s sentinels: no regrowth
-    values_.resize(bound);
-    owners_.resize(bound);
-    uint64_t *out_v = values_.data();
-    uint32_t *out_o = owners_.data();
+    std::vector<uint64_t> values(bound);
+    std::vector<uint32_t> owners(bound);
+    uint64_t *out_v = values.data();
+    uint32_t *out_o = owners.data();
     const Token *f = fresh.data(), *f_end = f + fresh.size();
-    for (size_t i = 0; i < base.tokens_; ++i) {
-        const uint32_t mapped = remap[base.owners_[i]];
-        if (mapped == kDropped) continue;
-        const Token kept{base.values_[i], mapped};
+    base.for_each_token([&](uint64_t value, uint32_t owner) {
+        const uint32_t mapped = remap[owner];
+        if (mapped == kDropped) return;
+        const Token kept{value, mapped};
         for (; f != f_end && *f < kept; ++f) *out_v++ = f->value, *out_o++ = f->owner;
         *out_v++ = kept.value, *out_o++ = kept.owner;
-    }
+    });
     for (; f != f_end; ++f) *out_v++ = f->value, *out_o++ = f->owner;
-    values_.resize(size_t(out_v - values_.data()));
-    owners_.resize(values_.size());
+    values.resize(size_t(out_v - values.data()));
+    owners.resize(values.size());
 
     nodes_ = std::move(delta.nodes);
-    finish();
+    finish(values, owners);
     live_snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -172,8 +173,8 @@ void Snapshot::sort_tokens(std::vector<Token> &tokens) {
     tokens.swap(sorted);
 }
 
-void Snapshot::finish() {
-    const size_t T = values_.size();
+void Snapshot::finish(const std::vector<uint64_t> &values, const std::vector<uint32_t> &owners) {
+    const size_t T = values.size();
     tokens_ = T;
 
     FingerprintMix fp;
@@ -196,10 +197,10 @@ void Snapshot::finish() {
     std::vector<u128> arcs(nodes_.size(), 0);
     for (Node &n : nodes_) n.tokens = 0;
     FingerprintMix lanes[4];
-    uint64_t prev = T ? values_[T - 1] : 0;
+    uint64_t prev = T ? values[T - 1] : 0;
     for (size_t k = 0; k < T; ++k) {
-        const uint64_t v = values_[k];
-        const uint32_t o = owners_[k];
+        const uint64_t v = values[k];
+        const uint32_t o = owners[k];
         ++nodes_[o].tokens;
         arcs[o] += k ? u128(v - prev) : (u128(1) << 64) - prev + v;
         prev = v;
@@ -220,28 +221,44 @@ void Snapshot::finish() {
         if (n.id.size() <= kShortId) std::memcpy(views_[i].short_id, n.id.data(), n.id.size());
     }
 
-    // Prefix index on the top `bits` bits of a hash: one bucket per 1-2
-    // tokens (<= 4 bytes per token), so successor() reads two index words and
-    // one window of values.
+    // Prefix index on the top P bits of a hash: one bucket per 1-2 tokens
+    // (<= 4 bytes per token), so position() reads two index words and one
+    // window of records. P also sizes the records' owner field, so it is at
+    // least log2 of the node count (which only matters for rings whose
+    // members are mostly weight 0: 160 tokens per weight leaves room for
+    // thousands of times more nodes than tokens need).
     unsigned bits = 1;
     while (bits < 24 && (size_t(1) << (bits + 1)) <= T) ++bits;
+    while ((size_t(1) << bits) < nodes_.size()) ++bits;  // <= 20: CHR_NODES_MAX is 2^20
+    prefix_bits_ = bits;
     prefix_shift_ = 64 - bits;
+    owner_mask_ = (uint64_t(1) << bits) - 1;
     // Counted, then summed: prefix_[b] = tokens in buckets below b = the
     // first token of bucket b. No data-dependent branch (5x faster than
     // walking tokens and buckets together).
     prefix_.assign((size_t(1) << bits) + 1, 0);
-    for (size_t k = 0; k < T; ++k) ++prefix_[(values_[k] >> prefix_shift_) + 1];
+    for (size_t k = 0; k < T; ++k) ++prefix_[(values[k] >> prefix_shift_) + 1];
     for (size_t b = 1; b < prefix_.size(); ++b) prefix_[b] += prefix_[b - 1];
 
-    values_.resize(T + kWindow, UINT64_MAX);  // successor()'s sentinels (capacity reserved)
+    records_.resize(T + kWindow);
+    for (size_t k = 0; k < T; ++k) records_[k] = (values[k] << bits) | owners[k];
+    const uint64_t pad = (~uint64_t(0) << bits) | (T ? owners[0] : 0);  // the wrap to token 0
+    std::fill(records_.begin() + T, records_.end(), pad);
 }
 
 uint64_t Snapshot::compat_key_position(const void *key, size_t len) const noexcept {
     return compat::key_position(*placement_, key, len);
 }
 
-uint32_t Snapshot::lower_bound(uint32_t lo, uint32_t hi, uint64_t h) const noexcept {
-    return uint32_t(std::lower_bound(values_.begin() + lo, values_.begin() + hi, h) - values_.begin());
+uint32_t Snapshot::scan_bucket(const uint64_t *r, uint32_t n, uint64_t key) noexcept {
+    return uint32_t(std::partition_point(r, r + n, [key](uint64_t x) { return x < key; }) - r);
+}
+
+uint64_t Snapshot::token_value(size_t i) const noexcept {
+    // The bucket of token i is the last b with prefix_[b] <= i (empty buckets
+    // before it share its start).
+    const size_t b = size_t(std::upper_bound(prefix_.begin(), prefix_.end(), uint32_t(i)) - prefix_.begin()) - 1;
+    return (uint64_t(b) << prefix_shift_) | (records_[i] >> prefix_bits_);
 }
 
 void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
@@ -254,8 +271,8 @@ void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
             hashes[j] = hash_key(keys[first + j], lens[first + j]);
             __builtin_prefetch(&prefix_[hashes[j] >> prefix_shift_]);
         }
-        for (size_t j = 0; j < m; ++j) __builtin_prefetch(&values_[prefix_[hashes[j] >> prefix_shift_]]);
-        for (size_t j = 0; j < m; ++j) owners[first + j] = owners_[successor(hashes[j])];
+        for (size_t j = 0; j < m; ++j) __builtin_prefetch(&records_[prefix_[hashes[j] >> prefix_shift_]]);
+        for (size_t j = 0; j < m; ++j) owners[first + j] = owner_at(position(hashes[j]));
     }
 }
 
@@ -273,8 +290,7 @@ int64_t Snapshot::find(const std::string &id) const noexcept {
 }
 
 size_t Snapshot::index_bytes() const noexcept {
-    return values_.size() * sizeof(uint64_t) + owners_.size() * sizeof(uint32_t) +
-           prefix_.size() * sizeof(uint32_t);
+    return records_.size() * sizeof(uint64_t) + prefix_.size() * sizeof(uint32_t);
 }
 
 }  // namespace chring

@@ -64,25 +64,13 @@ public:
         return compat_key_position(key, len);
     }
     // Index of the first token >= h in the total order, wrapping to 0.
-    // Requires token_count() > 0. The prefix index narrows the search to
-    // one bucket of ~1-2 tokens; the bucket is resolved without branches by
-    // counting the values below h in a window of kWindow: values past the
-    // bucket are >= the next bucket's start > h and count 0, and the array
-    // is padded with kWindow UINT64_MAX sentinels so the window never runs off.
+    // Requires token_count() > 0.
     uint32_t successor(uint64_t h) const noexcept {
-        const uint64_t b = h >> prefix_shift_;
-        uint32_t lo = prefix_[b];
-        const uint32_t hi = prefix_[b + 1];
-        if (__builtin_expect(hi - lo <= kWindow, 1)) {
-            const uint64_t *v = values_.data() + lo;
-            lo += uint32_t(v[0] < h) + uint32_t(v[1] < h) + uint32_t(v[2] < h) + uint32_t(v[3] < h);
-        } else {
-            lo = lower_bound(lo, hi, h);
-        }
-        return lo == tokens_ ? 0 : lo;
+        const uint32_t i = position(h);
+        return i == tokens_ ? 0 : i;
     }
     uint32_t owner_of(const void *key, size_t len) const noexcept {
-        return owners_[successor(hash_key(key, len))];
+        return owner_at(position(hash_key(key, len)));  // the pad record at T owns the wrap
     }
     // Owners of n keys (validated by the caller). Hashes a group of keys,
     // prefetches their index buckets, then their token windows, so the cache
@@ -129,8 +117,8 @@ public:
     // Node i's id padded to kShortId bytes; valid when its id_len <= kShortId.
     static constexpr size_t kShortId = 32;
     const unsigned char *short_id(size_t i) const noexcept { return views_[i].short_id; }
-    uint64_t token_value(size_t i) const noexcept { return values_[i]; }
-    uint32_t token_owner(size_t i) const noexcept { return owners_[i]; }
+    uint64_t token_value(size_t i) const noexcept;  // O(log T): rebuilt from bucket and record
+    uint32_t token_owner(size_t i) const noexcept { return owner_at(i); }
     uint64_t fingerprint() const noexcept { return fingerprint_; }
     const PlacementPtr &placement() const noexcept { return placement_; }
     // Index of the node with this id, or -1.
@@ -142,7 +130,7 @@ public:
     static int64_t live_count() noexcept;
 
 private:
-    static constexpr uint32_t kWindow = 4;  // successor() compares exactly this many values
+    static constexpr uint32_t kWindow = 4;  // position() compares exactly this many records
     static constexpr size_t kLinearScanReplicas = 32;
     static constexpr size_t kStackBitmapNodes = 65536;  // an 8 KiB bitmap on the stack
 
@@ -152,7 +140,7 @@ private:
     size_t walk_distinct(size_t k, size_t n, Emit &emit, FirstTime &&first_time) const {
         size_t found = 0;
         for (size_t steps = 0; found < n && steps < tokens_; ++steps) {
-            const uint32_t o = owners_[k];
+            const uint32_t o = owner_at(k);
             if (first_time(o, found)) emit(found++, o);
             if (++k == tokens_) k = 0;
         }
@@ -160,7 +148,41 @@ private:
     }
     static uint64_t *thread_bitmap(size_t nodes);
 
-    uint32_t lower_bound(uint32_t lo, uint32_t hi, uint64_t h) const noexcept;
+    // The token array is one 8-byte record per token, (value << P) | owner,
+    // P = prefix_bits_: the prefix index already says a token's top P value
+    // bits (its bucket), so the record keeps the other 64 - P bits and uses
+    // the freed low bits for the owner (P >= log2 of the node count, by
+    // construction). A window's cache line then also holds the answer's
+    // owner: one memory access fewer per lookup than separate value and
+    // owner arrays, and 8 bytes per token instead of 12.
+    //
+    // Index in [0, T] of the first token >= h in the total order, T if h is
+    // above every token. Within bucket b, record < (h << P) exactly when the
+    // token's value < h (the low P bits of h << P are 0), so the count of
+    // such records in the bucket is the answer; the window is counted without
+    // branches and masked to the bucket's n records (records past it belong
+    // to later buckets and compare meaninglessly).
+    uint32_t position(uint64_t h) const noexcept {
+        const uint64_t b = h >> prefix_shift_;
+        const uint32_t lo = prefix_[b];
+        const uint32_t n = prefix_[b + 1] - lo;
+        const uint64_t key = h << prefix_bits_;
+        const uint64_t *r = records_.data() + lo;
+        if (__builtin_expect(n > kWindow, 0)) return lo + scan_bucket(r, n, key);
+        return lo + (uint32_t(0 < n) & uint32_t(r[0] < key)) + (uint32_t(1 < n) & uint32_t(r[1] < key)) +
+               (uint32_t(2 < n) & uint32_t(r[2] < key)) + (uint32_t(3 < n) & uint32_t(r[3] < key));
+    }
+    // Owner of token i; i == T is a pad record holding the owner of token 0.
+    uint32_t owner_at(size_t i) const noexcept { return uint32_t(records_[i] & owner_mask_); }
+    // position() for a bucket bigger than the window: first of n records >= key.
+    static uint32_t scan_bucket(const uint64_t *r, uint32_t n, uint64_t key) noexcept;
+    // Calls f(value, owner) for every token in order (for the update merge).
+    template <class F>
+    void for_each_token(F &&f) const {
+        for (size_t b = 0; b + 1 < prefix_.size(); ++b)
+            for (uint32_t i = prefix_[b]; i < prefix_[b + 1]; ++i)
+                f((uint64_t(b) << prefix_shift_) | (records_[i] >> prefix_bits_), owner_at(i));
+    }
     uint64_t compat_key_position(const void *key, size_t len) const noexcept;
     struct Token {
         uint64_t value;
@@ -172,7 +194,9 @@ private:
     // Tokens of the nodes `delta` marks for regeneration, sorted.
     std::vector<Token> generate_tokens(const MembershipDelta &delta) const;
     static void sort_tokens(std::vector<Token> &tokens);
-    void finish();  // ownership, eligible count, prefix index, fingerprint
+    // From the sorted token array: ownership, eligible count, fingerprint,
+    // prefix index and records.
+    void finish(const std::vector<uint64_t> &values, const std::vector<uint32_t> &owners);
 
     mutable std::atomic<uint32_t> refs_{1};
     PlacementPtr placement_;
@@ -187,11 +211,14 @@ private:
         unsigned char short_id[kShortId];
     };
     std::vector<ViewRecord> views_;
-    size_t tokens_ = 0;              // T; values_ holds T values then kWindow sentinels
-    std::vector<uint64_t> values_;   // sorted by (value, owner): owner order is id order
-    std::vector<uint32_t> owners_;   // node index per token
-    std::vector<uint32_t> prefix_;   // prefix_[b] = first token whose top bits are >= b
-    unsigned prefix_shift_ = 63;
+    size_t tokens_ = 0;              // T
+    // T records sorted by (value, owner) (owner order is id order), then
+    // kWindow pads holding the owner of token 0.
+    std::vector<uint64_t> records_;
+    std::vector<uint32_t> prefix_;   // prefix_[b] = first token whose top P bits are >= b
+    unsigned prefix_bits_ = 1;       // P
+    unsigned prefix_shift_ = 63;     // 64 - P
+    uint64_t owner_mask_ = 1;        // 2^P - 1
     size_t eligible_ = 0;
     uint64_t fingerprint_ = 0;
 };

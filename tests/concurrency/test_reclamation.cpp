@@ -22,13 +22,14 @@ namespace {
 using chring::Snapshot;
 
 constexpr unsigned kNodes = 4;
-constexpr uint32_t kTokensPerWeight = 32;  // ~3 KB per snapshot: a leak shows in RSS at once
+constexpr uint32_t kTokensPerWeight = 32;  // ~2 KB per snapshot: a leak shows in RSS at once
 constexpr unsigned kKeys = 64;
 constexpr unsigned kUpdatesUnderReaders = 100000;
 // RSS may grow by what readers stalled mid-read (preempted: 2 cores, 3
-// threads) keep alive at the worst moment, a few thousand snapshots; leaking
-// every retired snapshot would add ~300 MB (checked below to be far more).
-constexpr long kRssGrowthAllowed = 64L << 20;
+// threads) keep alive at the worst moment, a few thousand snapshots (~5 MB);
+// leaking every retired snapshot would add ~200 MB (checked below to be far
+// more).
+constexpr long kRssGrowthAllowed = 32L << 20;
 
 const char *node_id(unsigned n) {
     static const char *ids[kNodes] = {"node-a", "node-b", "node-c", "node-d"};
