@@ -56,13 +56,14 @@ size_t put_decimal(char *p, uint32_t v) noexcept {
 Snapshot::Snapshot(PlacementPtr placement)
     : placement_(std::move(placement)),
       hash64_(placement_->hasher->hash64),
+      seed_(placement_->seed),
       native_(placement_->mode == CHR_PLACEMENT_NATIVE) {
     finish({}, {});
     live_snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 
 Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
-    : placement_(base.placement_), hash64_(base.hash64_), native_(base.native_) {
+    : placement_(base.placement_), hash64_(base.hash64_), seed_(base.seed_), native_(base.native_) {
     if (!native_) {
         nodes_ = std::move(delta.nodes);
         std::vector<uint64_t> values;
@@ -221,44 +222,81 @@ void Snapshot::finish(const std::vector<uint64_t> &values, const std::vector<uin
         if (n.id.size() <= kShortId) std::memcpy(views_[i].short_id, n.id.data(), n.id.size());
     }
 
-    // Prefix index on the top P bits of a hash: one bucket per 1-2 tokens
-    // (<= 4 bytes per token), so position() reads two index words and one
-    // window of records. P also sizes the records' owner field, so it is at
-    // least log2 of the node count (which only matters for rings whose
-    // members are mostly weight 0: 160 tokens per weight leaves room for
-    // thousands of times more nodes than tokens need).
+    // Owner field: O bits for N nodes. Prefix index on the top P bits of a
+    // hash: one bucket per 1-2 tokens, so position() reads two index entries
+    // and one window of records. P >= O keeps the cold part within 32 bits
+    // (it only matters for rings of mostly weight-0 members).
+    unsigned owner_bits = 1;
+    while ((size_t(1) << owner_bits) < nodes_.size()) ++owner_bits;  // <= 20: CHR_NODES_MAX is 2^20
     unsigned bits = 1;
     while (bits < 24 && (size_t(1) << (bits + 1)) <= T) ++bits;
-    while ((size_t(1) << bits) < nodes_.size()) ++bits;  // <= 20: CHR_NODES_MAX is 2^20
+    bits = std::max(bits, owner_bits);
+    const unsigned hot_bits = 32 - owner_bits;  // R
+    owner_bits_ = owner_bits;
+    owner_mask_ = (uint32_t(1) << owner_bits) - 1;
     prefix_bits_ = bits;
     prefix_shift_ = 64 - bits;
-    owner_mask_ = (uint64_t(1) << bits) - 1;
-    // Counted, then summed: prefix_[b] = tokens in buckets below b = the
-    // first token of bucket b. No data-dependent branch (5x faster than
-    // walking tokens and buckets together).
-    prefix_.assign((size_t(1) << bits) + 1, 0);
-    for (size_t k = 0; k < T; ++k) ++prefix_[(values[k] >> prefix_shift_) + 1];
-    for (size_t b = 1; b < prefix_.size(); ++b) prefix_[b] += prefix_[b - 1];
 
-    records_.resize(T + kWindow);
-    for (size_t k = 0; k < T; ++k) records_[k] = (values[k] << bits) | owners[k];
-    const uint64_t pad = (~uint64_t(0) << bits) | (T ? owners[0] : 0);  // the wrap to token 0
-    std::fill(records_.begin() + T, records_.end(), pad);
+    // Counted, then summed: start[b] = tokens in buckets below b = the first
+    // token of bucket b. No data-dependent branch (5x faster than walking
+    // tokens and buckets together).
+    const size_t buckets = size_t(1) << bits;
+    std::vector<uint32_t> start(buckets + 1, 0);
+    for (size_t k = 0; k < T; ++k) ++start[(values[k] >> prefix_shift_) + 1];
+    for (size_t b = 1; b <= buckets; ++b) start[b] += start[b - 1];
+    // Widest groups whose offsets fit 16 bits.
+    unsigned g = 8;
+    for (;; --g) {
+        bool fits = true;
+        for (size_t b = 0; b <= buckets && fits; ++b) fits = start[b] - start[b >> g << g] <= UINT16_MAX;
+        if (fits) break;
+    }
+    group_shift_ = g;
+    group_start_.resize((buckets >> g) + 1);
+    bucket_offset_.resize(buckets + 1);
+    for (size_t b = 0; b <= buckets; ++b) {
+        if ((b & ((size_t(1) << g) - 1)) == 0) group_start_[b >> g] = start[b];
+        bucket_offset_[b] = uint16_t(start[b] - group_start_[b >> g]);
+    }
+
+    hot_.resize(T + kWindow);
+    cold_.resize(T);
+    for (size_t k = 0; k < T; ++k) {
+        const uint64_t rest = values[k] << bits;
+        hot_[k] = (uint32_t(rest >> 32) & ~owner_mask_) | owners[k];
+        cold_[k] = uint32_t(rest << hot_bits >> 32);
+    }
+    std::fill(hot_.begin() + T, hot_.end(), ~owner_mask_ | (T ? owners[0] : 0));  // the wrap to token 0
 }
 
 uint64_t Snapshot::compat_key_position(const void *key, size_t len) const noexcept {
     return compat::key_position(*placement_, key, len);
 }
 
-uint32_t Snapshot::scan_bucket(const uint64_t *r, uint32_t n, uint64_t key) noexcept {
-    return uint32_t(std::partition_point(r, r + n, [key](uint64_t x) { return x < key; }) - r);
+uint32_t Snapshot::exact_scan(uint32_t lo, uint32_t n, uint64_t rest) const noexcept {
+    uint32_t first = 0;  // binary search: the bucket may hold every token (a constant hasher)
+    while (n > 0) {
+        const uint32_t half = n / 2;
+        if (rest_of(lo + first + half) < rest) {
+            first += half + 1;
+            n -= half + 1;
+        } else {
+            n = half;
+        }
+    }
+    return first;
 }
 
 uint64_t Snapshot::token_value(size_t i) const noexcept {
-    // The bucket of token i is the last b with prefix_[b] <= i (empty buckets
+    // Token i's bucket is the last b whose start is <= i (empty buckets
     // before it share its start).
-    const size_t b = size_t(std::upper_bound(prefix_.begin(), prefix_.end(), uint32_t(i)) - prefix_.begin()) - 1;
-    return (uint64_t(b) << prefix_shift_) | (records_[i] >> prefix_bits_);
+    uint64_t lo = 0, hi = uint64_t(1) << prefix_bits_;  // bucket_start(lo) <= i < bucket_start(hi)
+    while (hi - lo > 1) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        if (bucket_start(mid) <= i) lo = mid;
+        else hi = mid;
+    }
+    return lo << prefix_shift_ | rest_of(i) >> prefix_bits_;
 }
 
 void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
@@ -269,9 +307,11 @@ void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
         const size_t m = std::min(kGroup, n - first);
         for (size_t j = 0; j < m; ++j) {
             hashes[j] = hash_key(keys[first + j], lens[first + j]);
-            __builtin_prefetch(&prefix_[hashes[j] >> prefix_shift_]);
+            const uint64_t b = hashes[j] >> prefix_shift_;
+            __builtin_prefetch(&group_start_[b >> group_shift_]);
+            __builtin_prefetch(&bucket_offset_[b]);
         }
-        for (size_t j = 0; j < m; ++j) __builtin_prefetch(&records_[prefix_[hashes[j] >> prefix_shift_]]);
+        for (size_t j = 0; j < m; ++j) __builtin_prefetch(&hot_[bucket_start(hashes[j] >> prefix_shift_)]);
         for (size_t j = 0; j < m; ++j) owners[first + j] = owner_at(position(hashes[j]));
     }
 }
@@ -290,7 +330,8 @@ int64_t Snapshot::find(const std::string &id) const noexcept {
 }
 
 size_t Snapshot::index_bytes() const noexcept {
-    return records_.size() * sizeof(uint64_t) + prefix_.size() * sizeof(uint32_t);
+    return (hot_.size() + cold_.size() + group_start_.size()) * sizeof(uint32_t) +
+           bucket_offset_.size() * sizeof(uint16_t);
 }
 
 }  // namespace chring
