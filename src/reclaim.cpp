@@ -9,16 +9,8 @@
 namespace chring {
 namespace reclaim {
 
-// One per reading thread, on its own cache line; never freed, only reused.
-struct alignas(64) Slot {
-    std::atomic<uint64_t> active{0};  // 0 = not reading, else the epoch it entered in
-    std::atomic<bool> in_use{true};
-    Slot *next = nullptr;
-};
-
 namespace {
 
-std::atomic<uint64_t> global_epoch{1};
 std::atomic<Slot *> slot_list{nullptr};
 
 // Asymmetric fences: a reader's announcement needs a store-load fence
@@ -47,13 +39,21 @@ bool asymmetric_fences_available() noexcept {
 #endif
 }
 
+}  // namespace
+
+namespace detail {
+std::atomic<uint64_t> global_epoch{1};
 // Decided once per process; readers and writers agree because both read it.
 const bool asymmetric = asymmetric_fences_available();
+}  // namespace detail
 
-// A plain pointer, cheap to reach on every read; the holder below releases
-// the slot at thread exit.
-thread_local Slot *tls_slot __attribute__((tls_model("initial-exec"))) = nullptr;
+using detail::asymmetric;
+using detail::global_epoch;
+using detail::tls_slot;
 
+namespace {
+
+// Releases the thread's slot at thread exit.
 struct SlotRelease {
     ~SlotRelease() {
         if (tls_slot) {
@@ -82,39 +82,15 @@ Slot *acquire_slot() noexcept {
     return s;
 }
 
-Slot *thread_slot() noexcept {
-    Slot *s = tls_slot;
-    if (__builtin_expect(s != nullptr, 1)) return s;
-    s = acquire_slot();
+}  // namespace
+
+Slot *detail::register_thread() noexcept {
+    Slot *s = acquire_slot();
     if (s) {
         tls_slot = s;
         (void)&tls_release;  // odr-use so its destructor runs at thread exit
     }
     return s;
-}
-
-}  // namespace
-
-ReadGuard::ReadGuard() noexcept : slot_(thread_slot()), outermost_(false) {
-    if (!slot_) return;
-    if (slot_->active.load(std::memory_order_relaxed) == 0) {
-        outermost_ = true;
-        // seq_cst: this store must be ordered before the reader's load of the
-        // published pointer, against the writer's swap and slot scan.
-        // acquire: a reader that sees an epoch a writer opened also sees the
-        // pointer that writer swapped in before opening it.
-        const uint64_t epoch = global_epoch.load(std::memory_order_acquire);
-        if (asymmetric) {
-            slot_->active.store(epoch, std::memory_order_relaxed);
-            std::atomic_signal_fence(std::memory_order_seq_cst);  // the writer's membarrier is the fence
-        } else {
-            slot_->active.store(epoch, std::memory_order_seq_cst);
-        }
-    }
-}
-
-ReadGuard::~ReadGuard() {
-    if (outermost_) slot_->active.store(0, std::memory_order_release);
 }
 
 uint64_t retire_epoch() noexcept { return global_epoch.fetch_add(1, std::memory_order_seq_cst); }

@@ -20,14 +20,51 @@
 namespace chring {
 namespace reclaim {
 
-struct Slot;
+// One per reading thread, on its own cache line; never freed, only reused.
+struct alignas(64) Slot {
+    std::atomic<uint64_t> active{0};  // 0 = not reading, else the epoch it entered in
+    std::atomic<bool> in_use{true};
+    Slot *next = nullptr;
+};
+
+// What the inline read guard below needs from reclaim.cpp.
+namespace detail {
+extern std::atomic<uint64_t> global_epoch;
+// True when writers fence readers with membarrier(2), so a reader's
+// announcement needs no fence of its own (see reclaim.cpp).
+extern const bool asymmetric;
+// The calling thread's slot, registered on its first read; nullptr only if
+// that registration could not allocate. Defined here, constant-initialized,
+// so reads of it need no TLS wrapper call.
+inline thread_local Slot *tls_slot __attribute__((tls_model("initial-exec"))) = nullptr;
+Slot *register_thread() noexcept;
+}  // namespace detail
 
 // Marks the calling thread as reading for its lifetime. Nests. ok() is false
 // only if the thread's first-ever registration could not allocate its slot.
+// Inline: it is on every ring-level read.
 class ReadGuard {
 public:
-    ReadGuard() noexcept;
-    ~ReadGuard();
+    ReadGuard() noexcept : slot_(detail::tls_slot), outermost_(false) {
+        if (__builtin_expect(!slot_, 0) && !(slot_ = detail::register_thread())) return;
+        if (slot_->active.load(std::memory_order_relaxed) == 0) {
+            outermost_ = true;
+            // seq_cst: this store must be ordered before the reader's load of
+            // the published pointer, against the writer's swap and slot scan.
+            // acquire: a reader that sees an epoch a writer opened also sees
+            // the pointer that writer swapped in before opening it.
+            const uint64_t epoch = detail::global_epoch.load(std::memory_order_acquire);
+            if (detail::asymmetric) {
+                slot_->active.store(epoch, std::memory_order_relaxed);
+                std::atomic_signal_fence(std::memory_order_seq_cst);  // the writer's membarrier is the fence
+            } else {
+                slot_->active.store(epoch, std::memory_order_seq_cst);
+            }
+        }
+    }
+    ~ReadGuard() {
+        if (outermost_) slot_->active.store(0, std::memory_order_release);
+    }
     ReadGuard(const ReadGuard &) = delete;
     ReadGuard &operator=(const ReadGuard &) = delete;
     bool ok() const noexcept { return slot_ != nullptr; }
