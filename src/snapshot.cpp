@@ -263,10 +263,10 @@ void Snapshot::finish(const std::vector<uint64_t> &values, const std::vector<uin
     cold_.resize(T);
     for (size_t k = 0; k < T; ++k) {
         const uint64_t rest = values[k] << bits;
-        hot_[k] = (uint32_t(rest >> 32) & ~owner_mask_) | owners[k];
+        hot_[k] = ((uint32_t(rest >> 32) & ~owner_mask_) | owners[k]) ^ kBias;
         cold_[k] = uint32_t(rest << hot_bits >> 32);
     }
-    std::fill(hot_.begin() + T, hot_.end(), ~owner_mask_ | (T ? owners[0] : 0));  // the wrap to token 0
+    std::fill(hot_.begin() + T, hot_.end(), (~owner_mask_ | (T ? owners[0] : 0)) ^ kBias);  // the wrap to token 0
 }
 
 uint64_t Snapshot::compat_key_position(const void *key, size_t len) const noexcept {

@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "hashers.hpp"
 
 namespace chring {
@@ -131,6 +135,7 @@ public:
 
 private:
     static constexpr uint32_t kWindow = 4;  // position() compares exactly this many records
+    static constexpr uint32_t kBias = 0x80000000u;  // flipped in stored hot records (window_below)
     static constexpr size_t kLinearScanReplicas = 32;
     static constexpr size_t kStackBitmapNodes = 65536;  // an 8 KiB bitmap on the stack
 
@@ -173,11 +178,23 @@ private:
         const uint32_t key = uint32_t(rest >> 32) & ~owner_mask_;
         const uint32_t *r = hot_.data() + lo;
         if (__builtin_expect(n > kWindow, 0)) return lo + exact_scan(lo, n, rest);
-        const uint32_t below = uint32_t(r[0] < key) | uint32_t(r[1] < key) << 1 |
-                               uint32_t(r[2] < key) << 2 | uint32_t(r[3] < key) << 3;
-        const uint32_t c = std::min(uint32_t(__builtin_ctz(~below)), n);  // ~below: bit 4 up set
-        if (__builtin_expect((c < n) & (r[c] - key <= owner_mask_), 0)) return lo + exact_scan(lo, n, rest);
+        const uint32_t c = std::min(uint32_t(__builtin_ctz(~window_below(r, key))), n);  // ~: bit 4 up set
+        if (__builtin_expect((c < n) & ((r[c] ^ kBias) - key <= owner_mask_), 0))
+            return lo + exact_scan(lo, n, rest);
         return lo + c;
+    }
+    // Bit j set when record r[j] < key, for the kWindow records from r. SSE2
+    // (every x86-64) compares the four in one instruction; records are stored
+    // with kBias flipped so its signed compare orders them as unsigned.
+    static uint32_t window_below(const uint32_t *r, uint32_t key) noexcept {
+#if defined(__SSE2__)
+        const __m128i window = _mm_loadu_si128(reinterpret_cast<const __m128i *>(r));
+        const __m128i k = _mm_set1_epi32(int32_t(key ^ kBias));
+        return uint32_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(k, window))));
+#else
+        return uint32_t((r[0] ^ kBias) < key) | uint32_t((r[1] ^ kBias) < key) << 1 |
+               uint32_t((r[2] ^ kBias) < key) << 2 | uint32_t((r[3] ^ kBias) < key) << 3;
+#endif
     }
     // First token of bucket b, for b in [0, 2^P] (2^P gives T).
     uint32_t bucket_start(uint64_t b) const noexcept { return group_start_[b >> group_shift_] + bucket_offset_[b]; }
@@ -185,7 +202,7 @@ private:
     uint32_t owner_at(size_t i) const noexcept { return hot_[i] & owner_mask_; }
     // Token i's value without its bucket bits: (value << P), exactly.
     uint64_t rest_of(size_t i) const noexcept {
-        return uint64_t(hot_[i] & ~owner_mask_) << 32 | uint64_t(cold_[i]) << owner_bits_;
+        return uint64_t((hot_[i] ^ kBias) & ~owner_mask_) << 32 | uint64_t(cold_[i]) << owner_bits_;
     }
     // position() by full comparison, for buckets bigger than the window and
     // for ties in the hot bits: the first of the n tokens from lo whose
