@@ -48,20 +48,20 @@ chr_status empty_ring(const char *who) {
 }
 
 void fill_ref(const Snapshot &s, uint32_t index, chr_node_ref *out) noexcept {
-    const chr_node_view &v = s.view(index);
-    out->tag = v.tag;
-    out->ownership = v.ownership;
-    out->weight = v.weight;
-    out->tokens = v.tokens;
+    const Snapshot::RefFields &r = s.ref_fields(index);
+    out->tag = r.tag;
+    out->ownership = r.ownership;
+    out->weight = r.weight;
+    out->tokens = r.tokens;
     out->index = index;
-    out->id_len = uint32_t(v.id_len);
-    out->zone_len = uint32_t(v.zone_len);
+    out->id_len = r.id_len;
+    out->zone_len = r.zone_len;
     out->reserved0 = 0;
-    if (v.id_len <= Snapshot::kShortId)
-        std::memcpy(out->id, s.short_id(index), Snapshot::kShortId);  // constant size: inlined
+    if (r.id_len <= Snapshot::kShortId)
+        std::memcpy(out->id, r.short_id, Snapshot::kShortId);  // constant size: inlined
     else
-        std::memcpy(out->id, v.id, v.id_len);
-    if (v.zone_len) std::memcpy(out->zone, v.zone, v.zone_len);
+        std::memcpy(out->id, s.view(index).id, r.id_len);
+    if (r.zone_len) std::memcpy(out->zone, s.view(index).zone, r.zone_len);
 }
 
 // Shared by the ring and snapshot versions of replicas; `emit(i, node_index)`

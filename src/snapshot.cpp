@@ -218,8 +218,9 @@ void Snapshot::finish(const std::vector<uint64_t> &values, const std::vector<uin
         views_[i].view = {reinterpret_cast<const unsigned char *>(n.id.data()), n.id.size(),
                           reinterpret_cast<const unsigned char *>(n.zone.data()), n.zone.size(),
                           n.tag, n.ownership, n.weight, n.tokens, uint32_t(i), 0};
-        std::memset(views_[i].short_id, 0, kShortId);
-        if (n.id.size() <= kShortId) std::memcpy(views_[i].short_id, n.id.data(), n.id.size());
+        RefFields &ref = views_[i].ref;
+        ref = {n.tag, n.ownership, n.weight, n.tokens, uint32_t(n.id.size()), uint32_t(n.zone.size()), {}};
+        if (n.id.size() <= kShortId) std::memcpy(ref.short_id, n.id.data(), n.id.size());
     }
 
     // Owner field: O bits for N nodes. Prefix index on the top P bits of a

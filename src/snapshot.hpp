@@ -118,9 +118,18 @@ public:
     // Node i as the C API shows it, prepared once per snapshot: a lookup
     // copies one cache line instead of gathering fields from a Node.
     const chr_node_view &view(size_t i) const noexcept { return views_[i].view; }
-    // Node i's id padded to kShortId bytes; valid when its id_len <= kShortId.
+    // Node i's fields as chr_node_ref copies them, in one cache line: the
+    // id zero-padded to kShortId bytes when it fits, so the copy moves a
+    // constant kShortId bytes (inlined, no memcpy call) without reading past
+    // the string.
     static constexpr size_t kShortId = 32;
-    const unsigned char *short_id(size_t i) const noexcept { return views_[i].short_id; }
+    struct RefFields {
+        uint64_t tag;
+        double ownership;
+        uint32_t weight, tokens, id_len, zone_len;
+        unsigned char short_id[kShortId];  // valid when id_len <= kShortId
+    };
+    const RefFields &ref_fields(size_t i) const noexcept { return views_[i].ref; }
     uint64_t token_value(size_t i) const noexcept;  // O(log T): rebuilt from bucket and record
     uint32_t token_owner(size_t i) const noexcept { return owner_at(i); }
     uint64_t fingerprint() const noexcept { return fingerprint_; }
@@ -237,13 +246,12 @@ private:
     uint64_t seed_;  // placement_->seed, one load closer
     bool native_;  // CHR_PLACEMENT_NATIVE: keys hash with hash64_ directly
     std::vector<Node> nodes_;
+    // Each part one cache line: a lookup reads the one its result type needs.
     struct alignas(64) ViewRecord {
         chr_node_view view;  // borrows nodes_' strings: nodes_ never changes after finish()
-        // The id again, zero-padded to kShortId bytes when it fits, so a copy
-        // into chr_node_ref can move a constant kShortId bytes (inlined, no
-        // memcpy call) without reading past the string.
-        unsigned char short_id[kShortId];
+        RefFields ref;
     };
+    static_assert(sizeof(chr_node_view) == 64 && sizeof(RefFields) == 64, "one line each");
     std::vector<ViewRecord> views_;
     size_t tokens_ = 0;  // T
     // Tokens sorted by (value, owner) (owner order is id order), as
