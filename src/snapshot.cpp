@@ -245,20 +245,23 @@ void Snapshot::finish(const std::vector<uint64_t> &values, const std::vector<uin
     std::vector<uint32_t> start(buckets + 1, 0);
     for (size_t k = 0; k < T; ++k) ++start[(values[k] >> prefix_shift_) + 1];
     for (size_t b = 1; b <= buckets; ++b) start[b] += start[b - 1];
-    // Widest groups whose offsets fit 16 bits.
-    unsigned g = 8;
+    // Widest groups (at most 256 buckets) whose start offsets fit 16 bits;
+    // one bucket per group always fits.
+    unsigned g = std::min(8u, bits);
     for (;; --g) {
         bool fits = true;
         for (size_t b = 0; b <= buckets && fits; ++b) fits = start[b] - start[b >> g << g] <= UINT16_MAX;
         if (fits) break;
     }
     group_shift_ = g;
-    group_start_.resize((buckets >> g) + 1);
-    bucket_offset_.resize(buckets + 1);
-    for (size_t b = 0; b <= buckets; ++b) {
-        if ((b & ((size_t(1) << g) - 1)) == 0) group_start_[b >> g] = start[b];
-        bucket_offset_[b] = uint16_t(start[b] - group_start_[b >> g]);
-    }
+    const size_t groups = buckets >> g;
+    group_start_.resize(groups + 1);
+    bucket_offset_.resize(buckets + groups + 1);
+    for (size_t G = 0; G <= groups; ++G) group_start_[G] = start[G << g];
+    for (size_t b = 0; b <= buckets; ++b) bucket_offset_[b + (b >> g)] = uint16_t(start[b] - group_start_[b >> g]);
+    for (size_t G = 0; G < groups; ++G)  // each group's end, after its last bucket
+        bucket_offset_[((G + 1) << g) + G] =
+            uint16_t(std::min<uint32_t>(start[(G + 1) << g] - group_start_[G], UINT16_MAX));
 
     hot_.resize(T + kWindow);
     cold_.resize(T);
@@ -274,11 +277,12 @@ uint64_t Snapshot::compat_key_position(const void *key, size_t len) const noexce
     return compat::key_position(*placement_, key, len);
 }
 
-uint32_t Snapshot::exact_scan(uint32_t lo, uint32_t n, uint64_t rest) const noexcept {
-    uint32_t first = 0;  // binary search: the bucket may hold every token (a constant hasher)
+uint32_t Snapshot::exact_position(uint64_t b, uint64_t rest) const noexcept {
+    // Binary search: the bucket may hold every token (a constant hasher).
+    uint32_t first = bucket_start(b), n = bucket_start(b + 1) - first;
     while (n > 0) {
         const uint32_t half = n / 2;
-        if (rest_of(lo + first + half) < rest) {
+        if (rest_of(first + half) < rest) {
             first += half + 1;
             n -= half + 1;
         } else {
@@ -310,7 +314,7 @@ void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
             hashes[j] = hash_key(keys[first + j], lens[first + j]);
             const uint64_t b = hashes[j] >> prefix_shift_;
             __builtin_prefetch(&group_start_[b >> group_shift_]);
-            __builtin_prefetch(&bucket_offset_[b]);
+            __builtin_prefetch(&bucket_offset_[b + (b >> group_shift_)]);
         }
         for (size_t j = 0; j < m; ++j) __builtin_prefetch(&hot_[bucket_start(hashes[j] >> prefix_shift_)]);
         for (size_t j = 0; j < m; ++j) owners[first + j] = owner_at(position(hashes[j]));

@@ -181,15 +181,17 @@ private:
     // failing compare capped at n: no branch on the data.
     uint32_t position(uint64_t h) const noexcept {
         const uint64_t b = h >> prefix_shift_;
-        const uint32_t lo = bucket_start(b);
-        const uint32_t n = bucket_start(b + 1) - lo;
+        const uint64_t group = b >> group_shift_;
+        const uint16_t *offset = bucket_offset_.data() + b + group;
+        const uint32_t lo = group_start_[group] + offset[0];
+        const uint32_t n = uint32_t(offset[1] - offset[0]);  // capped at 65,535: then n > kWindow
         const uint64_t rest = h << prefix_bits_;  // h's 64 - P bits below its bucket
         const uint32_t key = uint32_t(rest >> 32) & ~owner_mask_;
         const uint32_t *r = hot_.data() + lo;
-        if (__builtin_expect(n > kWindow, 0)) return lo + exact_scan(lo, n, rest);
+        if (__builtin_expect(n > kWindow, 0)) return exact_position(b, rest);
         const uint32_t c = std::min(uint32_t(__builtin_ctz(~window_below(r, key))), n);  // ~: bit 4 up set
         if (__builtin_expect((c < n) & ((r[c] ^ kBias) - key <= owner_mask_), 0))
-            return lo + exact_scan(lo, n, rest);
+            return exact_position(b, rest);
         return lo + c;
     }
     // Bit j set when record r[j] < key, for the kWindow records from r. SSE2
@@ -206,7 +208,10 @@ private:
 #endif
     }
     // First token of bucket b, for b in [0, 2^P] (2^P gives T).
-    uint32_t bucket_start(uint64_t b) const noexcept { return group_start_[b >> group_shift_] + bucket_offset_[b]; }
+    uint32_t bucket_start(uint64_t b) const noexcept {
+        const uint64_t group = b >> group_shift_;
+        return group_start_[group] + bucket_offset_[b + group];
+    }
     // Owner of token i; i == T is a pad record holding the owner of token 0.
     uint32_t owner_at(size_t i) const noexcept { return hot_[i] & owner_mask_; }
     // Token i's value without its bucket bits: (value << P), exactly.
@@ -214,9 +219,9 @@ private:
         return uint64_t((hot_[i] ^ kBias) & ~owner_mask_) << 32 | uint64_t(cold_[i]) << owner_bits_;
     }
     // position() by full comparison, for buckets bigger than the window and
-    // for ties in the hot bits: the first of the n tokens from lo whose
-    // rest_of() is >= rest.
-    uint32_t exact_scan(uint32_t lo, uint32_t n, uint64_t rest) const noexcept;
+    // for ties in the hot bits: the first token of bucket b whose rest_of()
+    // is >= rest, or the bucket's end.
+    uint32_t exact_position(uint64_t b, uint64_t rest) const noexcept;
     // Calls f(value, owner) for every token in order (for the update merge).
     template <class F>
     void for_each_token(F &&f) const {
@@ -258,12 +263,15 @@ private:
     // position() describes; hot_ has kWindow pads holding the owner of token 0.
     std::vector<uint32_t> hot_;
     std::vector<uint32_t> cold_;
-    // The prefix index, two-level to halve it: bucket b starts at
-    // group_start_[b >> group_shift_] + bucket_offset_[b]. Groups are 256
-    // buckets (~500 tokens) unless a skewed hasher crowds more than 65,535
-    // tokens into one, then smaller, down to one bucket per group.
-    std::vector<uint32_t> group_start_;
-    std::vector<uint16_t> bucket_offset_;
+    // The prefix index, two-level to halve it. Bucket b is in group
+    // G = b >> group_shift_ and starts at group_start_[G] +
+    // bucket_offset_[b + G]: each group's offsets are followed by one more,
+    // its end (the next group's start, capped at 65,535), so a bucket's
+    // start and size come from one group entry and two adjacent offsets.
+    // Groups are 256 buckets (~500 tokens) unless a skewed hasher crowds
+    // more than 65,535 tokens into one, then smaller, down to one bucket.
+    std::vector<uint32_t> group_start_;  // 2^P / group + 1 entries; the last is T
+    std::vector<uint16_t> bucket_offset_;  // 2^P + 2^P / group + 1 entries
     unsigned group_shift_ = 0;
     unsigned prefix_bits_ = 1;   // P
     unsigned prefix_shift_ = 63; // 64 - P

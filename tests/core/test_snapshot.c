@@ -269,35 +269,17 @@ static void add_hash(const chr_snapshot *snap, const token_dump *dump, hash_batc
     if (b->count == BATCH) check_batch(snap, dump, b);
 }
 
-static void test_successor_matches_reference(void **state) {
-    (void)state;
-    static const chr_hasher identity = {CHR_PLUGIN_ABI_VERSION, sizeof(chr_hasher), "test-identity",
-                                        "8-byte keys hash to themselves", identity_hash, 0, NULL, 0};
-    assert_chr_ok(chr_hasher_register(&identity));
-    chr_options opts = CHR_OPTIONS_INIT;
-    opts.hasher = "test-identity";
-    opts.tokens_per_weight = 50;
-    chr_ring *ring = ring_with_nodes(&opts, 0, 0);
-    for (unsigned n = 0; n < IDENTITY_NODES; ++n) assert_chr_ok(add_node(ring, n, 1 + n % 4));
-    chr_snapshot *snap = NULL;
-    assert_chr_ok(chr_ring_snapshot(ring, &snap));
-    chr_ring_free(ring); /* the snapshot is all this test needs */
+/* Looks up, through the batch and the single-key calls, hashes exactly at,
+ * just below and just above every token, at the ends of the circle, around
+ * every prefix bucket edge the index may use, and `random` random ones
+ * (uniform, and inside the crowded regions the test hashers make), each
+ * checked against a plain search over the snapshot's own token array. */
+static void check_successors(const chr_snapshot *snap, size_t random) {
     token_dump dump;
     token_dump_take(snap, &dump);
     assert_tokens_sorted(snap);
     hash_batch *b = calloc(1, sizeof *b);
     assert_non_null(b);
-
-    /* The shaped hasher did shape: ties exist, and tokens crowd both ends. */
-    size_t ties = 0, low = 0, high = 0;
-    for (size_t t = 0; t < dump.count; ++t) {
-        ties += t > 0 && dump.values[t] == dump.values[t - 1] && dump.owners[t] != dump.owners[t - 1];
-        low += dump.values[t] < (1ull << 44);
-        high += dump.values[t] >= 0xFFFFF00000000000ull;
-    }
-    assert_true(ties > 10 && low > 100 && high > 100);
-
-    /* Exactly at, just below and just above every token, and the ends. */
     for (size_t t = 0; t < dump.count; ++t) {
         add_hash(snap, &dump, b, dump.values[t]);
         add_hash(snap, &dump, b, dump.values[t] - 1);
@@ -305,7 +287,6 @@ static void test_successor_matches_reference(void **state) {
     }
     add_hash(snap, &dump, b, 0);
     add_hash(snap, &dump, b, UINT64_MAX);
-    /* Around the edges of every prefix bucket width the index may use. */
     for (unsigned bits = 1; bits <= 24; ++bits)
         for (uint64_t k = 0; k < 8; ++k) {
             const uint64_t edge = k << (64 - bits);
@@ -313,11 +294,10 @@ static void test_successor_matches_reference(void **state) {
             add_hash(snap, &dump, b, edge - 1);
             add_hash(snap, &dump, b, ~edge);
         }
-    /* Uniformly random hashes, and random ones inside the crowded ends. */
     test_rng rng = rng_seeded(0x50CCE550ull);
-    for (size_t i = 0; i < RANDOM_HASHES; ++i) {
+    for (size_t i = 0; i < random; ++i) {
         const uint64_t r = rng_next(&rng);
-        add_hash(snap, &dump, b, i % 4 == 1 ? r >> 20 : i % 4 == 2 ? r | 0xFFFFF00000000000ull : r);
+        add_hash(snap, &dump, b, i % 4 == 1 ? r >> 20 : i % 4 == 2 ? r | 0xFFFFF00000000000ull : i % 4 == 3 ? r >> 40 : r);
     }
     check_batch(snap, &dump, b);
 
@@ -332,6 +312,61 @@ static void test_successor_matches_reference(void **state) {
     }
     free(b);
     token_dump_free(&dump);
+}
+
+static void test_successor_matches_reference(void **state) {
+    (void)state;
+    static const chr_hasher identity = {CHR_PLUGIN_ABI_VERSION, sizeof(chr_hasher), "test-identity",
+                                        "8-byte keys hash to themselves", identity_hash, 0, NULL, 0};
+    assert_chr_ok(chr_hasher_register(&identity));
+    chr_options opts = CHR_OPTIONS_INIT;
+    opts.hasher = "test-identity";
+    opts.tokens_per_weight = 50;
+    chr_ring *ring = ring_with_nodes(&opts, 0, 0);
+    for (unsigned n = 0; n < IDENTITY_NODES; ++n) assert_chr_ok(add_node(ring, n, 1 + n % 4));
+    chr_snapshot *snap = NULL;
+    assert_chr_ok(chr_ring_snapshot(ring, &snap));
+    chr_ring_free(ring); /* the snapshot is all this test needs */
+
+    /* The shaped hasher did shape: ties exist, and tokens crowd both ends. */
+    token_dump dump;
+    token_dump_take(snap, &dump);
+    size_t ties = 0, low = 0, high = 0;
+    for (size_t t = 0; t < dump.count; ++t) {
+        ties += t > 0 && dump.values[t] == dump.values[t - 1] && dump.owners[t] != dump.owners[t - 1];
+        low += dump.values[t] < (1ull << 44);
+        high += dump.values[t] >= 0xFFFFF00000000000ull;
+    }
+    assert_true(ties > 10 && low > 100 && high > 100);
+    token_dump_free(&dump);
+
+    check_successors(snap, RANDOM_HASHES);
+    chr_snapshot_release(snap);
+}
+
+/* Tokens of "id#i" land in [0, 2^24): every one in the index's first bucket. */
+static uint64_t crowded_hash(const void *data, size_t len, uint64_t seed) {
+    return len == 8 ? identity_hash(data, len, seed) : identity_hash(data, len, seed) >> 40;
+}
+
+/* 65,538 tokens in one prefix bucket: the two-level index caps a bucket's
+ * size at 65,535 (a 16-bit wrap would say 2, small enough for the window)
+ * and the lookup must find the true bounds. */
+static void test_crowded_bucket_matches_reference(void **state) {
+    (void)state;
+    static const chr_hasher crowded = {CHR_PLUGIN_ABI_VERSION, sizeof(chr_hasher), "test-crowded",
+                                       "8-byte keys hash to themselves, the rest below 2^24",
+                                       crowded_hash, 0, NULL, 0};
+    assert_chr_ok(chr_hasher_register(&crowded));
+    chr_options opts = CHR_OPTIONS_INIT;
+    opts.hasher = "test-crowded";
+    opts.tokens_per_weight = 32769;
+    chr_ring *ring = ring_with_nodes(&opts, 0, 0);
+    for (unsigned n = 0; n < 2; ++n) assert_chr_ok(add_node(ring, n, 1));
+    chr_snapshot *snap = NULL;
+    assert_chr_ok(chr_ring_snapshot(ring, &snap));
+    chr_ring_free(ring);
+    check_successors(snap, RANDOM_HASHES / 10);
     chr_snapshot_release(snap);
 }
 
@@ -343,6 +378,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_lookup_batch_agrees, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tokens_sorted, setup, teardown),
         cmocka_unit_test(test_successor_matches_reference),
+        cmocka_unit_test(test_crowded_bucket_matches_reference),
     };
     return run_core_tests(tests);
 }
