@@ -53,12 +53,148 @@ size_t put_decimal(char *p, uint32_t v) noexcept {
 
 }  // namespace
 
+class Snapshot::Builder {
+public:
+    // Sizes the snapshot's layout for T tokens over its (final) node table.
+    Builder(Snapshot &s, size_t T)
+        : s_(s), T_(T), tokens_vec_(s.nodes_.size(), 0), arcs_vec_(s.nodes_.size(), 0) {
+        // Owner field: O bits for N nodes. Prefix index on the top P bits
+        // of a hash: one bucket per 1-2 tokens, so position() reads two
+        // index entries and one window of records. P >= O keeps the cold
+        // part within 32 bits (it only matters for rings of mostly weight-0
+        // members).
+        unsigned owner_bits = 1;
+        while ((size_t(1) << owner_bits) < s.nodes_.size()) ++owner_bits;  // <= 20: CHR_NODES_MAX is 2^20
+        unsigned bits = 1;
+        while (bits < 24 && (size_t(1) << (bits + 1)) <= T) ++bits;
+        bits = std::max(bits, owner_bits);
+        s.tokens_ = T;
+        s.owner_bits_ = owner_bits;
+        s.owner_mask_ = (uint32_t(1) << owner_bits) - 1;
+        s.prefix_bits_ = bits;
+        s.prefix_shift_ = 64 - bits;
+        hot_bits_ = 32 - owner_bits;
+        bits_ = bits;
+        shift_ = 64 - bits;
+        owner_mask_ = s.owner_mask_;
+        start_vec_.assign((size_t(1) << bits) + 1, 0);
+        s.hot_.resize(T + kWindow);
+        s.cold_.resize(T);
+        // Raw pointers and copies: add() stores through uint32_t pointers,
+        // which could alias uint32_t members and force reloads.
+        start_ = start_vec_.data();
+        hot_ = s.hot_.data();
+        cold_ = s.cold_.data();
+        tokens_of_ = tokens_vec_.data();
+        arcs_ = arcs_vec_.data();
+    }
+
+    // The next token in (value, owner) order. Also counts its bucket, its
+    // owner's tokens and owned arc (token k owns (value[k-1], value[k]];
+    // token 0's wrapping arc is added by finish()), and mixes it into the
+    // fingerprint in four independent lanes (a single multiply chain would
+    // bound the speed of every update by its latency).
+    void add(uint64_t v, uint32_t o) noexcept {
+        const uint64_t rest = v << bits_;
+        hot_[k_] = ((uint32_t(rest >> 32) & ~owner_mask_) | o) ^ kBias;
+        cold_[k_] = uint32_t(rest << hot_bits_ >> 32);
+        ++start_[(v >> shift_) + 1];
+        ++tokens_of_[o];
+        arcs_[o] += v - prev_;  // token 0's wrong arc is corrected by finish()
+        prev_ = v;
+        lanes_[k_ & 3].add(v ^ (uint64_t(o) * 0x9E3779B97F4A7C15ull));
+        ++k_;
+    }
+
+    void finish() {
+        Snapshot &s = s_;
+        // Token 0 owns the wrapping arc (last, first], not (0, first] as
+        // add() counted it; summed in 128 bits: one node may own all 2^64.
+        const uint32_t first_owner = T_ ? s.owner_at(0) : 0;
+        if (T_) arcs_[first_owner] += (u128(1) << 64) - prev_;
+        std::fill(s.hot_.begin() + T_, s.hot_.end(), (~s.owner_mask_ | first_owner) ^ kBias);  // the wrap
+
+        FingerprintMix fp;
+        fp.add(uint64_t(uint32_t(s.placement_->mode)));
+        fp.add(s.placement_->tokens_per_weight);
+        fp.add(s.placement_->seed);
+        fp.add_bytes(s.placement_->hasher->name);
+        fp.add(s.nodes_.size());
+        for (const Node &n : s.nodes_) {
+            fp.add_bytes(n.id);
+            fp.add(n.weight);
+        }
+        fp.add(T_);
+        for (const FingerprintMix &lane : lanes_) fp.add(lane.h);
+        s.fingerprint_ = fp.h;
+
+        s.eligible_ = 0;
+        s.views_.resize(s.nodes_.size());
+        for (size_t i = 0; i < s.nodes_.size(); ++i) {
+            Node &n = s.nodes_[i];
+            n.tokens = tokens_vec_[i];
+            n.ownership = double(arcs_vec_[i]) * 0x1p-64;
+            s.eligible_ += n.tokens > 0;
+            s.views_[i].view = {reinterpret_cast<const unsigned char *>(n.id.data()), n.id.size(),
+                                reinterpret_cast<const unsigned char *>(n.zone.data()), n.zone.size(),
+                                n.tag, n.ownership, n.weight, n.tokens, uint32_t(i), 0};
+            RefFields &ref = s.views_[i].ref;
+            ref = {n.tag, n.ownership, n.weight, n.tokens, uint32_t(n.id.size()), uint32_t(n.zone.size()), {}};
+            if (n.id.size() <= kShortId) std::memcpy(ref.short_id, n.id.data(), n.id.size());
+        }
+        build_index();
+    }
+
+private:
+    // start_ counted tokens per bucket; summed, start[b] = the first token
+    // of bucket b (a histogram and a prefix sum: no data-dependent branch,
+    // 5x faster than walking tokens and buckets together). Then split into
+    // the two-level index, with the widest groups (at most 256 buckets)
+    // whose start offsets fit 16 bits; one bucket per group always fits.
+    void build_index() {
+        Snapshot &s = s_;
+        const size_t buckets = size_t(1) << s.prefix_bits_;
+        std::vector<uint32_t> &start = start_vec_;
+        for (size_t b = 1; b <= buckets; ++b) start[b] += start[b - 1];
+        unsigned g = std::min(8u, s.prefix_bits_);
+        for (;; --g) {  // offsets grow within a group: its last bucket's is the largest
+            bool fits = true;
+            for (size_t G = 0; G < (buckets >> g) && fits; ++G)
+                fits = start[((G + 1) << g) - 1] - start[G << g] <= UINT16_MAX;
+            if (fits) break;
+        }
+        s.group_shift_ = g;
+        const size_t groups = buckets >> g;
+        s.group_start_.resize(groups + 1);
+        s.bucket_offset_.resize(buckets + groups + 1);
+        for (size_t G = 0; G <= groups; ++G) s.group_start_[G] = start[G << g];
+        for (size_t b = 0; b <= buckets; ++b)
+            s.bucket_offset_[b + (b >> g)] = uint16_t(start[b] - s.group_start_[b >> g]);
+        for (size_t G = 0; G < groups; ++G)  // each group's end, after its last bucket
+            s.bucket_offset_[((G + 1) << g) + G] =
+                uint16_t(std::min<uint32_t>(start[(G + 1) << g] - s.group_start_[G], UINT16_MAX));
+    }
+
+    Snapshot &s_;
+    const size_t T_;
+    size_t k_ = 0;
+    std::vector<uint32_t> start_vec_;  // tokens per bucket, then first token per bucket
+    std::vector<uint32_t> tokens_vec_;  // tokens per node (4 bytes a node: stays in L1)
+    std::vector<u128> arcs_vec_;        // owned arc per node
+    uint32_t *start_, *hot_, *cold_, *tokens_of_;
+    u128 *arcs_;
+    unsigned bits_, shift_, hot_bits_;  // P, 64 - P, R
+    uint32_t owner_mask_;
+    FingerprintMix lanes_[4];
+    uint64_t prev_ = 0;
+};
+
 Snapshot::Snapshot(PlacementPtr placement)
     : placement_(std::move(placement)),
       hash64_(placement_->hasher->hash64),
       seed_(placement_->seed),
       native_(placement_->mode == CHR_PLACEMENT_NATIVE) {
-    finish({}, {});
+    Builder(*this, 0).finish();
     live_snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -69,42 +205,40 @@ Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
         std::vector<uint64_t> values;
         std::vector<uint32_t> owners;
         compat::build_points(*placement_, nodes_, values, owners);
-        finish(values, owners);
+        Builder build(*this, values.size());
+        for (size_t k = 0; k < values.size(); ++k) build.add(values[k], owners[k]);
+        build.finish();
         live_snapshots.fetch_add(1, std::memory_order_relaxed);
         return;
     }
-    const size_t n_new = delta.nodes.size();
-
-    // Old node index -> new index, for nodes whose tokens are kept as they are.
-    constexpr uint32_t kDropped = UINT32_MAX;
-    std::vector<uint32_t> remap(base.nodes_.size(), kDropped);
-    for (size_t k = 0; k < n_new; ++k)
-        if (delta.old_index[k] >= 0 && !delta.regenerate[k]) remap[size_t(delta.old_index[k])] = uint32_t(k);
-
     const std::vector<Token> fresh = generate_tokens(delta);
 
-    // Merge two sequences sorted by (value, owner). Remapping preserves the
-    // order of surviving owners because both node tables are sorted by id.
-    // Sized for the worst case, then trimmed: one pass, no per-token checks.
-    const size_t bound = base.tokens_ + fresh.size();
-    std::vector<uint64_t> values(bound);
-    std::vector<uint32_t> owners(bound);
-    uint64_t *out_v = values.data();
-    uint32_t *out_o = owners.data();
+    // Old node index -> new index, for nodes whose tokens are kept as they
+    // are; their tokens plus the fresh ones are the new count.
+    constexpr uint32_t kDropped = UINT32_MAX;
+    std::vector<uint32_t> remap(base.nodes_.size(), kDropped);
+    size_t T = fresh.size();
+    for (size_t k = 0; k < delta.nodes.size(); ++k)
+        if (delta.old_index[k] >= 0 && !delta.regenerate[k]) {
+            remap[size_t(delta.old_index[k])] = uint32_t(k);
+            T += base.nodes_[size_t(delta.old_index[k])].tokens;
+        }
+    nodes_ = std::move(delta.nodes);
+
+    // Merge two sequences sorted by (value, owner) straight into the new
+    // layout: one pass, no intermediate array. Remapping preserves the order
+    // of surviving owners because both node tables are sorted by id.
+    Builder build(*this, T);
     const Token *f = fresh.data(), *f_end = f + fresh.size();
     base.for_each_token([&](uint64_t value, uint32_t owner) {
         const uint32_t mapped = remap[owner];
         if (mapped == kDropped) return;
         const Token kept{value, mapped};
-        for (; f != f_end && *f < kept; ++f) *out_v++ = f->value, *out_o++ = f->owner;
-        *out_v++ = kept.value, *out_o++ = kept.owner;
+        for (; f != f_end && *f < kept; ++f) build.add(f->value, f->owner);
+        build.add(kept.value, kept.owner);
     });
-    for (; f != f_end; ++f) *out_v++ = f->value, *out_o++ = f->owner;
-    values.resize(size_t(out_v - values.data()));
-    owners.resize(values.size());
-
-    nodes_ = std::move(delta.nodes);
-    finish(values, owners);
+    for (; f != f_end; ++f) build.add(f->value, f->owner);
+    build.finish();
     live_snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -172,105 +306,6 @@ void Snapshot::sort_tokens(std::vector<Token> &tokens) {
             for (Token *q = p; q > first && *q < q[-1]; --q) std::swap(*q, q[-1]);
     }
     tokens.swap(sorted);
-}
-
-void Snapshot::finish(const std::vector<uint64_t> &values, const std::vector<uint32_t> &owners) {
-    const size_t T = values.size();
-    tokens_ = T;
-
-    FingerprintMix fp;
-    fp.add(uint64_t(uint32_t(placement_->mode)));
-    fp.add(placement_->tokens_per_weight);
-    fp.add(placement_->seed);
-    fp.add_bytes(placement_->hasher->name);
-    fp.add(nodes_.size());
-    for (const Node &n : nodes_) {
-        fp.add_bytes(n.id);
-        fp.add(n.weight);
-    }
-    fp.add(T);
-
-    // One pass: tokens and owned arc per node (token k owns (values[k-1],
-    // values[k]], token 0 the wrapping arc; summed in 128 bits since one node
-    // may own all 2^64), and the fingerprint of the (value, owner) pairs in
-    // four independent lanes (a single multiply chain would bound the speed
-    // of every update by its latency).
-    std::vector<u128> arcs(nodes_.size(), 0);
-    for (Node &n : nodes_) n.tokens = 0;
-    FingerprintMix lanes[4];
-    uint64_t prev = T ? values[T - 1] : 0;
-    for (size_t k = 0; k < T; ++k) {
-        const uint64_t v = values[k];
-        const uint32_t o = owners[k];
-        ++nodes_[o].tokens;
-        arcs[o] += k ? u128(v - prev) : (u128(1) << 64) - prev + v;
-        prev = v;
-        lanes[k & 3].add(v ^ (uint64_t(o) * 0x9E3779B97F4A7C15ull));
-    }
-    for (const FingerprintMix &lane : lanes) fp.add(lane.h);
-    fingerprint_ = fp.h;
-    eligible_ = 0;
-    views_.resize(nodes_.size());
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-        Node &n = nodes_[i];
-        n.ownership = double(arcs[i]) * 0x1p-64;
-        eligible_ += n.tokens > 0;
-        views_[i].view = {reinterpret_cast<const unsigned char *>(n.id.data()), n.id.size(),
-                          reinterpret_cast<const unsigned char *>(n.zone.data()), n.zone.size(),
-                          n.tag, n.ownership, n.weight, n.tokens, uint32_t(i), 0};
-        RefFields &ref = views_[i].ref;
-        ref = {n.tag, n.ownership, n.weight, n.tokens, uint32_t(n.id.size()), uint32_t(n.zone.size()), {}};
-        if (n.id.size() <= kShortId) std::memcpy(ref.short_id, n.id.data(), n.id.size());
-    }
-
-    // Owner field: O bits for N nodes. Prefix index on the top P bits of a
-    // hash: one bucket per 1-2 tokens, so position() reads two index entries
-    // and one window of records. P >= O keeps the cold part within 32 bits
-    // (it only matters for rings of mostly weight-0 members).
-    unsigned owner_bits = 1;
-    while ((size_t(1) << owner_bits) < nodes_.size()) ++owner_bits;  // <= 20: CHR_NODES_MAX is 2^20
-    unsigned bits = 1;
-    while (bits < 24 && (size_t(1) << (bits + 1)) <= T) ++bits;
-    bits = std::max(bits, owner_bits);
-    const unsigned hot_bits = 32 - owner_bits;  // R
-    owner_bits_ = owner_bits;
-    owner_mask_ = (uint32_t(1) << owner_bits) - 1;
-    prefix_bits_ = bits;
-    prefix_shift_ = 64 - bits;
-
-    // Counted, then summed: start[b] = tokens in buckets below b = the first
-    // token of bucket b. No data-dependent branch (5x faster than walking
-    // tokens and buckets together).
-    const size_t buckets = size_t(1) << bits;
-    std::vector<uint32_t> start(buckets + 1, 0);
-    for (size_t k = 0; k < T; ++k) ++start[(values[k] >> prefix_shift_) + 1];
-    for (size_t b = 1; b <= buckets; ++b) start[b] += start[b - 1];
-    // Widest groups (at most 256 buckets) whose start offsets fit 16 bits;
-    // one bucket per group always fits.
-    unsigned g = std::min(8u, bits);
-    for (;; --g) {
-        bool fits = true;
-        for (size_t b = 0; b <= buckets && fits; ++b) fits = start[b] - start[b >> g << g] <= UINT16_MAX;
-        if (fits) break;
-    }
-    group_shift_ = g;
-    const size_t groups = buckets >> g;
-    group_start_.resize(groups + 1);
-    bucket_offset_.resize(buckets + groups + 1);
-    for (size_t G = 0; G <= groups; ++G) group_start_[G] = start[G << g];
-    for (size_t b = 0; b <= buckets; ++b) bucket_offset_[b + (b >> g)] = uint16_t(start[b] - group_start_[b >> g]);
-    for (size_t G = 0; G < groups; ++G)  // each group's end, after its last bucket
-        bucket_offset_[((G + 1) << g) + G] =
-            uint16_t(std::min<uint32_t>(start[(G + 1) << g] - group_start_[G], UINT16_MAX));
-
-    hot_.resize(T + kWindow);
-    cold_.resize(T);
-    for (size_t k = 0; k < T; ++k) {
-        const uint64_t rest = values[k] << bits;
-        hot_[k] = ((uint32_t(rest >> 32) & ~owner_mask_) | owners[k]) ^ kBias;
-        cold_[k] = uint32_t(rest << hot_bits >> 32);
-    }
-    std::fill(hot_.begin() + T, hot_.end(), (~owner_mask_ | (T ? owners[0] : 0)) ^ kBias);  // the wrap to token 0
 }
 
 uint64_t Snapshot::compat_key_position(const void *key, size_t len) const noexcept {

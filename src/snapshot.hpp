@@ -223,12 +223,20 @@ private:
     // is >= rest, or the bucket's end.
     uint32_t exact_position(uint64_t b, uint64_t rest) const noexcept;
     // Calls f(value, owner) for every token in order (for the update merge).
+    // A token's top P bits are its bucket's number: the bucket holding token
+    // i is the last one starting at or before i, found as a running maximum
+    // over bucket numbers marked at their starts (a loop over each bucket's
+    // tokens instead costs a mispredicted exit per bucket).
     template <class F>
     void for_each_token(F &&f) const {
+        std::vector<uint32_t> bucket_at(tokens_ + 1, 0);  // the largest bucket starting at i
         const uint64_t buckets = uint64_t(1) << prefix_bits_;
-        for (uint64_t b = 0; b < buckets; ++b)
-            for (uint32_t i = bucket_start(b), end = bucket_start(b + 1); i < end; ++i)
-                f(b << prefix_shift_ | rest_of(i) >> prefix_bits_, owner_at(i));
+        for (uint64_t b = 0; b < buckets; ++b) bucket_at[bucket_start(b)] = uint32_t(b);
+        uint64_t b = 0;
+        for (size_t i = 0; i < tokens_; ++i) {
+            b = std::max<uint64_t>(b, bucket_at[i]);
+            f(b << prefix_shift_ | rest_of(i) >> prefix_bits_, owner_at(i));
+        }
     }
     uint64_t compat_key_position(const void *key, size_t len) const noexcept;
     struct Token {
@@ -241,9 +249,10 @@ private:
     // Tokens of the nodes `delta` marks for regeneration, sorted.
     std::vector<Token> generate_tokens(const MembershipDelta &delta) const;
     static void sort_tokens(std::vector<Token> &tokens);
-    // From the sorted token array: ownership, eligible count, fingerprint,
-    // prefix index and records.
-    void finish(const std::vector<uint64_t> &values, const std::vector<uint32_t> &owners);
+    // Takes the tokens in order and builds, in the same pass, everything
+    // derived from them: records, index, ownership, eligible count and
+    // fingerprint (snapshot.cpp).
+    class Builder;
 
     mutable std::atomic<uint32_t> refs_{1};
     PlacementPtr placement_;
