@@ -10,11 +10,8 @@
 #include <string>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "hashers.hpp"
+#include "window.hpp"
 
 namespace chring {
 
@@ -143,8 +140,7 @@ public:
     static int64_t live_count() noexcept;
 
 private:
-    static constexpr uint32_t kWindow = 4;  // position() compares exactly this many records
-    static constexpr uint32_t kBias = 0x80000000u;  // flipped in stored hot records (window_below)
+    static constexpr uint32_t kBias = kWindowBias;  // flipped in every stored hot record
     static constexpr size_t kLinearScanReplicas = 32;
     static constexpr size_t kStackBitmapNodes = 65536;  // an 8 KiB bitmap on the stack
 
@@ -193,19 +189,6 @@ private:
         if (__builtin_expect((c < n) & ((r[c] ^ kBias) - key <= owner_mask_), 0))
             return exact_position(b, rest);
         return lo + c;
-    }
-    // Bit j set when record r[j] < key, for the kWindow records from r. SSE2
-    // (every x86-64) compares the four in one instruction; records are stored
-    // with kBias flipped so its signed compare orders them as unsigned.
-    static uint32_t window_below(const uint32_t *r, uint32_t key) noexcept {
-#if defined(__SSE2__)
-        const __m128i window = _mm_loadu_si128(reinterpret_cast<const __m128i *>(r));
-        const __m128i k = _mm_set1_epi32(int32_t(key ^ kBias));
-        return uint32_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(k, window))));
-#else
-        return uint32_t((r[0] ^ kBias) < key) | uint32_t((r[1] ^ kBias) < key) << 1 |
-               uint32_t((r[2] ^ kBias) < key) << 2 | uint32_t((r[3] ^ kBias) < key) << 3;
-#endif
     }
     // First token of bucket b, for b in [0, 2^P] (2^P gives T).
     uint32_t bucket_start(uint64_t b) const noexcept {

@@ -1,0 +1,60 @@
+// White-box: the lookup's window compare (src/window.hpp), SSE2 and portable
+// versions, against the plain unsigned comparison it stands for, on edge
+// values (0, the bias boundary, all ones, equal) and random records.
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <setjmp.h>
+
+extern "C" { /* cmocka.h declares its functions without linkage */
+#include <cmocka.h>
+}
+
+#include "window.hpp"
+
+namespace {
+
+uint32_t expected_below(const uint32_t *values, uint32_t key) {
+    uint32_t bits = 0;
+    for (uint32_t j = 0; j < chring::kWindow; ++j) bits |= uint32_t(values[j] < key) << j;
+    return bits;
+}
+
+void check(const uint32_t *values, uint32_t key) {
+    uint32_t stored[chring::kWindow];
+    for (uint32_t j = 0; j < chring::kWindow; ++j) stored[j] = values[j] ^ chring::kWindowBias;
+    const uint32_t want = expected_below(values, key);
+    assert_int_equal(chring::window_below(stored, key), want);
+    assert_int_equal(chring::window_below_portable(stored, key), want);
+}
+
+void test_edges(void **) {
+    const uint32_t edges[] = {0, 1, 0x7FFFFFFEu, 0x7FFFFFFFu, 0x80000000u, 0x80000001u, 0xFFFFFFFEu, 0xFFFFFFFFu};
+    for (uint32_t a : edges)
+        for (uint32_t b : edges)
+            for (uint32_t key : edges) {
+                const uint32_t values[chring::kWindow] = {a, b, a ^ b, key};  // key itself: not below
+                check(values, key);
+            }
+}
+
+void test_random(void **) {
+    uint64_t state = 0x3243F6A8885A308Dull;
+    auto next = [&state] {  // splitmix64
+        uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return uint32_t((z ^ (z >> 31)) >> 32);
+    };
+    for (int i = 0; i < 1000000; ++i) {
+        const uint32_t values[chring::kWindow] = {next(), next(), next(), next()};
+        check(values, next());
+    }
+}
+
+}  // namespace
+
+int main() {
+    const CMUnitTest tests[] = {cmocka_unit_test(test_edges), cmocka_unit_test(test_random)};
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
