@@ -137,7 +137,7 @@ void ketama_lookup(benchmark::State &state, Mode mode) {
     size_t i = 0;
     for (auto _ : state) {
         const bench::Key &k = pool[i++];
-        benchmark::DoNotOptimize(memcached_generate_hash(memc, k.bytes, k.len));
+        bench::consume(memcached_generate_hash(memc, k.bytes, k.len));
     }
     memcached_free(memc);
 }

@@ -40,7 +40,7 @@ bool failed(benchmark::State &state, chr_status st) {
 void xxh3_alone(benchmark::State &state) {
     const KeyPool &pool = KeyPool::get();
     size_t i = 0;
-    for (auto _ : state) benchmark::DoNotOptimize(bench::key_hash(pool[i++]));
+    for (auto _ : state) bench::consume(bench::key_hash(pool[i++]));
 }
 
 void std_lower_bound(benchmark::State &state) {
@@ -54,7 +54,7 @@ void std_lower_bound(benchmark::State &state) {
     const KeyPool &pool = KeyPool::get();
     size_t i = 0;
     for (auto _ : state)
-        benchmark::DoNotOptimize(tokens.owner_at_or_after(bench::key_hash(pool[i++])));
+        bench::consume(tokens.owner_at_or_after(bench::key_hash(pool[i++])));
 }
 
 void ring_lookup(benchmark::State &state) {
@@ -65,7 +65,7 @@ void ring_lookup(benchmark::State &state) {
     for (auto _ : state) {
         const Key &k = pool[i++];
         if (failed(state, chr_ring_lookup(ring, k.bytes, k.len, &owner))) break;
-        benchmark::DoNotOptimize(owner.index);
+        bench::consume(owner.index);
     }
 }
 
@@ -77,7 +77,7 @@ void snapshot_lookup(benchmark::State &state) {
     for (auto _ : state) {
         const Key &k = pool[i++];
         if (failed(state, chr_snapshot_lookup(snap.get(), k.bytes, k.len, &owner))) break;
-        benchmark::DoNotOptimize(owner.index);
+        bench::consume(owner.index);
     }
 }
 
@@ -89,7 +89,7 @@ void ring_replicas3(benchmark::State &state) {
     for (auto _ : state) {
         const Key &k = pool[i++];
         if (failed(state, chr_ring_replicas(ring, k.bytes, k.len, 3, owners, &count))) break;
-        benchmark::DoNotOptimize(owners[count - 1].index);
+        bench::consume(owners[count - 1].index);
     }
 }
 
@@ -102,7 +102,7 @@ void snapshot_replicas3(benchmark::State &state) {
         const Key &k = pool[i++];
         if (failed(state, chr_snapshot_replicas(snap.get(), k.bytes, k.len, 3, owners, &count)))
             break;
-        benchmark::DoNotOptimize(owners[count - 1].index);
+        bench::consume(owners[count - 1].index);
     }
 }
 

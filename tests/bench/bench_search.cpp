@@ -1,8 +1,13 @@
 // Successor-search layouts over the same sorted token array, each including
 // the xxh3 key hash, at 10, 100 and 1,000 nodes x 160 tokens: the study
-// behind the core's fast path (snapshot.hpp, Snapshot::successor). Every
+// behind the core's fast path (snapshot.hpp, Snapshot::position). Every
 // layout is checked against std::lower_bound on 100,000 keys before it is
-// timed, and reports its memory as the counter bytes_per_token.
+// timed, and reports its memory as the counter bytes_per_token. Each lookup
+// is one call to a function that is not inlined into the timing loop, as a
+// library call is not: inlined, the compiler and the CPU overlap consecutive
+// lookups further than any caller of chr_snapshot_lookup can (the 4-value
+// window at 1,000 nodes: 14 ns inlined, 22 ns called), which flattered the
+// layouts with more memory traffic.
 //
 //   lower_bound         std::lower_bound over values, owners beside them
 //   branchless_binary   the same search without data-dependent branches
@@ -10,10 +15,17 @@
 //                       with the next levels prefetched (Khuong & Morin)
 //   prefix_plus2        a bucket table on the top ceil(log2 T)+2 bits, then
 //                       lower_bound in the bucket (the reference measurement)
-//   prefix_window       chring's: floor(log2 T) bits (<= 4 bytes per token),
-//                       then a branchless count over a 4-value window
+//   prefix_window       floor(log2 T) bits (<= 4 bytes per token), then a
+//                       branchless count over a 4-value window, owners in
+//                       their own array (chring's first fast path)
 //   prefix_window_u16   the same with 16-bit owners (node counts <= 65,536)
 //   prefix_window_packed  the same with value and owner in one 12-byte record
+//   prefix_records      the same with one 8-byte record (value << P) | owner:
+//                       the bucket implies the top P value bits
+//   prefix_hot_cold     chring's: 4-byte hot records (the next 32 - O value
+//                       bits and the O-bit owner) compared, the rest of each
+//                       value in a cold array read only on a tie of the hot
+//                       bits (simplified here: a one-level index)
 //   chring_snapshot     chr_snapshot_lookup, the real thing
 //   chring_batch        chr_snapshot_lookup_batch, 1,024 keys per call
 #include <benchmark/benchmark.h>
@@ -184,6 +196,91 @@ struct PrefixWindowPacked {
     double bytes_per_token() const { return 12 + 4.0 * double(start.size()) / double(T); }
 };
 
+// prefix_records: one 8-byte record per token, (value << P) | owner. Within
+// a bucket, record < (h << P) exactly when value < h; records past the
+// bucket compare meaninglessly, so the count stops at the first failure,
+// capped at the bucket's size.
+struct PrefixRecords {
+    std::vector<uint64_t> records;  // T records then 4 pads (owner of token 0)
+    std::vector<uint32_t> start;
+    unsigned shift, bits;
+    uint64_t owner_mask;
+    explicit PrefixRecords(const TokenArray &t) {
+        const size_t T = t.values.size();
+        bits = std::max(1u, std::min(24u, floor_log2(T)));
+        start = bucket_starts(T, bits, shift, [&](size_t k) { return t.values[k]; });
+        owner_mask = (uint64_t(1) << bits) - 1;
+        for (size_t i = 0; i < T; ++i) records.push_back((t.values[i] << bits) | t.owners[i]);
+        records.resize(T + 4, t.owners[0]);
+    }
+    uint32_t operator()(uint64_t h) const {
+        const uint64_t b = h >> shift;
+        const uint32_t lo = start[b], n = start[b + 1] - lo;
+        const uint64_t key = h << bits;
+        const uint64_t *r = records.data() + lo;
+        uint32_t i = 0;
+        if (n > 4) {
+            while (i < n && r[i] < key) ++i;
+        } else {
+            const uint32_t below = uint32_t(r[0] < key) | uint32_t(r[1] < key) << 1 |
+                                   uint32_t(r[2] < key) << 2 | uint32_t(r[3] < key) << 3;
+            i = std::min(uint32_t(__builtin_ctz(~below)), n);
+        }
+        return uint32_t(r[i] & owner_mask);
+    }
+    double bytes_per_token() const { return 8 + 4.0 * double(start.size()) / double(records.size() - 4); }
+};
+
+// prefix_hot_cold: the record split in two. hot = the top 32 - O bits of
+// (value << P) with the owner in the low O bits; cold = the next 32. The
+// window compares hot records only; the first failing one is the answer
+// unless its hot bits equal the key's, then the cold bits decide.
+struct PrefixHotCold {
+    std::vector<uint32_t> hot, cold;
+    std::vector<uint32_t> start;
+    unsigned shift, bits, owner_bits = 1;
+    uint32_t owner_mask;
+    explicit PrefixHotCold(const TokenArray &t) {
+        const size_t T = t.values.size();
+        const uint32_t nodes = *std::max_element(t.owners.begin(), t.owners.end()) + 1;
+        while ((uint32_t(1) << owner_bits) < nodes) ++owner_bits;
+        bits = std::max(owner_bits, std::max(1u, std::min(24u, floor_log2(T))));
+        start = bucket_starts(T, bits, shift, [&](size_t k) { return t.values[k]; });
+        owner_mask = (uint32_t(1) << owner_bits) - 1;
+        for (size_t i = 0; i < T; ++i) {
+            const uint64_t rest = t.values[i] << bits;
+            hot.push_back((uint32_t(rest >> 32) & ~owner_mask) | t.owners[i]);
+            cold.push_back(uint32_t(rest << (32 - owner_bits) >> 32));
+        }
+        hot.resize(T + 4, ~owner_mask | t.owners[0]);
+    }
+    uint64_t rest_of(size_t i) const { return uint64_t(hot[i] & ~owner_mask) << 32 | uint64_t(cold[i]) << owner_bits; }
+    uint32_t operator()(uint64_t h) const {
+        const uint64_t b = h >> shift;
+        const uint32_t lo = start[b], n = start[b + 1] - lo;
+        const uint64_t rest = h << bits;
+        const uint32_t key = uint32_t(rest >> 32) & ~owner_mask;
+        const uint32_t *r = hot.data() + lo;
+        uint32_t i = 0;
+        if (n <= 4) {
+            const uint32_t below = uint32_t(r[0] < key) | uint32_t(r[1] < key) << 1 |
+                                   uint32_t(r[2] < key) << 2 | uint32_t(r[3] < key) << 3;
+            i = std::min(uint32_t(__builtin_ctz(~below)), n);
+            if (!((i < n) & (r[i] - key <= owner_mask))) return r[i] & owner_mask;
+            i = 0;
+        }
+        while (i < n && rest_of(lo + i) < rest) ++i;
+        return r[i] & owner_mask;
+    }
+    double bytes_per_token() const { return 8 + 4.0 * double(start.size()) / double(cold.size()); }
+};
+
+// One lookup, as a call (see the top of this file).
+template <class Layout>
+__attribute__((noinline)) uint32_t call_layout(const Layout &layout, const bench::Key &key) {
+    return layout(bench::key_hash(key));
+}
+
 // Times `Layout` built over the token array of an N-node ring.
 template <class Layout>
 void search(benchmark::State &state) {
@@ -202,7 +299,7 @@ void search(benchmark::State &state) {
         }
     }
     size_t i = 0;
-    for (auto _ : state) benchmark::DoNotOptimize(layout(bench::key_hash(pool[i++])));
+    for (auto _ : state) bench::consume(call_layout(layout, pool[i++]));
     state.counters["bytes_per_token"] = layout.bytes_per_token();
 }
 
@@ -216,7 +313,7 @@ void chring_snapshot(benchmark::State &state) {
     for (auto _ : state) {
         const bench::Key &k = pool[i++];
         bench::check(chr_snapshot_lookup(snap, k.bytes, k.len, &owner), "chr_snapshot_lookup");
-        benchmark::DoNotOptimize(owner.index);
+        bench::consume(owner.index);
     }
     chr_snapshot_release(snap);
 }
@@ -252,6 +349,8 @@ BENCHMARK_TEMPLATE(search, PrefixPlus2)->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK_TEMPLATE(search, PrefixWindow<uint32_t>)->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK_TEMPLATE(search, PrefixWindow<uint16_t>)->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK_TEMPLATE(search, PrefixWindowPacked)->Arg(10)->Arg(100)->Arg(1000);
+BENCHMARK_TEMPLATE(search, PrefixRecords)->Arg(10)->Arg(100)->Arg(1000);
+BENCHMARK_TEMPLATE(search, PrefixHotCold)->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK(chring_snapshot)->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK(chring_batch)->Arg(10)->Arg(100)->Arg(1000);
 

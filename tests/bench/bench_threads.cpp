@@ -82,7 +82,7 @@ void readers(benchmark::State &state) {
             state.SkipWithError(chr_last_error());
             break;
         }
-        benchmark::DoNotOptimize(owner.index);
+        bench::consume(owner.index);
     }
 
     if (writer) {

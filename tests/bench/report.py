@@ -20,9 +20,11 @@ LAYOUTS = (
     ("branchless binary search", "BranchlessBinary"),
     ("Eytzinger layout, prefetching descent", "Eytzinger"),
     ("prefix table ceil(log2 T)+2 bits + lower_bound", "PrefixPlus2"),
-    ("prefix table floor(log2 T) bits + 4-value window (chring)", "PrefixWindow<uint32_t>"),
+    ("prefix table floor(log2 T) bits + 4-value window, owners apart", "PrefixWindow<uint32_t>"),
     ("the same, 16-bit owners", "PrefixWindow<uint16_t>"),
     ("the same, value+owner packed in 12 bytes", "PrefixWindowPacked"),
+    ("the same, one 8-byte record (value << P) | owner", "PrefixRecords"),
+    ("the same, 4-byte hot records + cold rest (chring)", "PrefixHotCold"),
 )
 TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
@@ -145,7 +147,7 @@ def table(results):
     section("Memory")
     row("tokens", [results.counter(f"memory_per_token/{n}/iterations:1/repeats:1", "tokens")
                    for n in SIZES], 0)
-    row("index bytes per token (8 value + 4 owner + prefix index)",
+    row("index bytes per token (4 hot + 4 cold + prefix index)",
         [results.counter(f"memory_per_token/{n}/iterations:1/repeats:1", "index_bytes_per_token")
          for n in SIZES], 2)
     row("resident memory growth per token (whole ring)",
