@@ -235,7 +235,7 @@ static uint64_t identity_hash(const void *data, size_t len, uint64_t seed) {
     }
 }
 
-enum { RANDOM_HASHES = 1000000, BATCH = 4096, IDENTITY_NODES = 20 };
+enum { RANDOM_HASHES = 3000000, BATCH = 4096, IDENTITY_NODES = 20 };
 
 typedef struct hash_batch {
     unsigned char bytes[BATCH][8];
