@@ -60,34 +60,37 @@ void std_lower_bound(benchmark::State &state) {
 void ring_lookup(benchmark::State &state) {
     const chr_ring *ring = bench::shared_ring(size_t(state.range(0)));
     const KeyPool &pool = KeyPool::get();
-    chr_node_ref owner;
+    static bench::ResultSlots<chr_node_ref> out;
     size_t i = 0;
     for (auto _ : state) {
-        const Key &k = pool[i++];
-        if (failed(state, chr_ring_lookup(ring, k.bytes, k.len, &owner))) break;
-        bench::consume(owner.index);
+        const Key &k = pool[i];
+        chr_node_ref *owner = out[i++];
+        if (failed(state, chr_ring_lookup(ring, k.bytes, k.len, owner))) break;
+        bench::consume(owner->index);
     }
 }
 
 void snapshot_lookup(benchmark::State &state) {
     SnapshotHold snap(size_t(state.range(0)));
     const KeyPool &pool = KeyPool::get();
-    chr_node_view owner;
+    static bench::ResultSlots<chr_node_view> out;
     size_t i = 0;
     for (auto _ : state) {
-        const Key &k = pool[i++];
-        if (failed(state, chr_snapshot_lookup(snap.get(), k.bytes, k.len, &owner))) break;
-        bench::consume(owner.index);
+        const Key &k = pool[i];
+        chr_node_view *owner = out[i++];
+        if (failed(state, chr_snapshot_lookup(snap.get(), k.bytes, k.len, owner))) break;
+        bench::consume(owner->index);
     }
 }
 
 void ring_replicas3(benchmark::State &state) {
     const chr_ring *ring = bench::shared_ring(size_t(state.range(0)));
     const KeyPool &pool = KeyPool::get();
-    chr_node_ref owners[3];
+    static bench::ResultSlots<chr_node_ref, 3> out;
     size_t count = 0, i = 0;
     for (auto _ : state) {
-        const Key &k = pool[i++];
+        const Key &k = pool[i];
+        chr_node_ref *owners = out[i++];
         if (failed(state, chr_ring_replicas(ring, k.bytes, k.len, 3, owners, &count))) break;
         bench::consume(owners[count - 1].index);
     }
@@ -96,10 +99,11 @@ void ring_replicas3(benchmark::State &state) {
 void snapshot_replicas3(benchmark::State &state) {
     SnapshotHold snap(size_t(state.range(0)));
     const KeyPool &pool = KeyPool::get();
-    chr_node_view owners[3];
+    static bench::ResultSlots<chr_node_view, 3> out;
     size_t count = 0, i = 0;
     for (auto _ : state) {
-        const Key &k = pool[i++];
+        const Key &k = pool[i];
+        chr_node_view *owners = out[i++];
         if (failed(state, chr_snapshot_replicas(snap.get(), k.bytes, k.len, 3, owners, &count)))
             break;
         bench::consume(owners[count - 1].index);

@@ -308,12 +308,13 @@ void chring_snapshot(benchmark::State &state) {
     bench::check(chr_ring_snapshot(bench::shared_ring(size_t(state.range(0))), &snap),
                  "chr_ring_snapshot");
     const KeyPool &pool = KeyPool::get();
-    chr_node_view owner;
+    static bench::ResultSlots<chr_node_view> out;
     size_t i = 0;
     for (auto _ : state) {
-        const bench::Key &k = pool[i++];
-        bench::check(chr_snapshot_lookup(snap, k.bytes, k.len, &owner), "chr_snapshot_lookup");
-        bench::consume(owner.index);
+        const bench::Key &k = pool[i];
+        chr_node_view *owner = out[i++];
+        bench::check(chr_snapshot_lookup(snap, k.bytes, k.len, owner), "chr_snapshot_lookup");
+        bench::consume(owner->index);
     }
     chr_snapshot_release(snap);
 }

@@ -74,6 +74,29 @@ struct TokenArray {
 // rows were unaffected), an artifact of the loop, not of the code timed.
 inline void consume(uint64_t value) noexcept { asm volatile("" : : "r"(value)); }
 
+// Where a timed loop writes its results: iteration i uses slot i % 16, and
+// the slots sit at 16 different offsets within a 4 KiB page. A lookup's
+// result store and the next lookup's loads from the ring conflict when
+// their addresses agree in the low 12 bits (4K aliasing); with one fixed
+// result address the cost then depends on where it happens to fall, up to
+// +35% for a 10-node ring whose hot data spans only a few page offsets
+// (9.3-12.8 ns measured for one result moved over a page). Cycling the
+// slots measures the average over result addresses, what a caller whose
+// buffer could be anywhere can expect.
+template <class T, size_t PerSlot = 1>
+class ResultSlots {
+public:
+    static constexpr size_t kSlots = 16;
+    T *operator[](size_t i) noexcept {
+        return reinterpret_cast<T *>(bytes_ + (i % kSlots) * kStride);
+    }
+
+private:
+    static constexpr size_t kStride = 4096 + 256;  // 256 apart within a page
+    static_assert(sizeof(T) * PerSlot <= kStride, "a slot holds PerSlot results");
+    alignas(4096) unsigned char bytes_[kSlots * kStride];
+};
+
 // The ring's key hash with the default options (xxh3, seed 0).
 uint64_t key_hash(const Key &key) noexcept;
 

@@ -74,15 +74,16 @@ void readers(benchmark::State &state) {
     std::unique_ptr<Writer> writer;
     if (with_writer && state.thread_index() == 0) writer = std::make_unique<Writer>(ring);
 
-    chr_node_ref owner;
+    static thread_local bench::ResultSlots<chr_node_ref> out;
     size_t i = size_t(state.thread_index()) * (bench::KeyPool::kSize / 2);
     for (auto _ : state) {
-        const bench::Key &k = pool[i++];
-        if (chr_ring_lookup(ring, k.bytes, k.len, &owner) != CHR_OK) {
+        const bench::Key &k = pool[i];
+        chr_node_ref *owner = out[i++];
+        if (chr_ring_lookup(ring, k.bytes, k.len, owner) != CHR_OK) {
             state.SkipWithError(chr_last_error());
             break;
         }
-        bench::consume(owner.index);
+        bench::consume(owner->index);
     }
 
     if (writer) {
