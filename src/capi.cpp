@@ -1,4 +1,5 @@
 // Every extern "C" entry point, each behind one exception firewall.
+#include <cstddef>
 #include <cstring>
 #include <new>
 
@@ -47,20 +48,27 @@ chr_status empty_ring(const char *who) {
     return fail(CHR_EEMPTY, "%s: the ring has no node with tokens", who);
 }
 
+// RefFields is chr_node_ref's first 64 bytes, field for field.
+static_assert(offsetof(chr_node_ref, tag) == offsetof(Snapshot::RefFields, tag) &&
+                  offsetof(chr_node_ref, ownership) == offsetof(Snapshot::RefFields, ownership) &&
+                  offsetof(chr_node_ref, weight) == offsetof(Snapshot::RefFields, weight) &&
+                  offsetof(chr_node_ref, tokens) == offsetof(Snapshot::RefFields, tokens) &&
+                  offsetof(chr_node_ref, index) == offsetof(Snapshot::RefFields, index) &&
+                  offsetof(chr_node_ref, id_len) == offsetof(Snapshot::RefFields, id_len) &&
+                  offsetof(chr_node_ref, zone_len) == offsetof(Snapshot::RefFields, zone_len) &&
+                  offsetof(chr_node_ref, reserved0) == offsetof(Snapshot::RefFields, reserved0) &&
+                  offsetof(chr_node_ref, id) == offsetof(Snapshot::RefFields, short_id) &&
+                  sizeof(Snapshot::RefFields) == 64,
+              "RefFields mirrors the head of chr_node_ref");
+
 void fill_ref(const Snapshot &s, uint32_t index, chr_node_ref *out) noexcept {
     const Snapshot::RefFields &r = s.ref_fields(index);
-    out->tag = r.tag;
-    out->ownership = r.ownership;
-    out->weight = r.weight;
-    out->tokens = r.tokens;
-    out->index = index;
-    out->id_len = r.id_len;
-    out->zone_len = r.zone_len;
-    out->reserved0 = 0;
-    if (r.id_len <= Snapshot::kShortId)
-        std::memcpy(out->id, r.short_id, Snapshot::kShortId);  // constant size: inlined
-    else
+    if (__builtin_expect(r.id_len <= Snapshot::kShortId, 1)) {
+        std::memcpy(out, &r, sizeof r);  // constant size: inlined
+    } else {
+        std::memcpy(out, &r, offsetof(Snapshot::RefFields, short_id));
         std::memcpy(out->id, s.view(index).id, r.id_len);
+    }
     if (r.zone_len) std::memcpy(out->zone, s.view(index).zone, r.zone_len);
 }
 

@@ -139,7 +139,8 @@ public:
                                 reinterpret_cast<const unsigned char *>(n.zone.data()), n.zone.size(),
                                 n.tag, n.ownership, n.weight, n.tokens, uint32_t(i), 0};
             RefFields &ref = s.views_[i].ref;
-            ref = {n.tag, n.ownership, n.weight, n.tokens, uint32_t(n.id.size()), uint32_t(n.zone.size()), {}};
+            ref = {n.tag, n.ownership, n.weight, n.tokens, uint32_t(i), uint32_t(n.id.size()),
+                   uint32_t(n.zone.size()), 0, {}};
             if (n.id.size() <= kShortId) std::memcpy(ref.short_id, n.id.data(), n.id.size());
         }
         build_index();

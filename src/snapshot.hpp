@@ -88,13 +88,17 @@ public:
         if (n == 0) return 0;
         const size_t start = successor(hash_key(key, len));
         if (n <= kLinearScanReplicas) {
+            // Walk first, then emit: the walk stays a tight loop and the
+            // results are filled by straight-line, independent copies.
             uint32_t chosen[kLinearScanReplicas];
-            return walk_distinct(start, n, emit, [&](uint32_t o, size_t found) {
-                for (size_t f = 0; f < found; ++f)
-                    if (chosen[f] == o) return false;
-                chosen[found] = o;
+            const size_t found = walk_distinct(start, n, [](size_t, uint32_t) {}, [&](uint32_t o, size_t f) {
+                for (size_t j = 0; j < f; ++j)
+                    if (chosen[j] == o) return false;
+                chosen[f] = o;
                 return true;
             });
+            for (size_t i = 0; i < found; ++i) emit(i, chosen[i]);
+            return found;
         }
         uint64_t stack_bits[kStackBitmapNodes / 64];
         uint64_t *bits = nodes_.size() <= kStackBitmapNodes ? stack_bits : thread_bitmap(nodes_.size());
@@ -115,15 +119,15 @@ public:
     // Node i as the C API shows it, prepared once per snapshot: a lookup
     // copies one cache line instead of gathering fields from a Node.
     const chr_node_view &view(size_t i) const noexcept { return views_[i].view; }
-    // Node i's fields as chr_node_ref copies them, in one cache line: the
-    // id zero-padded to kShortId bytes when it fits, so the copy moves a
-    // constant kShortId bytes (inlined, no memcpy call) without reading past
-    // the string.
-    static constexpr size_t kShortId = 32;
+    // Node i's chr_node_ref, its first 64 bytes: the fields, then the id
+    // zero-padded to kShortId bytes when it fits. A ring lookup copies this
+    // one cache line as it is (constant size: inlined), and only a longer id
+    // or a zone needs a second copy.
+    static constexpr size_t kShortId = 24;
     struct RefFields {
         uint64_t tag;
         double ownership;
-        uint32_t weight, tokens, id_len, zone_len;
+        uint32_t weight, tokens, index, id_len, zone_len, reserved0;
         unsigned char short_id[kShortId];  // valid when id_len <= kShortId
     };
     const RefFields &ref_fields(size_t i) const noexcept { return views_[i].ref; }
@@ -147,7 +151,7 @@ private:
     // Walks tokens clockwise from `start`, emitting owners that `first_time`
     // accepts, until n are found or every token was seen.
     template <class Emit, class FirstTime>
-    size_t walk_distinct(size_t k, size_t n, Emit &emit, FirstTime &&first_time) const {
+    size_t walk_distinct(size_t k, size_t n, Emit &&emit, FirstTime &&first_time) const {
         size_t found = 0;
         for (size_t steps = 0; found < n && steps < tokens_; ++steps) {
             const uint32_t o = owner_at(k);
