@@ -96,7 +96,7 @@ public:
     // bound the speed of every update by its latency).
     void add(uint64_t v, uint32_t o) noexcept {
         const uint64_t rest = v << bits_;
-        hot_[k_] = ((uint32_t(rest >> 32) & ~owner_mask_) | o) ^ kBias;
+        hot_[k_] = ((uint32_t(rest >> 32) & ~owner_mask_) | o) ^ kWindowBias;
         cold_[k_] = uint32_t(rest << hot_bits_ >> 32);
         ++start_[(v >> shift_) + 1];
         ++tokens_of_[o];
@@ -112,7 +112,7 @@ public:
         // add() counted it; summed in 128 bits: one node may own all 2^64.
         const uint32_t first_owner = T_ ? s.owner_at(0) : 0;
         if (T_) arcs_[first_owner] += (u128(1) << 64) - prev_;
-        std::fill(s.hot_.begin() + T_, s.hot_.end(), (~s.owner_mask_ | first_owner) ^ kBias);  // the wrap
+        std::fill(s.hot_.begin() + T_, s.hot_.end(), (~s.owner_mask_ | first_owner) ^ kWindowBias);  // the wrap
 
         FingerprintMix fp;
         fp.add(uint64_t(uint32_t(s.placement_->mode)));

@@ -91,7 +91,7 @@ public:
             // Walk first, then emit: the walk stays a tight loop and the
             // results are filled by straight-line, independent copies.
             uint32_t chosen[kLinearScanReplicas];
-            const size_t found = walk_distinct(start, n, [](size_t, uint32_t) {}, [&](uint32_t o, size_t f) {
+            const size_t found = walk_distinct(start, n, [&](uint32_t o, size_t f) {
                 for (size_t j = 0; j < f; ++j)
                     if (chosen[j] == o) return false;
                 chosen[f] = o;
@@ -103,10 +103,11 @@ public:
         uint64_t stack_bits[kStackBitmapNodes / 64];
         uint64_t *bits = nodes_.size() <= kStackBitmapNodes ? stack_bits : thread_bitmap(nodes_.size());
         std::fill(bits, bits + (nodes_.size() + 63) / 64, 0);
-        return walk_distinct(start, n, emit, [&](uint32_t o, size_t) {
+        return walk_distinct(start, n, [&](uint32_t o, size_t found) {
             const uint64_t mask = uint64_t(1) << (o & 63);
             if (bits[o >> 6] & mask) return false;
             bits[o >> 6] |= mask;
+            emit(found, o);  // n may exceed any fixed buffer: emitted as found
             return true;
         });
     }
@@ -144,18 +145,17 @@ public:
     static int64_t live_count() noexcept;
 
 private:
-    static constexpr uint32_t kBias = kWindowBias;  // flipped in every stored hot record
     static constexpr size_t kLinearScanReplicas = 32;
     static constexpr size_t kStackBitmapNodes = 65536;  // an 8 KiB bitmap on the stack
 
-    // Walks tokens clockwise from `start`, emitting owners that `first_time`
-    // accepts, until n are found or every token was seen.
-    template <class Emit, class FirstTime>
-    size_t walk_distinct(size_t k, size_t n, Emit &&emit, FirstTime &&first_time) const {
+    // Walks tokens clockwise from `k`, offering each owner to
+    // first_time(owner, found so far), which records the ones it accepts,
+    // until n are accepted or every token was seen; returns how many were.
+    template <class FirstTime>
+    size_t walk_distinct(size_t k, size_t n, FirstTime &&first_time) const {
         size_t found = 0;
         for (size_t steps = 0; found < n && steps < tokens_; ++steps) {
-            const uint32_t o = owner_at(k);
-            if (first_time(o, found)) emit(found++, o);
+            found += first_time(owner_at(k), found);
             if (++k == tokens_) k = 0;
         }
         return found;
@@ -190,7 +190,7 @@ private:
         const uint32_t *r = hot_.data() + lo;
         if (__builtin_expect(n > kWindow, 0)) return exact_position(b, rest);
         const uint32_t c = std::min(uint32_t(__builtin_ctz(~window_below(r, key))), n);  // ~: bit 4 up set
-        if (__builtin_expect((c < n) & ((r[c] ^ kBias) - key <= owner_mask_), 0))
+        if (__builtin_expect((c < n) & ((r[c] ^ kWindowBias) - key <= owner_mask_), 0))
             return exact_position(b, rest);
         return lo + c;
     }
@@ -203,7 +203,7 @@ private:
     uint32_t owner_at(size_t i) const noexcept { return hot_[i] & owner_mask_; }
     // Token i's value without its bucket bits: (value << P), exactly.
     uint64_t rest_of(size_t i) const noexcept {
-        return uint64_t((hot_[i] ^ kBias) & ~owner_mask_) << 32 | uint64_t(cold_[i]) << owner_bits_;
+        return uint64_t((hot_[i] ^ kWindowBias) & ~owner_mask_) << 32 | uint64_t(cold_[i]) << owner_bits_;
     }
     // position() by full comparison, for buckets bigger than the window and
     // for ties in the hot bits: the first token of bucket b whose rest_of()

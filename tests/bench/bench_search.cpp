@@ -23,9 +23,10 @@
 //   prefix_records      the same with one 8-byte record (value << P) | owner:
 //                       the bucket implies the top P value bits
 //   prefix_hot_cold     chring's: 4-byte hot records (the next 32 - O value
-//                       bits and the O-bit owner) compared, the rest of each
-//                       value in a cold array read only on a tie of the hot
-//                       bits (simplified here: a one-level index)
+//                       bits and the O-bit owner) compared with the core's
+//                       window compare, the rest of each value in a cold
+//                       array read only on a tie of the hot bits
+//                       (simplified here: a one-level index)
 //   chring_snapshot     chr_snapshot_lookup, the real thing
 //   chring_batch        chr_snapshot_lookup_batch, 1,024 keys per call
 #include <benchmark/benchmark.h>
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "bench_support.hpp"
+#include "window.hpp"  // the core's window compare, for the hot/cold layout
 
 namespace {
 
@@ -44,6 +46,10 @@ using bench::TokenArray;
 constexpr size_t kCheckedKeys = 100000;
 
 unsigned floor_log2(size_t n) { return unsigned(63 - __builtin_clzll(n)); }
+
+// The prefix width of the window layouts (and of the core): one bucket per
+// 1-2 tokens, 1..24 bits.
+unsigned window_prefix_bits(size_t T) { return std::max(1u, std::min(24u, floor_log2(T))); }
 
 // start[b] = the first token whose top `bits` bits are >= b, for every b
 // (the bucket table of the prefix layouts); sets `shift` to 64 - bits.
@@ -143,7 +149,7 @@ struct PrefixWindow {
     explicit PrefixWindow(const TokenArray &t)
         : values(t.values), owners(t.owners.begin(), t.owners.end()), T(t.values.size()) {
         values.resize(T + 4, UINT64_MAX);
-        start = bucket_starts(T, std::max(1u, std::min(24u, floor_log2(T))), shift,
+        start = bucket_starts(T, window_prefix_bits(T), shift,
                               [&](size_t k) { return values[k]; });
     }
     uint32_t operator()(uint64_t h) const {
@@ -177,7 +183,7 @@ struct PrefixWindowPacked {
     explicit PrefixWindowPacked(const TokenArray &t) : T(t.values.size()) {
         for (size_t i = 0; i < T; ++i) tokens.push_back({t.values[i], t.owners[i]});
         tokens.resize(T + 4, Token{UINT64_MAX, 0});
-        start = bucket_starts(T, std::max(1u, std::min(24u, floor_log2(T))), shift,
+        start = bucket_starts(T, window_prefix_bits(T), shift,
                               [&](size_t k) { return tokens[k].value; });
     }
     uint32_t operator()(uint64_t h) const {
@@ -207,7 +213,7 @@ struct PrefixRecords {
     uint64_t owner_mask;
     explicit PrefixRecords(const TokenArray &t) {
         const size_t T = t.values.size();
-        bits = std::max(1u, std::min(24u, floor_log2(T)));
+        bits = window_prefix_bits(T);
         start = bucket_starts(T, bits, shift, [&](size_t k) { return t.values[k]; });
         owner_mask = (uint64_t(1) << bits) - 1;
         for (size_t i = 0; i < T; ++i) records.push_back((t.values[i] << bits) | t.owners[i]);
@@ -244,17 +250,19 @@ struct PrefixHotCold {
         const size_t T = t.values.size();
         const uint32_t nodes = *std::max_element(t.owners.begin(), t.owners.end()) + 1;
         while ((uint32_t(1) << owner_bits) < nodes) ++owner_bits;
-        bits = std::max(owner_bits, std::max(1u, std::min(24u, floor_log2(T))));
+        bits = std::max(owner_bits, window_prefix_bits(T));
         start = bucket_starts(T, bits, shift, [&](size_t k) { return t.values[k]; });
         owner_mask = (uint32_t(1) << owner_bits) - 1;
         for (size_t i = 0; i < T; ++i) {
             const uint64_t rest = t.values[i] << bits;
-            hot.push_back((uint32_t(rest >> 32) & ~owner_mask) | t.owners[i]);
+            hot.push_back(((uint32_t(rest >> 32) & ~owner_mask) | t.owners[i]) ^ chring::kWindowBias);
             cold.push_back(uint32_t(rest << (32 - owner_bits) >> 32));
         }
-        hot.resize(T + 4, ~owner_mask | t.owners[0]);
+        hot.resize(T + chring::kWindow, (~owner_mask | t.owners[0]) ^ chring::kWindowBias);
     }
-    uint64_t rest_of(size_t i) const { return uint64_t(hot[i] & ~owner_mask) << 32 | uint64_t(cold[i]) << owner_bits; }
+    uint64_t rest_of(size_t i) const {
+        return uint64_t((hot[i] ^ chring::kWindowBias) & ~owner_mask) << 32 | uint64_t(cold[i]) << owner_bits;
+    }
     uint32_t operator()(uint64_t h) const {
         const uint64_t b = h >> shift;
         const uint32_t lo = start[b], n = start[b + 1] - lo;
@@ -262,11 +270,9 @@ struct PrefixHotCold {
         const uint32_t key = uint32_t(rest >> 32) & ~owner_mask;
         const uint32_t *r = hot.data() + lo;
         uint32_t i = 0;
-        if (n <= 4) {
-            const uint32_t below = uint32_t(r[0] < key) | uint32_t(r[1] < key) << 1 |
-                                   uint32_t(r[2] < key) << 2 | uint32_t(r[3] < key) << 3;
-            i = std::min(uint32_t(__builtin_ctz(~below)), n);
-            if (!((i < n) & (r[i] - key <= owner_mask))) return r[i] & owner_mask;
+        if (n <= chring::kWindow) {  // the core's compare (src/window.hpp)
+            i = std::min(uint32_t(__builtin_ctz(~chring::window_below(r, key))), n);
+            if (!((i < n) & ((r[i] ^ chring::kWindowBias) - key <= owner_mask))) return r[i] & owner_mask;
             i = 0;
         }
         while (i < n && rest_of(lo + i) < rest) ++i;
