@@ -13,15 +13,19 @@ the line has one, "127.0.0.1" for port 11211, else "127.0.0.1:PORT").
 This covers what libmemcached cannot: it aborts past 100 servers (see
 test_ketama_libmemcached.cpp), twemproxy does not.
 
-Ties: twemproxy sorts its points with qsort comparing values only, so when
-two servers have a point of the same value, which one owns the keys just
-below it is up to the C library's qsort. Debian 12's glibc 2.36 qsort is a
-stable merge sort and keeps configuration order, which is chring's tag
-order; another C library or glibc version may not. Ties are rare (about
-one list in eight of 200 servers has one), so the last scenario searches
-for a list with a tied point and sends keys that land on it. Each scenario
-prints how many keys landed on tied points and how many of the mismatches
-(which fail the test all the same) were among them.
+Ties: when two servers have a point of the same value, the key just below
+it goes to whichever comes first in the sorted continuum. twemproxy sorts
+the continuum with qsort comparing values only, and builds it from its own
+server array, which conf_validate_server sorts by name: shorter names
+first, then bytes (string_compare). Debian 12's glibc 2.36 qsort is a
+stable merge sort, so tied points keep that name order, and chring
+reproduces it when the tag is the server's position in that order, not in
+the configuration (twemproxy_tags). Ties are rare (about one list in eight
+of 200 servers has one), so the last scenario searches for a list with a
+tied point, writes its configuration in reverse name order (so the two
+orders disagree on every tie) and sends keys that land on it. Each
+scenario prints how many keys landed on tied points and how many of the
+mismatches (which fail the test all the same) were among them.
 
     test_twemproxy.py PATH/TO/chring_owners
 """
@@ -103,6 +107,19 @@ def random_server_list(rng, ports, size):
     return lines, servers, chosen
 
 
+def twemproxy_order(servers):
+    """Configuration positions in twemproxy's server order: it sorts its
+    servers by name, comparing lengths first, then bytes."""
+    return sorted(range(len(servers)), key=lambda i: (len(servers[i][0].encode()), servers[i][0].encode()))
+
+
+def twemproxy_view(servers):
+    """`servers` in twemproxy's order (position = the chring tag that breaks
+    ties as twemproxy does) and, per such position, the configuration position."""
+    order = twemproxy_order(servers)
+    return [servers[i] for i in order], order
+
+
 def tied_values(points):
     """Point values that two different servers share."""
     return {v for i, (v, t) in enumerate(points) if i and v == points[i - 1][0] and t != points[i - 1][1]}
@@ -118,10 +135,11 @@ def named_list_with_a_tie(helper, rng, ports, size, tmp):
     the points can be searched before twemproxy runs) in which two servers
     have a point of the same value, and the arc ending at it is at least
     half the mean arc (so keys landing on it are quick to find). About one
-    random list in eight has a tie; one in three of those a wide arc."""
+    random list in eight has a tie; one in three of those a wide arc.
+    The list comes in reverse name order, the opposite of twemproxy's."""
     for attempt in range(1000):
-        servers = [(f"tie{attempt}-{i}", rng.randint(1, 1000)) for i in range(size)]
-        points = cs.chring_points(helper, "ketama", servers, tmp)
+        servers = [(f"tie{attempt}-{i}", rng.randint(1, 1000)) for i in reversed(range(size))]
+        points = cs.chring_points(helper, "ketama", twemproxy_view(servers)[0], tmp)
         values = sorted({v for v, _ in points})
         wide = {v for i, v in enumerate(values) if v - values[i - 1] >= (1 << 64) // len(values) // 2}
         tied = tied_values(points) & wide
@@ -160,7 +178,8 @@ def run_list(procs, nutcracker, helper, tmp, tally, setup, keys, label):
         with socket.create_connection(("127.0.0.1", listen), timeout=10) as sock:
             reader = sock.makefile("rb")
             real = [position_of_port[ask(sock, reader, k)] for k in keys]
-        ours = cs.chring_owners(helper, "ketama", servers, keys, tmp)
+        in_twemproxy_order, config_position = twemproxy_view(servers)
+        ours = [config_position[t] for t in cs.chring_owners(helper, "ketama", in_twemproxy_order, keys, tmp)]
     except Exception:
         with open(log, errors="replace") as f:
             print("nutcracker log:\n" + f.read()[-4000:])
@@ -168,7 +187,7 @@ def run_list(procs, nutcracker, helper, tmp, tally, setup, keys, label):
     finally:
         procs.stop(proxy)
     bad = tally.compare(label, keys, real, ours, lambda p: f"#{p} {servers[p][0]}")
-    points = cs.chring_points(helper, "ketama", servers, tmp)
+    points = cs.chring_points(helper, "ketama", in_twemproxy_order, tmp)
     values, tied = [v for v, _ in points], tied_values(points)
     on_tie = {i for i, k in enumerate(keys) if successor_value(values, k) in tied}
     print(f"  ties: {len(tied)} point values shared by two servers, {len(on_tie)} keys land on one, "
