@@ -59,20 +59,22 @@ public:
     Builder(Snapshot &s, size_t T)
         : s_(s), T_(T), tokens_vec_(s.nodes_.size(), 0), arcs_vec_(s.nodes_.size(), 0) {
         // Owner field: O bits for N nodes. Prefix index on the top P bits
-        // of a hash: one bucket per 1-2 tokens, so position() reads two
-        // index entries and one window of records. P >= O keeps the cold
-        // part within 32 bits (it only matters for rings of mostly weight-0
-        // members).
+        // of a hash: 1.5-3 tokens per bucket (the largest P with 2^P <=
+        // T / 1.5), so a bucket overflows the 8-record window with
+        // probability below 0.4% and position() reads two index entries
+        // and one window. P >= O keeps the cold part within 32 bits (it only
+        // matters for rings of mostly weight-0 members).
         unsigned owner_bits = 1;
         while ((size_t(1) << owner_bits) < s.nodes_.size()) ++owner_bits;  // <= 20: CHR_NODES_MAX is 2^20
         unsigned bits = 1;
-        while (bits < 24 && (size_t(1) << (bits + 1)) <= T) ++bits;
+        while (bits < 24 && (size_t(3) << bits) <= T) ++bits;  // 1.5 * 2^(bits + 1) <= T
         bits = std::max(bits, owner_bits);
         s.tokens_ = T;
         s.owner_bits_ = owner_bits;
         s.owner_mask_ = (uint32_t(1) << owner_bits) - 1;
         s.prefix_bits_ = bits;
         s.prefix_shift_ = 64 - bits;
+        s.key_shift_ = 32 - bits;
         hot_bits_ = 32 - owner_bits;
         bits_ = bits;
         shift_ = 64 - bits;
@@ -352,7 +354,11 @@ void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
             __builtin_prefetch(&group_start_[b >> group_shift_]);
             __builtin_prefetch(&bucket_offset_[b + (b >> group_shift_)]);
         }
-        for (size_t j = 0; j < m; ++j) __builtin_prefetch(&hot_[bucket_start(hashes[j] >> prefix_shift_)]);
+        for (size_t j = 0; j < m; ++j) {  // the window's 32 bytes may span two lines
+            const uint32_t *window = &hot_[bucket_start(hashes[j] >> prefix_shift_)];
+            __builtin_prefetch(window);
+            __builtin_prefetch(window + kWindow - 1);
+        }
         for (size_t j = 0; j < m; ++j) owners[first + j] = owner_at(position(hashes[j]));
     }
 }

@@ -171,7 +171,7 @@ private:
     // is the answer unless its R bits equal h's (probability 2^-R: 2^-22 at
     // 1,000 nodes), when the cold bits decide, off the fast path. The answer's
     // owner is in the record just compared. At 1,000 nodes the hot part and
-    // the index are 0.9 MB, which stays in this machine's L2 (2 MB) where
+    // the index are 0.8 MB, which stays in this machine's L2 (2 MB) where
     // 8- or 12-byte tokens spilled to L3.
     //
     // Index in [0, T] of the first token >= h in the total order, T if h is
@@ -185,13 +185,13 @@ private:
         const uint16_t *offset = bucket_offset_.data() + b + group;
         const uint32_t lo = group_start_[group] + offset[0];
         const uint32_t n = uint32_t(offset[1] - offset[0]);  // capped at 65,535: then n > kWindow
-        const uint64_t rest = h << prefix_bits_;  // h's 64 - P bits below its bucket
-        const uint32_t key = uint32_t(rest >> 32) & ~owner_mask_;
+        // h's 32 bits below its bucket (P <= 24), owner bits cleared
+        const uint32_t key = uint32_t(h >> key_shift_) & ~owner_mask_;
         const uint32_t *r = hot_.data() + lo;
-        if (__builtin_expect(n > kWindow, 0)) return exact_position(b, rest);
-        const uint32_t c = std::min(uint32_t(__builtin_ctz(~window_below(r, key))), n);  // ~: bit 4 up set
+        if (__builtin_expect(n > kWindow, 0)) return exact_position(b, h << prefix_bits_);
+        const uint32_t c = std::min(uint32_t(__builtin_ctz(~window_below(r, key))), n);  // ~: bit 8 up set
         if (__builtin_expect((c < n) & ((r[c] ^ kWindowBias) - key <= owner_mask_), 0))
-            return exact_position(b, rest);
+            return exact_position(b, h << prefix_bits_);
         return lo + c;
     }
     // First token of bucket b, for b in [0, 2^P] (2^P gives T).
@@ -264,13 +264,14 @@ private:
     // bucket_offset_[b + G]: each group's offsets are followed by one more,
     // its end (the next group's start, capped at 65,535), so a bucket's
     // start and size come from one group entry and two adjacent offsets.
-    // Groups are 256 buckets (~500 tokens) unless a skewed hasher crowds
+    // Groups are 256 buckets (~550 tokens) unless a skewed hasher crowds
     // more than 65,535 tokens into one, then smaller, down to one bucket.
     std::vector<uint32_t> group_start_;  // 2^P / group + 1 entries; the last is T
     std::vector<uint16_t> bucket_offset_;  // 2^P + 2^P / group + 1 entries
     unsigned group_shift_ = 0;
     unsigned prefix_bits_ = 1;   // P
     unsigned prefix_shift_ = 63; // 64 - P
+    unsigned key_shift_ = 31;    // 32 - P
     unsigned owner_bits_ = 1;    // O
     uint32_t owner_mask_ = 1;    // 2^O - 1
     size_t eligible_ = 0;

@@ -1,5 +1,5 @@
-// White-box: the lookup's window compare (src/window.hpp), SSE2 and portable
-// versions, against the plain unsigned comparison it stands for, on edge
+// White-box: the lookup's window compare (src/window.hpp), vector and
+// portable versions, against the plain unsigned comparison it stands for, on edge
 // values (0, the bias boundary, all ones, equal) and random records.
 #include <cstdarg>
 #include <cstddef>
@@ -33,7 +33,8 @@ void test_edges(void **) {
     for (uint32_t a : edges)
         for (uint32_t b : edges)
             for (uint32_t key : edges) {
-                const uint32_t values[chring::kWindow] = {a, b, a ^ b, key};  // key itself: not below
+                // key itself is not below; key - 1 is, unless key is 0
+                const uint32_t values[chring::kWindow] = {a, b, a ^ b, key, b, key - 1, a, ~a};
                 check(values, key);
             }
 }
@@ -47,7 +48,8 @@ void test_random(void **) {
         return uint32_t((z ^ (z >> 31)) >> 32);
     };
     for (int i = 0; i < 1000000; ++i) {
-        const uint32_t values[chring::kWindow] = {next(), next(), next(), next()};
+        uint32_t values[chring::kWindow];
+        for (uint32_t &v : values) v = next();
         check(values, next());
     }
 }
