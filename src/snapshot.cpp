@@ -159,7 +159,7 @@ private:
         const size_t buckets = size_t(1) << s.prefix_bits_;
         std::vector<uint32_t> &start = start_vec_;
         for (size_t b = 1; b <= buckets; ++b) start[b] += start[b - 1];
-        unsigned g = std::min(8u, s.prefix_bits_);
+        unsigned g = std::min(8u, s.prefix_bits_ - 1);
         for (;; --g) {  // offsets grow within a group: its last bucket's is the largest
             bool fits = true;
             for (size_t G = 0; G < (buckets >> g) && fits; ++G)
@@ -167,6 +167,7 @@ private:
             if (fits) break;
         }
         s.group_shift_ = g;
+        s.group_of_hash_shift_ = s.prefix_shift_ + g;
         const size_t groups = buckets >> g;
         s.group_start_.resize(groups + 1);
         s.bucket_offset_.resize(buckets + groups + 1);

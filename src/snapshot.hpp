@@ -71,7 +71,7 @@ public:
         return i == tokens_ ? 0 : i;
     }
     uint32_t owner_of(const void *key, size_t len) const noexcept {
-        return owner_at(position(hash_key(key, len)));  // the pad record at T owns the wrap
+        return locate(hash_key(key, len)).record & owner_mask_;  // the pad record at T owns the wrap
     }
     // Owners of n keys (validated by the caller). Hashes a group of keys,
     // prefetches their index buckets, then their token windows, so the cache
@@ -179,20 +179,32 @@ private:
     // its n records; records past the bucket belong to later buckets and
     // compare meaninglessly, so over the window the answer is the first
     // failing compare capped at n: no branch on the data.
-    uint32_t position(uint64_t h) const noexcept {
+    uint32_t position(uint64_t h) const noexcept { return locate(h).index; }
+    // position() and the record there, whose low O bits are the owner: a
+    // lookup takes the owner from the record the window compare just read.
+    struct Found {
+        uint32_t index;
+        uint32_t record;
+    };
+    Found locate(uint64_t h) const noexcept {
         const uint64_t b = h >> prefix_shift_;
-        const uint64_t group = b >> group_shift_;
+        const uint64_t group = h >> group_of_hash_shift_;  // b >> group_shift_, one step sooner
         const uint16_t *offset = bucket_offset_.data() + b + group;
         const uint32_t lo = group_start_[group] + offset[0];
         const uint32_t n = uint32_t(offset[1] - offset[0]);  // capped at 65,535: then n > kWindow
         // h's 32 bits below its bucket (P <= 24), owner bits cleared
         const uint32_t key = uint32_t(h >> key_shift_) & ~owner_mask_;
         const uint32_t *r = hot_.data() + lo;
-        if (__builtin_expect(n > kWindow, 0)) return exact_position(b, h << prefix_bits_);
+        if (__builtin_expect(n > kWindow, 0)) return locate_exactly(b, h);
         const uint32_t c = std::min(uint32_t(__builtin_ctz(~window_below(r, key))), n);  // ~: bit 8 up set
-        if (__builtin_expect((c < n) & ((r[c] ^ kWindowBias) - key <= owner_mask_), 0))
-            return exact_position(b, h << prefix_bits_);
-        return lo + c;
+        const uint32_t record = r[c];
+        if (__builtin_expect((c < n) & ((record ^ kWindowBias) - key <= owner_mask_), 0))
+            return locate_exactly(b, h);
+        return {lo + c, record};
+    }
+    Found locate_exactly(uint64_t b, uint64_t h) const noexcept {
+        const uint32_t i = exact_position(b, h << prefix_bits_);
+        return {i, hot_[i]};
     }
     // First token of bucket b, for b in [0, 2^P] (2^P gives T).
     uint32_t bucket_start(uint64_t b) const noexcept {
@@ -268,7 +280,8 @@ private:
     // more than 65,535 tokens into one, then smaller, down to one bucket.
     std::vector<uint32_t> group_start_;  // 2^P / group + 1 entries; the last is T
     std::vector<uint16_t> bucket_offset_;  // 2^P + 2^P / group + 1 entries
-    unsigned group_shift_ = 0;
+    unsigned group_shift_ = 0;         // <= P - 1, so that the next one is < 64
+    unsigned group_of_hash_shift_ = 63;  // 64 - P + group_shift_
     unsigned prefix_bits_ = 1;   // P
     unsigned prefix_shift_ = 63; // 64 - P
     unsigned key_shift_ = 31;    // 32 - P
