@@ -132,6 +132,7 @@ public:
 
         s.eligible_ = 0;
         s.views_.resize(s.nodes_.size());
+        s.ref_lines_.resize(s.nodes_.size());
         for (size_t i = 0; i < s.nodes_.size(); ++i) {
             Node &n = s.nodes_[i];
             n.tokens = tokens_vec_[i];
@@ -140,7 +141,7 @@ public:
             s.views_[i].view = {reinterpret_cast<const unsigned char *>(n.id.data()), n.id.size(),
                                 reinterpret_cast<const unsigned char *>(n.zone.data()), n.zone.size(),
                                 n.tag, n.ownership, n.weight, n.tokens, uint32_t(i), 0};
-            RefFields &ref = s.views_[i].ref;
+            RefFields &ref = s.ref_lines_[i].ref;
             ref = {n.tag, n.ownership, n.weight, n.tokens, uint32_t(i), uint32_t(n.id.size()),
                    uint32_t(n.zone.size()), 0, {}};
             if (n.id.size() <= kShortId) std::memcpy(ref.short_id, n.id.data(), n.id.size());

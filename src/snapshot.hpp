@@ -131,7 +131,7 @@ public:
         uint32_t weight, tokens, index, id_len, zone_len, reserved0;
         unsigned char short_id[kShortId];  // valid when id_len <= kShortId
     };
-    const RefFields &ref_fields(size_t i) const noexcept { return views_[i].ref; }
+    const RefFields &ref_fields(size_t i) const noexcept { return ref_lines_[i].ref; }
     uint64_t token_value(size_t i) const noexcept;  // O(log T): rebuilt from bucket and record
     uint32_t token_owner(size_t i) const noexcept { return owner_at(i); }
     uint64_t fingerprint() const noexcept { return fingerprint_; }
@@ -259,13 +259,19 @@ private:
     uint64_t seed_;  // placement_->seed, one load closer
     bool native_;  // CHR_PLACEMENT_NATIVE: keys hash with hash64_ directly
     std::vector<Node> nodes_;
-    // Each part one cache line: a lookup reads the one its result type needs.
-    struct alignas(64) ViewRecord {
+    // One cache line per node in each table: a lookup reads the line its
+    // result type needs, and a table holds only lines of its kind, so the
+    // adjacent line the L2 prefetcher pairs with a miss is another node's
+    // record of the same kind.
+    struct alignas(64) ViewLine {
         chr_node_view view;  // borrows nodes_' strings: nodes_ never changes after finish()
+    };
+    struct alignas(64) RefLine {
         RefFields ref;
     };
-    static_assert(sizeof(chr_node_view) == 64 && sizeof(RefFields) == 64, "one line each");
-    std::vector<ViewRecord> views_;
+    static_assert(sizeof(ViewLine) == 64 && sizeof(RefLine) == 64, "one line each");
+    std::vector<ViewLine> views_;
+    std::vector<RefLine> ref_lines_;
     size_t tokens_ = 0;  // T
     // Tokens sorted by (value, owner) (owner order is id order), as
     // position() describes; hot_ has kWindow pads holding the owner of token 0.
