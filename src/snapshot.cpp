@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "compat.hpp"
@@ -153,18 +154,20 @@ private:
     // start_ counted tokens per bucket; summed, start[b] = the first token
     // of bucket b (a histogram and a prefix sum: no data-dependent branch,
     // 5x faster than walking tokens and buckets together). Then split into
-    // the two-level index, with the widest groups (at most 256 buckets)
-    // whose start offsets fit 16 bits; one bucket per group always fits.
+    // the two-level index, with the widest groups (at most 64 buckets)
+    // whose tokens, end included, fit a byte's offsets; with one bucket a
+    // group, a bigger bucket's size is capped (and takes the exact path).
     void build_index() {
         Snapshot &s = s_;
         const size_t buckets = size_t(1) << s.prefix_bits_;
         std::vector<uint32_t> &start = start_vec_;
         for (size_t b = 1; b <= buckets; ++b) start[b] += start[b - 1];
-        unsigned g = std::min(8u, s.prefix_bits_ - 1);
-        for (;; --g) {  // offsets grow within a group: its last bucket's is the largest
+        constexpr uint32_t kMaxOffset = std::numeric_limits<BucketOffset>::max();
+        unsigned g = std::min(kMaxGroupShift, s.prefix_bits_ - 1);
+        for (; g > 0; --g) {  // a group's end must fit too, or its last bucket's size would be cut
             bool fits = true;
             for (size_t G = 0; G < (buckets >> g) && fits; ++G)
-                fits = start[((G + 1) << g) - 1] - start[G << g] <= UINT16_MAX;
+                fits = start[(G + 1) << g] - start[G << g] <= kMaxOffset;
             if (fits) break;
         }
         s.group_shift_ = g;
@@ -174,10 +177,10 @@ private:
         s.bucket_offset_.resize(buckets + groups + 1);
         for (size_t G = 0; G <= groups; ++G) s.group_start_[G] = start[G << g];
         for (size_t b = 0; b <= buckets; ++b)
-            s.bucket_offset_[b + (b >> g)] = uint16_t(start[b] - s.group_start_[b >> g]);
+            s.bucket_offset_[b + (b >> g)] = BucketOffset(start[b] - s.group_start_[b >> g]);
         for (size_t G = 0; G < groups; ++G)  // each group's end, after its last bucket
             s.bucket_offset_[((G + 1) << g) + G] =
-                uint16_t(std::min<uint32_t>(start[(G + 1) << g] - s.group_start_[G], UINT16_MAX));
+                BucketOffset(std::min<uint32_t>(start[(G + 1) << g] - s.group_start_[G], kMaxOffset));
     }
 
     Snapshot &s_;
@@ -380,7 +383,7 @@ int64_t Snapshot::find(const std::string &id) const noexcept {
 
 size_t Snapshot::index_bytes() const noexcept {
     return (hot_.size() + cold_.size() + group_start_.size()) * sizeof(uint32_t) +
-           bucket_offset_.size() * sizeof(uint16_t);
+           bucket_offset_.size() * sizeof(BucketOffset);
 }
 
 }  // namespace chring

@@ -189,9 +189,9 @@ private:
     Found locate(uint64_t h) const noexcept {
         const uint64_t b = h >> prefix_shift_;
         const uint64_t group = h >> group_of_hash_shift_;  // b >> group_shift_, one step sooner
-        const uint16_t *offset = bucket_offset_.data() + b + group;
+        const BucketOffset *offset = bucket_offset_.data() + b + group;
         const uint32_t lo = group_start_[group] + offset[0];
-        const uint32_t n = uint32_t(offset[1] - offset[0]);  // capped at 65,535: then n > kWindow
+        const uint32_t n = uint32_t(offset[1] - offset[0]);  // capped at 255: then n > kWindow
         // h's 32 bits below its bucket (P <= 24), owner bits cleared
         const uint32_t key = uint32_t(h >> key_shift_) & ~owner_mask_;
         const uint32_t *r = hot_.data() + lo;
@@ -277,15 +277,19 @@ private:
     // position() describes; hot_ has kWindow pads holding the owner of token 0.
     std::vector<uint32_t> hot_;
     std::vector<uint32_t> cold_;
-    // The prefix index, two-level to halve it. Bucket b is in group
-    // G = b >> group_shift_ and starts at group_start_[G] +
+    // The prefix index, two-level to shrink it to one byte a bucket. Bucket
+    // b is in group G = b >> group_shift_ and starts at group_start_[G] +
     // bucket_offset_[b + G]: each group's offsets are followed by one more,
-    // its end (the next group's start, capped at 65,535), so a bucket's
-    // start and size come from one group entry and two adjacent offsets.
-    // Groups are 256 buckets (~550 tokens) unless a skewed hasher crowds
-    // more than 65,535 tokens into one, then smaller, down to one bucket.
+    // its end (the next group's start), so a bucket's start and size come
+    // from one group entry and two adjacent offsets. Groups are 64 buckets
+    // (~150 tokens) unless a skewed hasher crowds more than 255 tokens into
+    // one, then smaller, down to one bucket, whose end alone may be capped
+    // at 255: a size that big takes the exact path, which reads the bounds
+    // from group_start_.
+    using BucketOffset = uint8_t;
+    static constexpr unsigned kMaxGroupShift = 6;
     std::vector<uint32_t> group_start_;  // 2^P / group + 1 entries; the last is T
-    std::vector<uint16_t> bucket_offset_;  // 2^P + 2^P / group + 1 entries
+    std::vector<BucketOffset> bucket_offset_;  // 2^P + 2^P / group + 1 entries
     unsigned group_shift_ = 0;         // <= P - 1, so that the next one is < 64
     unsigned group_of_hash_shift_ = 63;  // 64 - P + group_shift_
     unsigned prefix_bits_ = 1;   // P

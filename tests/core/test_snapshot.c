@@ -350,8 +350,8 @@ static uint64_t crowded_hash(const void *data, size_t len, uint64_t seed) {
 }
 
 /* 65,538 tokens in one prefix bucket: the two-level index caps a bucket's
- * size at 65,535 (a 16-bit wrap would say 2, small enough for the window)
- * and the lookup must find the true bounds. */
+ * size at 255 (an 8-bit wrap would say 2, small enough for the window) and
+ * the lookup must find the true bounds. */
 static void test_crowded_bucket_matches_reference(void **state) {
     (void)state;
     static const chr_hasher crowded = {CHR_PLUGIN_ABI_VERSION, sizeof(chr_hasher), "test-crowded",
@@ -370,6 +370,44 @@ static void test_crowded_bucket_matches_reference(void **state) {
     chr_snapshot_release(snap);
 }
 
+
+/* Token j = 2 i + node of "node-00N#i" (two nodes, 150 tokens each): 250 in
+ * the first of 128 prefix buckets, 10 in the 64th, 40 past the middle. With
+ * 64 buckets a group, the first group's last bucket starts at offset 250
+ * but ends at 260, past a byte: the index must use smaller groups rather
+ * than cap that bucket's size at 5 and answer wrongly above its 5th token. */
+static uint64_t group_edge_hash(const void *data, size_t len, uint64_t seed) {
+    const char *p = data;
+    if (len == 8) return identity_hash(data, len, seed);
+    const char *hash_sign = memchr(p, '#', len);
+    assert_non_null(hash_sign);
+    const uint64_t node = (uint64_t)(p[7] - '0');
+    uint64_t i = 0;
+    for (const char *d = hash_sign + 1; d < p + len; ++d) i = i * 10 + (uint64_t)(*d - '0');
+    const uint64_t j = 2 * i + node;
+    if (j < 250) return (j + 1) << 40;                              /* bucket 0 */
+    if (j < 260) return (63ull << 57) + ((j - 249) << 40);           /* bucket 63 */
+    return (1ull << 63) + ((j - 259) << 40);                         /* the second half */
+}
+
+static void test_group_end_past_a_byte_matches_reference(void **state) {
+    (void)state;
+    static const chr_hasher edge = {CHR_PLUGIN_ABI_VERSION, sizeof(chr_hasher), "test-group-edge",
+                                    "8-byte keys hash to themselves; tokens placed by number",
+                                    group_edge_hash, 0, NULL, 0};
+    assert_chr_ok(chr_hasher_register(&edge));
+    chr_options opts = CHR_OPTIONS_INIT;
+    opts.hasher = "test-group-edge";
+    opts.tokens_per_weight = 150;
+    chr_ring *ring = ring_with_nodes(&opts, 0, 0);
+    for (unsigned n = 0; n < 2; ++n) assert_chr_ok(add_node(ring, n, 1));
+    chr_snapshot *snap = NULL;
+    assert_chr_ok(chr_ring_snapshot(ring, &snap));
+    chr_ring_free(ring);
+    check_successors(snap, RANDOM_HASHES / 10);
+    chr_snapshot_release(snap);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_keeps_old_membership, setup, teardown),
@@ -379,6 +417,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_tokens_sorted, setup, teardown),
         cmocka_unit_test(test_successor_matches_reference),
         cmocka_unit_test(test_crowded_bucket_matches_reference),
+        cmocka_unit_test(test_group_end_past_a_byte_matches_reference),
     };
     return run_core_tests(tests);
 }
