@@ -75,10 +75,10 @@ void fill_ref(const Snapshot &s, uint32_t index, chr_node_ref *out) noexcept {
 // Shared by the ring and snapshot versions of replicas; `emit(i, node_index)`
 // writes one result.
 template <class Emit>
-chr_status replicas_on(const Snapshot &s, const char *who, const void *key, size_t len, size_t n,
-                       size_t *count, Emit &&emit) {
+chr_status replicas_on(const Snapshot &s, const char *who, uint64_t hash, size_t n, size_t *count,
+                       Emit &&emit) {
     if (s.eligible_count() == 0) return empty_ring(who);
-    *count = s.replicas(key, len, n, emit);
+    *count = s.replicas_at_hash(hash, n, emit);
     return CHR_OK;
 }
 
@@ -165,10 +165,11 @@ CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t
     if (!ring) return null_arg(who, "ring");
     if (!out) return null_arg(who, "out");
     if (chr_status st = check_key(who, key, key_len)) return st;
-    return impl(ring)->read(who, [&](const Snapshot &s) {
+    const Ring &r = *impl(ring);
+    const uint64_t h = r.hash_key(key, key_len);
+    return r.read(who, [&](const Snapshot &s) {
         if (s.token_count() == 0) return empty_ring(who);
-        uint32_t o = s.owner_of(key, key_len);
-        fill_ref(s, o, out);
+        fill_ref(s, s.owner_at_hash(h), out);
         return CHR_OK;
     });
 }
@@ -178,9 +179,11 @@ CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size
     static const char *who = "chr_ring_replicas";
     if (!ring) return null_arg(who, "ring");
     if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
+    const Ring &r = *impl(ring);
+    const uint64_t h = r.hash_key(key, key_len);
     return guarded(who, [&] {
-        return impl(ring)->read(who, [&](const Snapshot &s) {
-            return replicas_on(s, who, key, key_len, n, count,
+        return r.read(who, [&](const Snapshot &s) {
+            return replicas_on(s, who, h, n, count,
                                [&](size_t i, uint32_t o) { fill_ref(s, o, &out[i]); });
         });
     });
@@ -306,7 +309,7 @@ CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *k
     if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
     const Snapshot &s = *impl(snap);
     return guarded(who, [&] {
-        return replicas_on(s, who, key, key_len, n, count,
+        return replicas_on(s, who, s.hash_key(key, key_len), n, count,
                            [&](size_t i, uint32_t o) { out[i] = s.view(o); });
     });
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 
 namespace chring {
@@ -40,30 +41,29 @@ inline thread_local Slot *tls_slot __attribute__((tls_model("initial-exec"))) = 
 Slot *register_thread() noexcept;
 }  // namespace detail
 
-// Marks the calling thread as reading for its lifetime. Nests. ok() is false
-// only if the thread's first-ever registration could not allocate its slot.
-// Inline: it is on every ring-level read.
+// Marks the calling thread as reading for its lifetime. Does not nest (the
+// ring runs no user code, not even a hasher, inside a read section); debug
+// builds check. ok() is false only if the thread's first-ever registration
+// could not allocate its slot. Inline: it is on every ring-level read.
 class ReadGuard {
 public:
-    ReadGuard() noexcept : slot_(detail::tls_slot), outermost_(false) {
+    ReadGuard() noexcept : slot_(detail::tls_slot) {
         if (__builtin_expect(!slot_, 0) && !(slot_ = detail::register_thread())) return;
-        if (slot_->active.load(std::memory_order_relaxed) == 0) {
-            outermost_ = true;
-            // seq_cst: this store must be ordered before the reader's load of
-            // the published pointer, against the writer's swap and slot scan.
-            // acquire: a reader that sees an epoch a writer opened also sees
-            // the pointer that writer swapped in before opening it.
-            const uint64_t epoch = detail::global_epoch.load(std::memory_order_acquire);
-            if (detail::asymmetric) {
-                slot_->active.store(epoch, std::memory_order_relaxed);
-                std::atomic_signal_fence(std::memory_order_seq_cst);  // the writer's membarrier is the fence
-            } else {
-                slot_->active.store(epoch, std::memory_order_seq_cst);
-            }
+        assert(slot_->active.load(std::memory_order_relaxed) == 0 && "read sections do not nest");
+        // seq_cst: this store must be ordered before the reader's load of
+        // the published pointer, against the writer's swap and slot scan.
+        // acquire: a reader that sees an epoch a writer opened also sees
+        // the pointer that writer swapped in before opening it.
+        const uint64_t epoch = detail::global_epoch.load(std::memory_order_acquire);
+        if (__builtin_expect(detail::asymmetric, 1)) {
+            slot_->active.store(epoch, std::memory_order_relaxed);
+            std::atomic_signal_fence(std::memory_order_seq_cst);  // the writer's membarrier is the fence
+        } else {
+            slot_->active.store(epoch, std::memory_order_seq_cst);
         }
     }
     ~ReadGuard() {
-        if (outermost_) slot_->active.store(0, std::memory_order_release);
+        if (__builtin_expect(slot_ != nullptr, 1)) slot_->active.store(0, std::memory_order_release);
     }
     ReadGuard(const ReadGuard &) = delete;
     ReadGuard &operator=(const ReadGuard &) = delete;
@@ -71,7 +71,6 @@ public:
 
 private:
     Slot *slot_;
-    bool outermost_;
 };
 
 // Called by a writer right after it swapped the published pointer: returns

@@ -74,7 +74,8 @@ chr_status Ring::create(const chr_options *opts, Ring **out) {
     return CHR_OK;
 }
 
-Ring::Ring(PlacementPtr placement) : current_(new Snapshot(std::move(placement))) {}
+Ring::Ring(PlacementPtr placement)
+    : placement_(std::move(placement)), key_hash_(*placement_), current_(new Snapshot(placement_)) {}
 
 Ring::~Ring() {
     // No reader may run concurrently with the destructor (chr_ring_free's

@@ -21,8 +21,13 @@ public:
     chr_status apply(const chr_change *changes, size_t count, size_t *failed_index,
                      const char *who);
 
+    // Where a key lands: fixed for the ring's lifetime, so callers hash
+    // before read() and no hasher (plugin code) runs inside a read section.
+    uint64_t hash_key(const void *key, size_t len) const noexcept { return key_hash_(key, len); }
+
     // Runs f(const Snapshot &) inside a read-side critical section on the
-    // current snapshot: lock-free, never waits for a writer.
+    // current snapshot: lock-free, never waits for a writer. Sections do not
+    // nest: f must not read a ring (none of the C API's does).
     template <class F>
     chr_status read(const char *who, F &&f) const {
         reclaim::ReadGuard guard;
@@ -44,6 +49,8 @@ private:
         uint64_t epoch;
     };
 
+    const PlacementPtr placement_;  // every snapshot's, kept for key_hash_
+    const KeyHasher key_hash_;
     std::mutex writer_;
     std::atomic<Snapshot *> current_;
     std::vector<Retired> retired_;  // guarded by writer_

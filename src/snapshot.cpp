@@ -198,17 +198,14 @@ private:
 };
 
 Snapshot::Snapshot(PlacementPtr placement)
-    : placement_(std::move(placement)),
-      hash64_(placement_->hasher->hash64),
-      seed_(placement_->seed),
-      native_(placement_->mode == CHR_PLACEMENT_NATIVE) {
+    : placement_(std::move(placement)), key_hash_(*placement_) {
     Builder(*this, 0).finish();
     live_snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 
 Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
-    : placement_(base.placement_), hash64_(base.hash64_), seed_(base.seed_), native_(base.native_) {
-    if (!native_) {
+    : placement_(base.placement_), key_hash_(base.key_hash_) {
+    if (placement_->mode != CHR_PLACEMENT_NATIVE) {
         nodes_ = std::move(delta.nodes);
         std::vector<uint64_t> values;
         std::vector<uint32_t> owners;
@@ -261,6 +258,7 @@ int64_t Snapshot::live_count() noexcept { return live_snapshots.load(std::memory
 std::vector<Snapshot::Token> Snapshot::generate_tokens(const MembershipDelta &delta) const {
     const uint32_t tpw = placement_->tokens_per_weight;
     const uint64_t seed = placement_->seed;
+    const chr_hash64_fn hash64 = placement_->hasher->hash64;
     size_t total = 0;
     for (size_t k = 0; k < delta.nodes.size(); ++k)
         if (delta.regenerate[k]) total += size_t(delta.nodes[k].weight) * tpw;
@@ -277,7 +275,7 @@ std::vector<Snapshot::Token> Snapshot::generate_tokens(const MembershipDelta &de
         char *digits = buf + node.id.size() + 1;
         for (uint32_t t = 0; t < count; ++t) {
             size_t len = node.id.size() + 1 + put_decimal(digits, t);
-            tokens.push_back({hash64_(buf, len, seed), uint32_t(k)});
+            tokens.push_back({hash64(buf, len, seed), uint32_t(k)});
         }
     }
     sort_tokens(tokens);
@@ -316,7 +314,7 @@ void Snapshot::sort_tokens(std::vector<Token> &tokens) {
     tokens.swap(sorted);
 }
 
-uint64_t Snapshot::compat_key_position(const void *key, size_t len) const noexcept {
+uint64_t KeyHasher::compat_position(const void *key, size_t len) const noexcept {
     return compat::key_position(*placement_, key, len);
 }
 

@@ -24,6 +24,27 @@ struct Placement {
 };
 using PlacementPtr = std::shared_ptr<const Placement>;
 
+// Where a key lands on the circle under a placement. Copied into each ring
+// and snapshot (the function pointer and seed one load away); the
+// placement it points to must outlive it.
+class KeyHasher {
+public:
+    explicit KeyHasher(const Placement &p) noexcept
+        : hash64_(p.hasher->hash64), seed_(p.seed), native_(p.mode == CHR_PLACEMENT_NATIVE),
+          placement_(&p) {}
+    uint64_t operator()(const void *key, size_t len) const noexcept {
+        if (__builtin_expect(native_, 1)) return hash64_(key, len, seed_);
+        return compat_position(key, len);
+    }
+
+private:
+    uint64_t compat_position(const void *key, size_t len) const noexcept;  // snapshot.cpp
+    chr_hash64_fn hash64_;
+    uint64_t seed_;
+    bool native_;  // CHR_PLACEMENT_NATIVE: keys hash with hash64_ directly
+    const Placement *placement_;
+};
+
 struct Node {
     std::string id;  // bytes, compared as unsigned bytes (std::string's order)
     std::string zone;
@@ -60,33 +81,33 @@ public:
     void retain() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
     void release() const noexcept;
 
-    uint64_t hash_key(const void *key, size_t len) const noexcept {
-        if (__builtin_expect(native_, 1)) return hash64_(key, len, seed_);
-        return compat_key_position(key, len);
-    }
+    uint64_t hash_key(const void *key, size_t len) const noexcept { return key_hash_(key, len); }
     // Index of the first token >= h in the total order, wrapping to 0.
     // Requires token_count() > 0.
     uint32_t successor(uint64_t h) const noexcept {
         const uint32_t i = position(h);
         return i == tokens_ ? 0 : i;
     }
+    // Owner of the first token >= h, wrapping (the pad record at T owns the wrap).
+    uint32_t owner_at_hash(uint64_t h) const noexcept { return locate(h).record & owner_mask_; }
     uint32_t owner_of(const void *key, size_t len) const noexcept {
-        return locate(hash_key(key, len)).record & owner_mask_;  // the pad record at T owns the wrap
+        return owner_at_hash(hash_key(key, len));
     }
     // Owners of n keys (validated by the caller). Hashes a group of keys,
     // prefetches their index buckets, then their token windows, so the cache
     // misses of a group overlap instead of queueing one behind another.
     void owners_of(const void *const *keys, const size_t *lens, size_t n,
                    uint32_t *owners) const noexcept;
-    // Up to n distinct owners clockwise from the key's successor, coordinator
-    // first: calls emit(i, node_index) for each and returns how many. Never
-    // allocates for rings of up to kStackBitmapNodes members; beyond, a
-    // per-thread table is sized once per thread (it may throw bad_alloc).
+    // Up to n distinct owners clockwise from the successor of hash h,
+    // coordinator first: calls emit(i, node_index) for each and returns how
+    // many. Never allocates for rings of up to kStackBitmapNodes members;
+    // beyond, a per-thread table is sized once per thread (it may throw
+    // bad_alloc).
     template <class Emit>
-    size_t replicas(const void *key, size_t len, size_t n, Emit &&emit) const {
+    size_t replicas_at_hash(uint64_t h, size_t n, Emit &&emit) const {
         n = std::min(n, eligible_);
         if (n == 0) return 0;
-        const size_t start = successor(hash_key(key, len));
+        const size_t start = successor(h);
         if (n <= kLinearScanReplicas) {
             // Walk first, then emit: the walk stays a tight loop and the
             // results are filled by straight-line, independent copies.
@@ -237,7 +258,6 @@ private:
             f(b << prefix_shift_ | rest_of(i) >> prefix_bits_, owner_at(i));
         }
     }
-    uint64_t compat_key_position(const void *key, size_t len) const noexcept;
     struct Token {
         uint64_t value;
         uint32_t owner;
@@ -255,9 +275,7 @@ private:
 
     mutable std::atomic<uint32_t> refs_{1};
     PlacementPtr placement_;
-    chr_hash64_fn hash64_;
-    uint64_t seed_;  // placement_->seed, one load closer
-    bool native_;  // CHR_PLACEMENT_NATIVE: keys hash with hash64_ directly
+    KeyHasher key_hash_;  // of *placement_
     std::vector<Node> nodes_;
     // One cache line per node in each table: a lookup reads the line its
     // result type needs, and a table holds only lines of its kind, so the
