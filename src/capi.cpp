@@ -39,8 +39,12 @@ chr_status null_arg(const char *who, const char *what) {
     return fail(CHR_EINVAL, "%s: %s is NULL", who, what);
 }
 
+__attribute__((noinline, cold)) chr_status null_key(const char *who, size_t len) {
+    return fail(CHR_EINVAL, "%s: key is NULL with length %zu", who, len);
+}
+
 chr_status check_key(const char *who, const void *key, size_t len) {
-    if (!key && len) return fail(CHR_EINVAL, "%s: key is NULL with length %zu", who, len);
+    if (__builtin_expect(!key && len, 0)) return null_key(who, len);
     return CHR_OK;
 }
 
@@ -277,9 +281,9 @@ CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key
     static const char *who = "chr_snapshot_lookup";
     if (!snap) return null_arg(who, "snap");
     if (!out) return null_arg(who, "out");
-    if (chr_status st = check_key(who, key, key_len)) return st;
+    if (__builtin_expect(!key && key_len, 0)) return null_key(who, key_len);
     const Snapshot &s = *impl(snap);
-    if (s.token_count() == 0) return empty_ring(who);
+    if (__builtin_expect(s.token_count() == 0, 0)) return empty_ring(who);
     uint32_t o = s.owner_of(key, key_len);
     *out = s.view(o);
     return CHR_OK;
