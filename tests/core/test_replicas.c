@@ -33,11 +33,11 @@ typedef struct replica_fixture {
     uint32_t *expected;   /* MAX_ASK */
 } replica_fixture;
 
-static replica_fixture *fixture_new(unsigned node_count) {
+static replica_fixture *fixture_with(unsigned node_count, uint32_t tokens_per_weight) {
     replica_fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
     chr_options opts = CHR_OPTIONS_INIT;
-    opts.tokens_per_weight = TOKENS_PER_WEIGHT;
+    opts.tokens_per_weight = tokens_per_weight;
     f->ring = ring_with_nodes(&opts, 0, 0);
     for (unsigned n = 0; n < node_count; ++n) {
         assert_chr_ok(add_node(f->ring, n, weight_of(n)));
@@ -54,6 +54,10 @@ static replica_fixture *fixture_new(unsigned node_count) {
     assert_non_null(f->views);
     assert_non_null(f->expected);
     return f;
+}
+
+static replica_fixture *fixture_new(unsigned node_count) {
+    return fixture_with(node_count, TOKENS_PER_WEIGHT);
 }
 
 static void fixture_free(replica_fixture *f) {
@@ -196,6 +200,20 @@ static void test_alternating_rings_of_different_sizes(void **state) {
     fixture_free(large);
 }
 
+/* Rings of 1 to 40 tokens, where a walk from a key's successor runs past
+ * the last token (and round the whole ring) for most keys and n. */
+static void test_small_rings_wrap(void **state) {
+    (void)state;
+    for (unsigned nodes = 1; nodes <= 9; ++nodes)
+        for (uint32_t tpw = 1; tpw <= 4; ++tpw) {
+            replica_fixture *f = fixture_with(nodes, tpw);
+            if (f->with_tokens > 0)
+                for (size_t k = 0; k < KEY_COUNT; ++k)
+                    for (size_t n = 1; n <= f->with_tokens + 1; ++n) check_against_reference(f, k, n);
+            fixture_free(f);
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_distinct_and_coordinator_first, setup, teardown),
@@ -203,6 +221,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_weight_zero_never_chosen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_matches_reference_walk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alternating_rings_of_different_sizes, setup, teardown),
+        cmocka_unit_test(test_small_rings_wrap),
     };
     return run_core_tests(tests);
 }
