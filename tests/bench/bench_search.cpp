@@ -22,16 +22,19 @@
 //   prefix_window_packed  the same with value and owner in one 12-byte record
 //   prefix_records      the same with one 8-byte record (value << P) | owner:
 //                       the bucket implies the top P value bits
-//   prefix_hot_cold     chring's: 4-byte hot records (the next 32 - O value
-//                       bits and the O-bit owner) compared with the core's
-//                       window compare, the rest of each value in a cold
-//                       array read only on a tie of the hot bits
-//                       (simplified here: a one-level index)
+//   prefix_hot_cold<4>  4-byte hot records (the next 32 - O value bits and
+//                       the O-bit owner) in a 4-record window, the rest of
+//                       each value in a cold array read only on a tie of the
+//                       hot bits (chring's layout before; simplified here: a
+//                       one-level index)
+//   prefix_hot_cold<8>  chring's: the same with the core's 8-record window
+//                       over buckets of 1.5-3 tokens, half as many buckets
 //   chring_snapshot     chr_snapshot_lookup, the real thing
 //   chring_batch        chr_snapshot_lookup_batch, 1,024 keys per call
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <emmintrin.h>
 #include <string>
 #include <vector>
 
@@ -237,10 +240,25 @@ struct PrefixRecords {
     double bytes_per_token() const { return 8 + 4.0 * double(start.size()) / double(records.size() - 4); }
 };
 
+// Which of the W hot records at r are below key (bit j for record j), for
+// the hot/cold layouts: the core's compare for its window of 8, the same
+// SSE2 compare on one vector for the 4-record window chring used before.
+template <unsigned W>
+uint32_t hot_below(const uint32_t *r, uint32_t key) {
+    static_assert(W == 4 || W == chring::kWindow, "the two windows studied (the core's is 8)");
+    if (W == chring::kWindow) return chring::window_below(r, key);
+    const __m128i k = _mm_set1_epi32(int32_t(key ^ chring::kWindowBias));
+    return uint32_t(_mm_movemask_ps(
+        _mm_castsi128_ps(_mm_cmpgt_epi32(k, _mm_loadu_si128(reinterpret_cast<const __m128i *>(r))))));
+}
+
 // prefix_hot_cold: the record split in two. hot = the top 32 - O bits of
 // (value << P) with the owner in the low O bits; cold = the next 32. The
 // window compares hot records only; the first failing one is the answer
-// unless its hot bits equal the key's, then the cold bits decide.
+// unless its hot bits equal the key's, then the cold bits decide. W = 4:
+// P = floor(log2 T), 1-2 tokens a bucket (chring's layout before); W = 8:
+// P = floor(log2(T / 1.5)), 1.5-3 tokens a bucket (the core's now).
+template <unsigned W>
 struct PrefixHotCold {
     std::vector<uint32_t> hot, cold;
     std::vector<uint32_t> start;
@@ -250,7 +268,8 @@ struct PrefixHotCold {
         const size_t T = t.values.size();
         const uint32_t nodes = *std::max_element(t.owners.begin(), t.owners.end()) + 1;
         while ((uint32_t(1) << owner_bits) < nodes) ++owner_bits;
-        bits = std::max(owner_bits, window_prefix_bits(T));
+        const unsigned prefix = W == 4 ? window_prefix_bits(T) : window_prefix_bits(T * 2 / 3);
+        bits = std::max(owner_bits, prefix);
         start = bucket_starts(T, bits, shift, [&](size_t k) { return t.values[k]; });
         owner_mask = (uint32_t(1) << owner_bits) - 1;
         for (size_t i = 0; i < T; ++i) {
@@ -258,7 +277,7 @@ struct PrefixHotCold {
             hot.push_back(((uint32_t(rest >> 32) & ~owner_mask) | t.owners[i]) ^ chring::kWindowBias);
             cold.push_back(uint32_t(rest << (32 - owner_bits) >> 32));
         }
-        hot.resize(T + chring::kWindow, (~owner_mask | t.owners[0]) ^ chring::kWindowBias);
+        hot.resize(T + W, (~owner_mask | t.owners[0]) ^ chring::kWindowBias);
     }
     uint64_t rest_of(size_t i) const {
         return uint64_t((hot[i] ^ chring::kWindowBias) & ~owner_mask) << 32 | uint64_t(cold[i]) << owner_bits;
@@ -270,8 +289,8 @@ struct PrefixHotCold {
         const uint32_t key = uint32_t(rest >> 32) & ~owner_mask;
         const uint32_t *r = hot.data() + lo;
         uint32_t i = 0;
-        if (n <= chring::kWindow) {  // the core's compare (src/window.hpp)
-            i = std::min(uint32_t(__builtin_ctz(~chring::window_below(r, key))), n);
+        if (n <= W) {
+            i = std::min(uint32_t(__builtin_ctz(~hot_below<W>(r, key))), n);
             if (!((i < n) & ((r[i] ^ chring::kWindowBias) - key <= owner_mask))) return r[i] & owner_mask;
             i = 0;
         }
@@ -357,7 +376,8 @@ BENCHMARK_TEMPLATE(search, PrefixWindow<uint32_t>)->Arg(10)->Arg(100)->Arg(1000)
 BENCHMARK_TEMPLATE(search, PrefixWindow<uint16_t>)->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK_TEMPLATE(search, PrefixWindowPacked)->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK_TEMPLATE(search, PrefixRecords)->Arg(10)->Arg(100)->Arg(1000);
-BENCHMARK_TEMPLATE(search, PrefixHotCold)->Arg(10)->Arg(100)->Arg(1000);
+BENCHMARK_TEMPLATE(search, PrefixHotCold<4>)->Arg(10)->Arg(100)->Arg(1000);
+BENCHMARK_TEMPLATE(search, PrefixHotCold<8>)->Arg(10)->Arg(100)->Arg(1000);  // 8 = chring::kWindow
 BENCHMARK(chring_snapshot)->Arg(10)->Arg(100)->Arg(1000);
 BENCHMARK(chring_batch)->Arg(10)->Arg(100)->Arg(1000);
 

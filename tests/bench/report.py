@@ -24,7 +24,8 @@ LAYOUTS = (
     ("the same, 16-bit owners", "PrefixWindow<uint16_t>"),
     ("the same, value+owner packed in 12 bytes", "PrefixWindowPacked"),
     ("the same, one 8-byte record (value << P) | owner", "PrefixRecords"),
-    ("the same, 4-byte hot records + cold rest (chring)", "PrefixHotCold"),
+    ("the same, 4-byte hot records + cold rest (chring before)", "PrefixHotCold<4>"),
+    ("hot/cold, 8-record window, 1.5-3 tokens a bucket (chring)", "PrefixHotCold<8>"),
 )
 TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
