@@ -12,9 +12,18 @@
 #define XXH_INLINE_ALL /* the hash inlined into the plugin: no call through libxxhash's PLT */
 #include <xxhash.h>
 
-static uint64_t xxh3_hash64(const void *data, size_t len, uint64_t seed)
+/* Keys past 32 bytes take their own function: inlined together, the longer
+ * paths' register needs made every key save and restore three registers,
+ * and a ring lookup's key is usually short. Same function, same values. */
+static __attribute__((noinline)) uint64_t xxh3_longer(const void *data, size_t len, uint64_t seed)
 {
     return XXH3_64bits_withSeed(data, len, seed);
+}
+
+static uint64_t xxh3_hash64(const void *data, size_t len, uint64_t seed)
+{
+    if (len <= 32) return XXH3_64bits_withSeed(data, len, seed);
+    return xxh3_longer(data, len, seed);
 }
 
 static void xxh3_digest(const void *data, size_t len, unsigned char *out)
