@@ -214,6 +214,57 @@ static void test_small_rings_wrap(void **state) {
         }
 }
 
+
+/* A ring lookup copies its result out: ids that fit the record's short
+ * copy (up to 24 bytes) and longer ones, with and without a zone, must come
+ * out byte for byte as the snapshot shows them, through lookup and replicas. */
+static void assert_ref_is_view(const chr_node_ref *ref, const chr_node_view *view) {
+    assert_int_equal(ref->index, view->index);
+    assert_int_equal(ref->tag, view->tag);
+    assert_int_equal(ref->weight, view->weight);
+    assert_int_equal(ref->tokens, view->tokens);
+    assert_int_equal(ref->id_len, view->id_len);
+    assert_memory_equal(ref->id, view->id, view->id_len);
+    assert_int_equal(ref->zone_len, view->zone_len);
+    if (view->zone_len) assert_memory_equal(ref->zone, view->zone, view->zone_len);
+}
+
+static void test_refs_carry_long_ids_and_zones(void **state) {
+    (void)state;
+    static const size_t id_lens[] = {1, 23, 24, 25, 100, CHR_NODE_ID_MAX};
+    static const size_t zone_lens[] = {0, 1, CHR_ZONE_MAX};
+    chr_ring *ring = ring_with_nodes(NULL, 0, 0);
+    unsigned char id[CHR_NODE_ID_MAX], zone[CHR_ZONE_MAX];
+    uint64_t tag = 0;
+    for (size_t i = 0; i < sizeof id_lens / sizeof id_lens[0]; ++i)
+        for (size_t z = 0; z < sizeof zone_lens / sizeof zone_lens[0]; ++z, ++tag) {
+            for (size_t b = 0; b < id_lens[i]; ++b) id[b] = (unsigned char)('a' + (b + tag) % 26);
+            id[0] = (unsigned char)('A' + tag);  /* distinct ids */
+            for (size_t b = 0; b < zone_lens[z]; ++b) zone[b] = (unsigned char)('0' + (b + tag) % 10);
+            assert_chr_ok(chr_ring_add(ring, id, id_lens[i], 1 + (uint32_t)tag % 3, zone, zone_lens[z], tag));
+        }
+    chr_snapshot *snap = NULL;
+    assert_chr_ok(chr_ring_snapshot(ring, &snap));
+    key_set *keys = key_set_new(KEY_COUNT, 0x10A6ull);
+    chr_node_ref refs[3 * 6];
+    chr_node_view view;
+    for (size_t k = 0; k < keys->count; ++k) {
+        assert_chr_ok(chr_ring_lookup(ring, keys->keys[k], keys->lens[k], &refs[0]));
+        assert_chr_ok(chr_snapshot_lookup(snap, keys->keys[k], keys->lens[k], &view));
+        assert_ref_is_view(&refs[0], &view);
+        size_t count = 0;
+        assert_chr_ok(chr_ring_replicas(ring, keys->keys[k], keys->lens[k], tag, refs, &count));
+        assert_int_equal(count, tag);
+        for (size_t i = 0; i < count; ++i) {
+            assert_chr_ok(chr_snapshot_node(snap, refs[i].index, &view));
+            assert_ref_is_view(&refs[i], &view);
+        }
+    }
+    key_set_free(keys);
+    chr_snapshot_release(snap);
+    chr_ring_free(ring);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_distinct_and_coordinator_first, setup, teardown),
@@ -222,6 +273,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_matches_reference_walk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alternating_rings_of_different_sizes, setup, teardown),
         cmocka_unit_test(test_small_rings_wrap),
+        cmocka_unit_test(test_refs_carry_long_ids_and_zones),
     };
     return run_core_tests(tests);
 }
