@@ -28,12 +28,13 @@ struct alignas(64) Slot {
     Slot *next = nullptr;
 };
 
-// What the inline read guard below needs from reclaim.cpp.
+// What the inline read guard below needs from reclaim.cpp. Hidden: the
+// guard is inlined into libchring only, which then reads them directly.
 namespace detail {
-extern std::atomic<uint64_t> global_epoch;
+__attribute__((visibility("hidden"))) extern std::atomic<uint64_t> global_epoch;
 // True when writers fence readers with membarrier(2), so a reader's
 // announcement needs no fence of its own (see reclaim.cpp).
-extern const bool asymmetric;
+__attribute__((visibility("hidden"))) extern const bool asymmetric;
 // The calling thread's slot, registered on its first read; nullptr only if
 // that registration could not allocate. Defined here, constant-initialized,
 // so reads of it need no TLS wrapper call.
