@@ -293,7 +293,7 @@ CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key
     static const char *who = "chr_snapshot_lookup";
     if (!snap) return null_arg(who, "snap");
     if (!out) return null_arg(who, "out");
-    if (__builtin_expect(!key && key_len, 0)) return null_key(who, key_len);
+    if (chr_status st = check_key(who, key, key_len)) return st;
     const Snapshot &s = *impl(snap);
     if (__builtin_expect(s.token_count() == 0, 0)) return empty_ring(who);
     uint32_t o = s.owner_of(key, key_len);

@@ -73,7 +73,6 @@ public:
         s.tokens_ = T;
         s.owner_bits_ = owner_bits;
         s.owner_mask_ = (uint32_t(1) << owner_bits) - 1;
-        s.value_mask_ = ~s.owner_mask_;
         s.prefix_bits_ = bits;
         s.prefix_shift_ = 64 - bits;
         s.key_shift_ = 32 - bits;

@@ -214,7 +214,7 @@ private:
         const uint32_t lo = group_start_[group] + offset[0];
         const uint32_t n = uint32_t(offset[1] - offset[0]);  // capped at 255: then n > kWindow
         // h's 32 bits below its bucket (P <= 24), owner bits cleared
-        const uint32_t key = uint32_t(h >> key_shift_) & value_mask_;
+        const uint32_t key = uint32_t(h >> key_shift_) & ~owner_mask_;
         const uint32_t *r = hot_.data() + lo;
         if (__builtin_expect(n > kWindow, 0)) return locate_exactly(b, h);
         const uint32_t c = std::min(uint32_t(__builtin_ctz(~window_below(r, key))), n);  // ~: bit 8 up set
@@ -316,7 +316,6 @@ private:
     unsigned key_shift_ = 31;    // 32 - P
     unsigned owner_bits_ = 1;    // O
     uint32_t owner_mask_ = 1;    // 2^O - 1
-    uint32_t value_mask_ = ~1u;  // ~owner_mask_: a hot record's value bits
     size_t eligible_ = 0;
     uint64_t fingerprint_ = 0;
 };
