@@ -198,8 +198,8 @@ private:
     // Index in [0, T] of the first token >= h in the total order, T if h is
     // above every token. Within the bucket the compares hold for a prefix of
     // its n records; records past the bucket belong to later buckets and
-    // compare meaninglessly, so over the window the answer is the first
-    // failing compare capped at n: no branch on the data.
+    // compare meaninglessly and are masked off (window_rank_x2): no branch
+    // on the data.
     uint32_t position(uint64_t h) const noexcept { return locate(h).index; }
     // position() and the record there, whose low O bits are the owner: a
     // lookup takes the owner from the record the window compare just read.
@@ -217,12 +217,14 @@ private:
         const uint32_t key = uint32_t(h >> key_shift_) & ~owner_mask_;
         const uint32_t *r = hot_.data() + lo;
         if (__builtin_expect(n > kWindow, 0)) return locate_exactly(b, h);
-        const uint32_t c = std::min(uint32_t(__builtin_ctz(~window_below(r, key))), n);  // ~: bit 8 up set
-        const uint32_t record = r[c];
-        // tie: record's hot bits equal key's; (r ^ bias) - key == r - (key ^ bias)
-        if (__builtin_expect((c < n) & (record - (key ^ kWindowBias) <= owner_mask_), 0))
+        const uint32_t c2 = window_rank_x2(r, key, n);
+        const uint32_t record = record_at_rank_x2(r, c2);
+        // A tie: the record's hot bits equal the key's ((r ^ bias) - key ==
+        // r - (key ^ bias)), and it is in the bucket. Tested in this order:
+        // the first is almost never true, the second often, and unpredictably.
+        if (__builtin_expect(record - (key ^ kWindowBias) <= owner_mask_, 0) && c2 < 2 * n)
             return locate_exactly(b, h);
-        return {lo + c, record};
+        return {lo + c2 / 2, record};
     }
     Found locate_exactly(uint64_t b, uint64_t h) const noexcept {
         const uint32_t i = exact_position(b, h << prefix_bits_);

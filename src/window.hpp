@@ -1,6 +1,6 @@
-// The compare at the heart of a lookup (Snapshot::position): which of a
-// window of eight 4-byte hot records are below a key. Its own header so a
-// test can hold the vector and the portable versions against each other.
+// The compare at the heart of a lookup (Snapshot::locate): where a key falls
+// in a window of eight 4-byte hot records. Its own header so a test can hold
+// the vector and the portable versions against each other.
 #pragma once
 
 #include <cstdint>
@@ -23,29 +23,47 @@ constexpr uint32_t kWindow = 8;
 // and flipping the top bit of both sides makes signed order unsigned order.
 constexpr uint32_t kWindowBias = 0x80000000u;
 
-// Bit j set when (r[j] ^ kWindowBias) < key, j < kWindow.
-inline uint32_t window_below_portable(const uint32_t *r, uint32_t key) noexcept {
-    uint32_t bits = 0;
-    for (uint32_t j = 0; j < kWindow; ++j) bits |= uint32_t((r[j] ^ kWindowBias) < key) << j;
-    return bits;
+// The rank of key among records r[0..n), n <= kWindow: the index of the
+// first record not below key ((r[j] ^ kWindowBias) >= key), or n if every
+// one is. A bucket's records are sorted, so this is where the key falls in
+// it; the records after the bucket are compared too and masked off.
+//
+// Returned doubled (2 * rank) because the SSE2 compare packs to two mask
+// bits per record: record_at_rank_x2() then reads the answer with a scaled
+// address, with no shift between the compare and that load.
+inline uint32_t window_rank_x2_portable(const uint32_t *r, uint32_t key, uint32_t n) noexcept {
+    uint32_t j = 0;
+    while (j < n && (r[j] ^ kWindowBias) < key) ++j;
+    return 2 * j;
 }
 
-// The same with vector compares: one with AVX2 (when the build targets it),
-// two with SSE2 (every x86-64).
-inline uint32_t window_below(const uint32_t *r, uint32_t key) noexcept {
+// The same with vector compares: two with SSE2 (every x86-64), one with
+// AVX2 (when the build targets it). Branch-free: the first record not
+// below is the lowest zero of the below-mask cut to the first n records.
+inline uint32_t window_rank_x2(const uint32_t *r, uint32_t key, uint32_t n) noexcept {
 #if defined(__AVX2__)
     const __m256i window = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(r));
     const __m256i k = _mm256_set1_epi32(int32_t(key ^ kWindowBias));
-    return uint32_t(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(k, window))));
+    const uint32_t below = uint32_t(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(k, window))));
+    return 2 * uint32_t(__builtin_ctz(~(below & ((1u << n) - 1))));  // ~: bit n up set
 #elif defined(__SSE2__)
+    // (1 << 2n) - 1 from a table: the shift would need n in cl first
+    static constexpr uint16_t kFirstRecords[kWindow + 1] = {0,     0x3,    0xf,    0x3f,  0xff,
+                                                           0x3ff, 0xfff, 0x3fff, 0xffff};
     const __m128i k = _mm_set1_epi32(int32_t(key ^ kWindowBias));
     const __m128i low = _mm_cmpgt_epi32(k, _mm_loadu_si128(reinterpret_cast<const __m128i *>(r)));
     const __m128i high = _mm_cmpgt_epi32(k, _mm_loadu_si128(reinterpret_cast<const __m128i *>(r + 4)));
-    return uint32_t(_mm_movemask_ps(_mm_castsi128_ps(low))) |
-           uint32_t(_mm_movemask_ps(_mm_castsi128_ps(high))) << 4;
+    // 8 x 32-bit lanes of all-ones/zero packed to 8 x 16 bits: 2 bits a record
+    const uint32_t below = uint32_t(_mm_movemask_epi8(_mm_packs_epi32(low, high)));
+    return uint32_t(__builtin_ctz(~(below & kFirstRecords[n])));  // ~: bit 2n up set
 #else
-    return window_below_portable(r, key);
+    return window_rank_x2_portable(r, key, n);
 #endif
+}
+
+// r[rank_x2 / 2], addressed as r + 2 * rank_x2 bytes.
+inline uint32_t record_at_rank_x2(const uint32_t *r, uint32_t rank_x2) noexcept {
+    return *reinterpret_cast<const uint32_t *>(reinterpret_cast<const char *>(r) + size_t(rank_x2) * 2);
 }
 
 }  // namespace chring

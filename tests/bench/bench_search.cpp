@@ -240,16 +240,17 @@ struct PrefixRecords {
     double bytes_per_token() const { return 8 + 4.0 * double(start.size()) / double(records.size() - 4); }
 };
 
-// Which of the W hot records at r are below key (bit j for record j), for
-// the hot/cold layouts: the core's compare for its window of 8, the same
-// SSE2 compare on one vector for the 4-record window chring used before.
+// Where key falls among the first n of the W hot records at r, for the
+// hot/cold layouts: the core's compare for its window of 8, an SSE2 compare
+// on one vector for the 4-record window chring used before.
 template <unsigned W>
-uint32_t hot_below(const uint32_t *r, uint32_t key) {
+uint32_t hot_rank(const uint32_t *r, uint32_t key, uint32_t n) {
     static_assert(W == 4 || W == chring::kWindow, "the two windows studied (the core's is 8)");
-    if (W == chring::kWindow) return chring::window_below(r, key);
+    if (W == chring::kWindow) return chring::window_rank_x2(r, key, n) / 2;
     const __m128i k = _mm_set1_epi32(int32_t(key ^ chring::kWindowBias));
-    return uint32_t(_mm_movemask_ps(
+    const uint32_t below = uint32_t(_mm_movemask_ps(
         _mm_castsi128_ps(_mm_cmpgt_epi32(k, _mm_loadu_si128(reinterpret_cast<const __m128i *>(r))))));
+    return std::min(uint32_t(__builtin_ctz(~below)), n);
 }
 
 // prefix_hot_cold: the record split in two. hot = the top 32 - O bits of
@@ -290,7 +291,7 @@ struct PrefixHotCold {
         const uint32_t *r = hot.data() + lo;
         uint32_t i = 0;
         if (n <= W) {
-            i = std::min(uint32_t(__builtin_ctz(~hot_below<W>(r, key))), n);
+            i = hot_rank<W>(r, key, n);
             if (!((i < n) & ((r[i] ^ chring::kWindowBias) - key <= owner_mask))) return r[i] & owner_mask;
             i = 0;
         }
