@@ -43,13 +43,23 @@ bool asymmetric_fences_available() noexcept {
 
 namespace detail {
 std::atomic<uint64_t> global_epoch{1};
-// Decided once per process; readers and writers agree because both read it.
-const bool asymmetric = asymmetric_fences_available();
 }  // namespace detail
 
-using detail::asymmetric;
 using detail::global_epoch;
-using detail::tls_slot;
+using detail::tls_fast_slot;
+
+namespace {
+
+// True when writers fence readers with membarrier(2), so a reader's
+// announcement needs no fence of its own. Decided once per process; readers
+// and writers agree because both go by it (readers through tls_fast_slot).
+const bool asymmetric = asymmetric_fences_available();
+
+// The calling thread's slot once registered (tls_fast_slot is it too when
+// asymmetric), nullptr before.
+thread_local Slot *tls_slot = nullptr;
+
+}  // namespace
 
 namespace {
 
@@ -60,6 +70,7 @@ struct SlotRelease {
             tls_slot->active.store(0, std::memory_order_release);
             tls_slot->in_use.store(false, std::memory_order_release);
             tls_slot = nullptr;
+            tls_fast_slot = nullptr;
         }
     }
 };
@@ -84,11 +95,22 @@ Slot *acquire_slot() noexcept {
 
 }  // namespace
 
-Slot *detail::register_thread() noexcept {
-    Slot *s = acquire_slot();
-    if (s) {
+Slot *detail::enter_read_slow() noexcept {
+    Slot *s = tls_slot;
+    if (!s) {
+        if (!(s = acquire_slot())) return nullptr;
         tls_slot = s;
+        if (asymmetric) tls_fast_slot = s;  // later reads take ReadGuard's fast path
         (void)&tls_release;  // odr-use so its destructor runs at thread exit
+    }
+    assert(s->active.load(std::memory_order_relaxed) == 0 && "read sections do not nest");
+    // As ReadGuard's fast path, with the fence in the store when writers cannot supply it.
+    const uint64_t epoch = global_epoch.load(std::memory_order_acquire);
+    if (asymmetric) {
+        s->active.store(epoch, std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    } else {
+        s->active.store(epoch, std::memory_order_seq_cst);
     }
     return s;
 }

@@ -32,14 +32,17 @@ struct alignas(64) Slot {
 // guard is inlined into libchring only, which then reads them directly.
 namespace detail {
 __attribute__((visibility("hidden"))) extern std::atomic<uint64_t> global_epoch;
-// True when writers fence readers with membarrier(2), so a reader's
-// announcement needs no fence of its own (see reclaim.cpp).
-__attribute__((visibility("hidden"))) extern const bool asymmetric;
-// The calling thread's slot, registered on its first read; nullptr only if
-// that registration could not allocate. Defined here, constant-initialized,
-// so reads of it need no TLS wrapper call.
-inline thread_local Slot *tls_slot __attribute__((tls_model("initial-exec"))) = nullptr;
-Slot *register_thread() noexcept;
+// The calling thread's slot when a read needs no fence of its own: the
+// thread is registered and writers fence readers with membarrier(2) (see
+// reclaim.cpp). Otherwise nullptr, and reads enter through
+// enter_read_slow(). One TLS pointer answers both questions, so a read's
+// fast path has one test. Constant-initialized: reads of it need no TLS
+// wrapper call.
+inline thread_local Slot *tls_fast_slot __attribute__((tls_model("initial-exec"))) = nullptr;
+// Registers the thread on its first read, announces the read (with a fence
+// when writers cannot fence readers) and returns the slot; nullptr only if
+// the registration could not allocate.
+Slot *enter_read_slow() noexcept;
 }  // namespace detail
 
 // Marks the calling thread as reading for its lifetime. Does not nest (the
@@ -48,20 +51,20 @@ Slot *register_thread() noexcept;
 // could not allocate its slot. Inline: it is on every ring-level read.
 class ReadGuard {
 public:
-    ReadGuard() noexcept : slot_(detail::tls_slot) {
-        if (__builtin_expect(!slot_, 0) && !(slot_ = detail::register_thread())) return;
-        assert(slot_->active.load(std::memory_order_relaxed) == 0 && "read sections do not nest");
-        // seq_cst: this store must be ordered before the reader's load of
-        // the published pointer, against the writer's swap and slot scan.
-        // acquire: a reader that sees an epoch a writer opened also sees
-        // the pointer that writer swapped in before opening it.
-        const uint64_t epoch = detail::global_epoch.load(std::memory_order_acquire);
-        if (__builtin_expect(detail::asymmetric, 1)) {
-            slot_->active.store(epoch, std::memory_order_relaxed);
-            std::atomic_signal_fence(std::memory_order_seq_cst);  // the writer's membarrier is the fence
-        } else {
-            slot_->active.store(epoch, std::memory_order_seq_cst);
+    ReadGuard() noexcept : slot_(detail::tls_fast_slot) {
+        if (__builtin_expect(!slot_, 0)) {
+            slot_ = detail::enter_read_slow();
+            return;
         }
+        assert(slot_->active.load(std::memory_order_relaxed) == 0 && "read sections do not nest");
+        // The store must be ordered before the reader's load of the
+        // published pointer, against the writer's swap and slot scan: the
+        // writer's membarrier is that fence (enter_read_slow() fences here
+        // when there is none). acquire: a reader that sees an epoch a writer
+        // opened also sees the pointer that writer swapped in before opening it.
+        slot_->active.store(detail::global_epoch.load(std::memory_order_acquire),
+                            std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
     }
     ~ReadGuard() {
         if (__builtin_expect(slot_ != nullptr, 1)) slot_->active.store(0, std::memory_order_release);
