@@ -217,14 +217,14 @@ private:
         const uint32_t key = uint32_t(h >> key_shift_) & ~owner_mask_;
         const uint32_t *r = hot_.data() + lo;
         if (__builtin_expect(n > kWindow, 0)) return locate_exactly(b, h);
-        const uint32_t c2 = window_rank_x2(r, key, n);
+        const size_t c2 = window_rank_x2(r, key, n);
         const uint32_t record = record_at_rank_x2(r, c2);
         // A tie: the record's hot bits equal the key's ((r ^ bias) - key ==
         // r - (key ^ bias)), and it is in the bucket. Tested in this order:
         // the first is almost never true, the second often, and unpredictably.
         if (__builtin_expect(record - (key ^ kWindowBias) <= owner_mask_, 0) && c2 < 2 * n)
             return locate_exactly(b, h);
-        return {lo + c2 / 2, record};
+        return {lo + uint32_t(c2 / 2), record};
     }
     Found locate_exactly(uint64_t b, uint64_t h) const noexcept {
         const uint32_t i = exact_position(b, h << prefix_bits_);
