@@ -59,10 +59,6 @@ const bool asymmetric = asymmetric_fences_available();
 // asymmetric), nullptr before.
 thread_local Slot *tls_slot = nullptr;
 
-}  // namespace
-
-namespace {
-
 // Releases the thread's slot at thread exit.
 struct SlotRelease {
     ~SlotRelease() {
