@@ -99,14 +99,11 @@ Slot *detail::enter_read_slow() noexcept {
         if (asymmetric) tls_fast_slot = s;  // later reads take ReadGuard's fast path
         (void)&tls_release;  // odr-use so its destructor runs at thread exit
     }
-    assert(s->active.load(std::memory_order_relaxed) == 0 && "read sections do not nest");
-    // As ReadGuard's fast path, with the fence in the store when writers cannot supply it.
-    const uint64_t epoch = global_epoch.load(std::memory_order_acquire);
     if (asymmetric) {
-        s->active.store(epoch, std::memory_order_relaxed);
-        std::atomic_signal_fence(std::memory_order_seq_cst);
-    } else {
-        s->active.store(epoch, std::memory_order_seq_cst);
+        detail::announce_unfenced(s);
+    } else {  // the fence is the store's own
+        assert(s->active.load(std::memory_order_relaxed) == 0 && "read sections do not nest");
+        s->active.store(global_epoch.load(std::memory_order_acquire), std::memory_order_seq_cst);
     }
     return s;
 }

@@ -43,6 +43,17 @@ inline thread_local Slot *tls_fast_slot __attribute__((tls_model("initial-exec")
 // when writers cannot fence readers) and returns the slot; nullptr only if
 // the registration could not allocate.
 Slot *enter_read_slow() noexcept;
+
+// Announces a read in `slot` when writers fence readers. The store must be
+// ordered before the reader's load of the published pointer, against the
+// writer's swap and slot scan: the writer's membarrier is that fence.
+// acquire: a reader that sees an epoch a writer opened also sees the
+// pointer that writer swapped in before opening it.
+inline void announce_unfenced(Slot *slot) noexcept {
+    assert(slot->active.load(std::memory_order_relaxed) == 0 && "read sections do not nest");
+    slot->active.store(global_epoch.load(std::memory_order_acquire), std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+}
 }  // namespace detail
 
 // Marks the calling thread as reading for its lifetime. Does not nest (the
@@ -52,19 +63,10 @@ Slot *enter_read_slow() noexcept;
 class ReadGuard {
 public:
     ReadGuard() noexcept : slot_(detail::tls_fast_slot) {
-        if (__builtin_expect(!slot_, 0)) {
+        if (__builtin_expect(slot_ != nullptr, 1))
+            detail::announce_unfenced(slot_);
+        else
             slot_ = detail::enter_read_slow();
-            return;
-        }
-        assert(slot_->active.load(std::memory_order_relaxed) == 0 && "read sections do not nest");
-        // The store must be ordered before the reader's load of the
-        // published pointer, against the writer's swap and slot scan: the
-        // writer's membarrier is that fence (enter_read_slow() fences here
-        // when there is none). acquire: a reader that sees an epoch a writer
-        // opened also sees the pointer that writer swapped in before opening it.
-        slot_->active.store(detail::global_epoch.load(std::memory_order_acquire),
-                            std::memory_order_relaxed);
-        std::atomic_signal_fence(std::memory_order_seq_cst);
     }
     ~ReadGuard() {
         if (__builtin_expect(slot_ != nullptr, 1)) slot_->active.store(0, std::memory_order_release);

@@ -362,7 +362,7 @@ void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
             __builtin_prefetch(window);
             __builtin_prefetch(window + kWindow - 1);
         }
-        for (size_t j = 0; j < m; ++j) owners[first + j] = owner_at(position(hashes[j]));
+        for (size_t j = 0; j < m; ++j) owners[first + j] = owner_at_hash(hashes[j]);
     }
 }
 

@@ -9,9 +9,6 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
 
 namespace chring {
 
@@ -50,16 +47,11 @@ inline size_t window_rank_x2_portable(const uint32_t *r, uint32_t key, uint32_t 
     return 2 * j;
 }
 
-// The same with vector compares: two with SSE2 (every x86-64), one with
-// AVX2 (when the build targets it). Branch-free: the first record not
-// below is the lowest zero of the below-mask cut to the first n records.
+// The same with two SSE2 compares (every x86-64; an AVX2 build with one
+// compare measured no faster). Branch-free: the first record not below is
+// the lowest zero of the below-mask cut to the first n records.
 inline size_t window_rank_x2(const uint32_t *r, uint32_t key, uint32_t n) noexcept {
-#if defined(__AVX2__)
-    const __m256i window = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(r));
-    const __m256i k = _mm256_set1_epi32(int32_t(key ^ kWindowBias));
-    const uint32_t below = uint32_t(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(k, window))));
-    return 2 * size_t(__builtin_ctz(~(below & ((1u << n) - 1))));  // ~: bit n up set
-#elif defined(__SSE2__)
+#if defined(__SSE2__)
     // (1 << 2n) - 1 from a table: the shift would need n in cl first
     static constexpr uint32_t kFirstRecords[kWindow + 1] = {0,     0x3,    0xf,    0x3f,  0xff,
                                                            0x3ff, 0xfff, 0x3fff, 0xffff};

@@ -214,7 +214,6 @@ static void test_small_rings_wrap(void **state) {
         }
 }
 
-
 /* A ring lookup copies its result out: ids that fit the record's short
  * copy (up to 24 bytes) and longer ones, with and without a zone, must come
  * out byte for byte as the snapshot shows them, through lookup and replicas. */
@@ -223,6 +222,8 @@ static void assert_ref_is_view(const chr_node_ref *ref, const chr_node_view *vie
     assert_int_equal(ref->tag, view->tag);
     assert_int_equal(ref->weight, view->weight);
     assert_int_equal(ref->tokens, view->tokens);
+    assert_true(ref->ownership == view->ownership);
+    assert_int_equal(ref->reserved0, 0);
     assert_int_equal(ref->id_len, view->id_len);
     assert_memory_equal(ref->id, view->id, view->id_len);
     assert_int_equal(ref->zone_len, view->zone_len);
