@@ -177,7 +177,7 @@ private:
         s.bucket_offset_.resize(buckets + groups + 1);
         for (size_t G = 0; G <= groups; ++G) s.group_start_[G] = start[G << g];
         for (size_t b = 0; b <= buckets; ++b)
-            s.bucket_offset_[b + (b >> g)] = BucketOffset(start[b] - s.group_start_[b >> g]);
+            s.bucket_offset_[s.offset_index(b)] = BucketOffset(start[b] - s.group_start_[b >> g]);
         for (size_t G = 0; G < groups; ++G)  // each group's end, after its last bucket
             s.bucket_offset_[((G + 1) << g) + G] =
                 BucketOffset(std::min<uint32_t>(start[(G + 1) << g] - s.group_start_[G], kMaxOffset));
@@ -355,7 +355,7 @@ void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
             hashes[j] = hash_key(keys[first + j], lens[first + j]);
             const uint64_t b = hashes[j] >> prefix_shift_;
             __builtin_prefetch(&group_start_[b >> group_shift_]);
-            __builtin_prefetch(&bucket_offset_[b + (b >> group_shift_)]);
+            __builtin_prefetch(&bucket_offset_[offset_index(b)]);
         }
         for (size_t j = 0; j < m; ++j) {  // the window's 32 bytes may span two lines
             const uint32_t *window = &hot_[bucket_start(hashes[j] >> prefix_shift_)];

@@ -232,9 +232,11 @@ private:
     }
     // First token of bucket b, for b in [0, 2^P] (2^P gives T).
     uint32_t bucket_start(uint64_t b) const noexcept {
-        const uint64_t group = b >> group_shift_;
-        return group_start_[group] + bucket_offset_[b + group];
+        return group_start_[b >> group_shift_] + bucket_offset_[offset_index(b)];
     }
+    // Where bucket b's offset is in bucket_offset_: each group before it
+    // adds one entry, its end. (locate() computes this from the hash itself.)
+    size_t offset_index(uint64_t b) const noexcept { return size_t(b + (b >> group_shift_)); }
     // Owner of token i; i == T is a pad record holding the owner of token 0.
     uint32_t owner_at(size_t i) const noexcept { return hot_[i] & owner_mask_; }
     // Token i's value without its bucket bits: (value << P), exactly.
