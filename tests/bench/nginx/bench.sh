@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: requests/s through the chring upstream module (and the OpenResty
 # example) vs nginx's built-in `hash $request_uri consistent;` over the same
-# loopback backends, with wrk. Prints a Markdown report (bindings/nginx/BENCH.md
+# loopback backends, with wrk. Prints a Markdown report (tests/bench/nginx/RESULTS.md
 # holds a committed one). Not part of the pass/fail suite.
 #
 #   bash tests/bench/nginx/bench.sh [BUILD_DIR] [bench.py options...]
