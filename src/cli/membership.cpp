@@ -24,8 +24,8 @@ int hex_value(char c) {
 }
 
 // Length of the valid UTF-8 sequence (2..4 bytes, no overlongs, no
-// surrogates) starting at s[i], or 0.
-size_t utf8_sequence(std::string_view s, size_t i) {
+// surrogates) starting at s[i], or 0; its code point in *cp_out.
+size_t utf8_sequence(std::string_view s, size_t i, uint32_t *cp_out) {
     auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
     unsigned char b = byte(i);
     size_t len;
@@ -41,7 +41,36 @@ size_t utf8_sequence(std::string_view s, size_t i) {
     }
     if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
     if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    *cp_out = cp;
     return len;
+}
+
+// Copies `bytes` to printable text: printable ASCII and valid UTF-8 other
+// than the hidden controls stay; every other byte goes through `escape`
+// (ASCII for which `also` is true as well).
+template <class Escape, class Also>
+std::string escaped(std::string_view bytes, Escape escape, Also also) {
+    std::string out;
+    out.reserve(bytes.size());
+    for (size_t i = 0; i < bytes.size();) {
+        unsigned char c = static_cast<unsigned char>(bytes[i]);
+        if (c < 0x80) {
+            if (is_control(c) || also(c, i)) escape(out, c);
+            else out.push_back(char(c));
+            ++i;
+            continue;
+        }
+        uint32_t cp = 0;
+        size_t len = utf8_sequence(bytes, i, &cp);
+        if (len && !is_hidden_control(cp)) {
+            out.append(bytes.substr(i, len));
+        } else {
+            if (!len) len = 1;  // one stray byte at a time
+            for (size_t k = 0; k < len; ++k) escape(out, static_cast<unsigned char>(bytes[i + k]));
+        }
+        i += len;
+    }
+    return out;
 }
 
 // Splits a line into whitespace-separated fields, stopping at a field that
@@ -92,23 +121,25 @@ std::string where(const std::string &source, size_t line) {
 
 }  // namespace
 
+bool is_hidden_control(uint32_t cp) {
+    return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+           (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 MembershipError::MembershipError(const std::string &source, size_t line, const std::string &reason)
     : std::runtime_error(where(source, line) + ": " + reason) {}
 
-// The field as typed, safe to print: control bytes shown as \xHH.
+// The field as typed, safe to print: control bytes, hidden controls and
+// bytes that are not UTF-8 shown as \xHH.
 std::string visible(std::string_view field) {
-    std::string out;
-    for (char ch : field) {
-        unsigned char c = static_cast<unsigned char>(ch);
-        if (!is_control(c)) {
-            out.push_back(ch);
-            continue;
-        }
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "\\x%02X", c);
-        out += hex;
-    }
-    return out;
+    return escaped(
+        field,
+        [](std::string &out, unsigned char c) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02X", c);
+            out += hex;
+        },
+        [](unsigned char, size_t) { return false; });
 }
 
 bool percent_decode(std::string_view field, std::string &out, std::string &why) {
@@ -140,29 +171,15 @@ bool percent_decode(std::string_view field, std::string &out, std::string &why) 
 }
 
 std::string percent_encode(std::string_view bytes) {
-    static const char digits[] = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(bytes.size());
-    for (size_t i = 0; i < bytes.size();) {
-        unsigned char c = static_cast<unsigned char>(bytes[i]);
-        if (c >= 0x80) {
-            if (size_t len = utf8_sequence(bytes, i)) {
-                out.append(bytes.substr(i, len));
-                i += len;
-                continue;
-            }
-        }
-        bool escape = c >= 0x80 || is_control(c) || c == ' ' || c == '%' || (i == 0 && c == '#');
-        if (escape) {
+    return escaped(
+        bytes,
+        [](std::string &out, unsigned char c) {
+            static const char digits[] = "0123456789ABCDEF";
             out.push_back('%');
             out.push_back(digits[c >> 4]);
             out.push_back(digits[c & 15]);
-        } else {
-            out.push_back(char(c));
-        }
-        ++i;
-    }
-    return out;
+        },
+        [](unsigned char c, size_t i) { return c == ' ' || c == '%' || (i == 0 && c == '#'); });
 }
 
 uint32_t parse_weight(std::string_view text, const std::string &source, size_t line) {

@@ -13,6 +13,20 @@
 
 namespace chring::cli {
 
+// A command line that is wrong on its own (a bad or missing value, options
+// that cannot go together): printed as "chring: <what()>", exit 2.
+class UsageError : public CliError {
+public:
+    using CliError::CliError;
+};
+
+// Checks an option's text before CLI11 converts it: decimal digits only (no
+// sign, space, hex or exponent) and min..max, so "-1" or 2^64 never wraps.
+CLI::Validator whole_number(uint64_t min, uint64_t max);
+
+// One member from a flag such as "--node SPEC": a bad spec is a UsageError.
+Member member_from_flag(const std::string &spec, uint32_t default_weight, const std::string &flag);
+
 // --hasher, --seed, --plugin-dir: how keys and tokens are hashed.
 void add_hasher_options(CLI::App &cmd, RingConfig &config);
 // The hasher options plus --placement and --tokens-per-weight. With
