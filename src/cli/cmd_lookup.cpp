@@ -226,6 +226,9 @@ void run(const LookupFlags &f) {
         with_tokens += n.tokens > 0;
         id_width = std::max(id_width, display_width(printable_id(n.id)));
     }
+    if (with_tokens == 0)
+        throw CliError("no key can have an owner: " + f.members.why_no_tokens(members) +
+                       " (give members with a weight above 0)");
     size_t columns = std::max<size_t>(1, std::min(f.replicas, with_tokens));
     if (columns > 1) id_width = std::max(id_width, display_width("replica " + std::to_string(columns)));
     Output out;

@@ -330,9 +330,10 @@ void add_sim_command(CLI::App &app) {
                 "Changes apply as one batch, in the order given. Ids with '=' or '@' are written %3D / %40.");
     add_membership_options(*cmd, flags->members, true);
     cmd->add_option("--add", flags->add, "Add a node ID[=WEIGHT[@ZONE]] (weight 1 by default; repeatable)")
-        ->type_name("SPEC");
-    cmd->add_option("--remove", flags->remove, "Remove a node (repeatable)")->type_name("ID");
-    cmd->add_option("--reweight", flags->reweight, "Change a node's weight (repeatable)")->type_name("ID=WEIGHT");
+        ->type_name("SPEC")
+        ->allow_extra_args(false);
+    cmd->add_option("--remove", flags->remove, "Remove a node (repeatable)")->type_name("ID")->allow_extra_args(false);
+    cmd->add_option("--reweight", flags->reweight, "Change a node's weight (repeatable)")->type_name("ID=WEIGHT")->allow_extra_args(false);
     cmd->add_option("--keys", flags->keys, "Number of synthetic keys key-0, key-1, ...")
         ->type_name("N")
         ->check(whole_number(1, uint64_t(1) << 32))

@@ -1,6 +1,7 @@
 #include "membership.hpp"
 
 #include <chring.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -200,13 +201,14 @@ uint32_t parse_weight(std::string_view text, const std::string &source, size_t l
 std::vector<Member> parse_membership(std::istream &in, const std::string &source) {
     std::vector<Member> members;
     std::map<std::string, size_t> first_line;  // id -> line, for duplicate reports
-    std::string text;
-    size_t line = 0;
-    while (std::getline(in, text)) {
-        ++line;
+    auto parse_line = [&](std::string &text, size_t line) {
+        if (line == 1 && text.compare(0, 3, "\xEF\xBB\xBF") == 0)
+            throw MembershipError(source, line,
+                                  "the file starts with a UTF-8 byte-order mark (bytes EF BB BF); "
+                                  "save it without one (an id cannot start with U+FEFF)");
         if (!text.empty() && text.back() == '\r') text.pop_back();  // CRLF files
         std::vector<std::string_view> fields = split_fields(text);
-        if (fields.empty()) continue;
+        if (fields.empty()) return;
         if (fields.size() < 2 || fields.size() > 3)
             throw MembershipError(source, line,
                                   "expected 'id weight [zone]', found " + std::to_string(fields.size()) +
@@ -223,13 +225,47 @@ std::vector<Member> parse_membership(std::istream &in, const std::string &source
                                   "duplicate id '" + percent_encode(m.id) + "' (first on line " +
                                       std::to_string(it->second) + ")");
         members.push_back(std::move(m));
+    };
+    // Read in chunks, never holding more than one line of kMembersLineMax
+    // bytes or a file of kMembersFileMax: /dev/zero or a runaway generator
+    // is an error with a line number, not an unbounded allocation.
+    std::vector<char> chunk(64 * 1024);
+    std::string text;  // the current line so far, without its LF
+    size_t line = 1, total = 0;
+    while (in) {
+        in.read(chunk.data(), std::streamsize(chunk.size()));
+        size_t got = size_t(in.gcount());
+        if (got == 0) break;
+        total += got;
+        if (total > kMembersFileMax)
+            throw MembershipError(source, line,
+                                  "the file is larger than " + std::to_string(kMembersFileMax) +
+                                      " bytes (64 MiB), the limit for a membership file");
+        for (size_t i = 0; i < got;) {
+            const void *nl = std::memchr(chunk.data() + i, '\n', got - i);
+            size_t end = nl ? size_t(static_cast<const char *>(nl) - chunk.data()) : got;
+            text.append(chunk.data() + i, end - i);
+            if (text.size() > kMembersLineMax)
+                throw MembershipError(source, line,
+                                      "the line is longer than " + std::to_string(kMembersLineMax) +
+                                          " bytes (64 KiB), the limit for a line");
+            if (!nl) break;
+            parse_line(text, line);
+            text.clear();
+            ++line;
+            i = end + 1;
+        }
     }
-    if (in.bad()) throw MembershipError(source, 0, "read error");
+    if (in.bad()) throw MembershipError(source, line, "read error");
+    if (!text.empty()) parse_line(text, line);  // a last line without LF
     return members;
 }
 
 std::vector<Member> load_membership(const std::string &path) {
     if (path == "-") return parse_membership(std::cin, "<stdin>");
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw MembershipError(path, 0, "is a directory, not a membership file");
     std::ifstream file(path, std::ios::binary);
     if (!file) throw MembershipError(path, 0, "cannot open membership file: " + std::string(std::strerror(errno)));
     return parse_membership(file, path);

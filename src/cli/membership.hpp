@@ -27,8 +27,14 @@ public:
     MembershipError(const std::string &source, size_t line, const std::string &reason);
 };
 
+// Limits of a membership file: bytes in one line (without its LF) and in
+// the whole file. Past either, parse_membership stops with file:line.
+constexpr size_t kMembersLineMax = size_t(64) << 10;  // 64 KiB
+constexpr size_t kMembersFileMax = size_t(64) << 20;  // 64 MiB
+
 // Reads a whole membership; `source` names it in errors. Throws
-// MembershipError on the first bad line (duplicates name both lines).
+// MembershipError on the first bad line (duplicates name both lines), on a
+// UTF-8 byte-order mark at the start (line 1), and past the limits above.
 std::vector<Member> parse_membership(std::istream &in, const std::string &source);
 
 // Opens `path` ("-" is standard input) and parses it.

@@ -1,7 +1,9 @@
 #include "options.hpp"
 
 #include <charconv>
+#include <iostream>
 #include <limits>
+#include <unordered_map>
 
 #include "keys.hpp"
 
@@ -59,6 +61,7 @@ void add_ring_options(CLI::App &cmd, RingConfig &config, std::vector<std::string
                        "Placement mode(s), comma-separated to compare them (known: " + placements + ")")
             ->type_name("NAME[,NAME...]")
             ->delimiter(',')
+            ->allow_extra_args(false)
             ->check(known_placement)
             ->default_str("native");
     } else {
@@ -85,23 +88,53 @@ void add_membership_options(CLI::App &cmd, MembershipFlags &flags, bool flags_to
     cmd.add_option("--nodes", flags.generated, "Generate N members node-1 .. node-N of weight 1")
         ->type_name("N")
         ->check(whole_number(1, CHR_NODES_MAX));
+    // One value per flag: in "lookup --node a k", k is a key, not a second node.
     cmd.add_option("--node", flags.specs, "One member ID[=WEIGHT[@ZONE]] (repeatable)")
-        ->type_name("SPEC");
+        ->type_name("SPEC")
+        ->allow_extra_args(false);
 }
 
+// A duplicate between a flag and the file is exit 1 (the flag is fine, the
+// file already has the id); between two flags it is bad usage (exit 2).
 std::vector<Member> MembershipFlags::load() const {
+    if (file.empty() && generated == 0 && specs.empty())
+        throw UsageError("no members: give -m FILE, --nodes N or --node ID[=WEIGHT[@ZONE]]");
     std::vector<Member> members;
-    if (!file.empty()) members = load_membership(file);
+    if (!file.empty()) members = load_membership(file);  // no duplicates inside the file
+    // Where each member came from, so a duplicate names both places.
+    std::vector<std::string> origin;
+    std::unordered_map<std::string, size_t> position;
+    for (const Member &m : members) {
+        position.emplace(m.id, origin.size());
+        origin.push_back(source() + ":" + std::to_string(m.line));
+    }
+    auto add = [&](Member m, std::string from) {
+        auto [it, inserted] = position.emplace(m.id, members.size());
+        if (!inserted) {
+            const bool in_file = it->second < members.size() && members[it->second].line != 0;
+            std::string message = from + ": duplicate id '" + percent_encode(m.id) + "' (first in " +
+                                  origin[it->second] + ")";
+            if (in_file) throw CliError(message);  // the flag is fine; the file has the id
+            throw UsageError(message);             // the command line contradicts itself
+        }
+        members.push_back(std::move(m));
+        origin.push_back(std::move(from));
+    };
     for (uint32_t i = 1; i <= generated; ++i) {
         Member m;
         m.id = "node-" + std::to_string(i);
-        members.push_back(std::move(m));
+        add(std::move(m), "--nodes " + std::to_string(generated));
     }
-    for (const std::string &spec : specs) members.push_back(member_from_flag(spec, 1, "--node"));
-    if (file.empty() && generated == 0 && specs.empty())
-        throw UsageError("no members: give -m FILE, --nodes N or --node ID[=WEIGHT[@ZONE]]");
+    for (const std::string &spec : specs) add(member_from_flag(spec, 1, "--node"), "--node " + spec);
     return members;
 }
+
+std::string MembershipFlags::why_no_tokens(const std::vector<Member> &members) const {
+    if (members.empty()) return source() + " has no node lines";
+    return "every member has weight 0";
+}
+
+void warn(const std::string &message) { std::cerr << "chring: warning: " << visible(message) << '\n'; }
 
 std::string MembershipFlags::describe() const {
     std::vector<std::string> parts;

@@ -38,7 +38,12 @@ struct MembershipFlags {
     std::string file;
     uint32_t generated = 0;          // --nodes N: node-1 .. node-N, weight 1
     std::vector<std::string> specs;  // --node ID[=WEIGHT[@ZONE]]
+    // All members, tagged by position; a duplicate names both places (a
+    // file's line, which --node, or --nodes N).
     std::vector<Member> load() const;
+    // Why a ring of `members` has no tokens: "FILE has no members ..." or
+    // "every member has weight 0".
+    std::string why_no_tokens(const std::vector<Member> &members) const;
     std::string describe() const;    // "members.txt (5 nodes)"-style summary
     std::string source() const;      // file name for error messages
 };
@@ -50,6 +55,9 @@ struct OutputFlags {
     std::string svg;  // empty = no picture
 };
 void add_output_options(CLI::App &cmd, OutputFlags &flags, bool svg);
+
+// "chring: warning: <message>" on stderr, terminal-safe; the exit status is unchanged.
+void warn(const std::string &message);
 
 // Ids as they are printed: percent_encode (readable, and read back by files).
 std::string printable_id(const std::string &id);

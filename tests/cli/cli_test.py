@@ -290,7 +290,22 @@ BAD = [
     (["sim", "-m", "compat.members", "--add", "y=5", "--placement", "ketama-unweighted"], None, 1, "weight"),
     (["inspect"], None, 2, "no members"),
     (["inspect", "-m", "missing.members"], None, 1, "missing.members: cannot open membership file"),
-    (["inspect", "-m", "."], None, 1, ".: "),
+    (["inspect", "-m", "."], None, 1, "chring: .: is a directory, not a membership file"),
+    (["inspect", "-m", "bad_bom.members"], None, 1, "bad_bom.members:1: the file starts with a UTF-8 byte-order mark"),
+    (["lookup", "-m", "bad_bom.members", "k"], None, 1, "bad_bom.members:1: the file starts with a UTF-8 byte-order"),
+    (["inspect", "-m", "/dev/zero"], None, 1,
+     "chring: /dev/zero:1: the line is longer than 65536 bytes (64 KiB), the limit for a line"),
+    (["inspect", "-m", "empty.members"], None, 0,
+     "chring: warning: the ring has no node with tokens (empty.members has no node lines): every lookup in it fails"),
+    (["inspect", "--node", "a=0"], None, 0, "chring: warning: the ring has no node with tokens (every member has weight 0)"),
+    # A duplicate names both places: the file's line, which --node, or --nodes N.
+    (["inspect", "-m", "small.members", "--node", "cache-b=3"], None, 1,
+     "chring: --node cache-b=3: duplicate id 'cache-b' (first in small.members:5)"),
+    (["lookup", "-m", "tiny.members", "--node", "beta", "k"], None, 1, "--node beta: duplicate id 'beta' (first in tiny.members:"),
+    (["inspect", "-m", "tiny.members", "--nodes", "2", "--node", "node-2=4"], None, 2,
+     "--node node-2=4: duplicate id 'node-2' (first in --nodes 2)"),
+    (["sim", "--node", "a", "--node", "b", "--add", "c", "d"], None, 2, "The following argument was not expected: d"),
+    (["inspect", "--node", "a", "--node", "b", "--node", "a=3"], None, 2, "--node a=3: duplicate id 'a' (first in --node a)"),
     (["inspect", "--nodes", "2", "--placement", "bogus"], None, 2,
      "unknown placement mode 'bogus' (this build knows: native"),
     (["inspect", "--nodes", "2", "--hasher", "nope"], None, 1, "no hasher named 'nope'"),
@@ -305,7 +320,9 @@ BAD = [
     (["inspect", "--nodes", "0"], None, 2, "--nodes"),
     (["lookup", "-m", "-"], None, 2, "cannot both come from stdin"),
     (["lookup", "--nodes", "2", "--replicas", "0", "k"], None, 2, "--replicas"),
-    (["lookup", "-m", "empty.members", "k"], None, 1, "no node with tokens"),
+    (["lookup", "-m", "empty.members", "k"], None, 1,
+     "chring: no key can have an owner: empty.members has no node lines (give members with a weight above 0)"),
+    (["lookup", "--node", "a=0", "k"], None, 1, "no key can have an owner: every member has weight 0"),
     (["sim", "-m", "empty.members", "--add", "a"], None, 1, "before the changes no node has a weight above 0"),
     (["sim", "--nodes", "1", "--reweight", "node-1=0"], None, 1, "after the changes no node"),
     (["sim", "--nodes", "2", "--add", "x", "--key-file", "empty.members"], None, 1, "has no keys"),
@@ -375,6 +392,7 @@ def bad_input(opts):
             print("not ok:", what)
         else:
             print("ok:", what)
+    failures += members_limits(opts)
     # --help and --version stay normal: stdout, exit 0.
     for args, want in ((["--help"], "Usage: chring"), (["sim", "--help"], "Usage: chring sim"),
                        (["--version"], "chring ")):
@@ -382,6 +400,34 @@ def bad_input(opts):
         out = r.stdout.decode(errors="replace")
         if r.returncode != 0 or want not in out or not out.endswith("\n") or r.stderr:
             failures.append(f"chring {' '.join(args)}: exit {r.returncode}, stdout {out[:80]!r}, stderr {r.stderr!r}")
+    return failures
+
+
+def members_limits(opts):
+    """Lines up to 64 KiB and files up to 64 MiB; past them file:line and the limit, no growth."""
+    line_max, file_max = 64 << 10, 64 << 20
+    comment = b"#" + b"x" * 1022 + b"\n"  # 1 KiB lines
+    cases = [
+        (b"a 1\n#" + b"y" * (line_max - 1) + b"\nb 1\n", 0, ""),  # exactly 64 KiB: fine
+        (b"a 1\nb 1\n#" + b"y" * line_max + b"\n", 1, "<stdin>:3: the line is longer than 65536 bytes"),
+        (b"a 1\n#" + b"y" * (line_max - 2) + b"\r\n", 0, ""),  # the CR counts, the LF does not
+        (b"a 1\n" + comment * (file_max // len(comment) - 1), 0, ""),  # just under 64 MiB
+        (b"a 1\n" + comment * (file_max // len(comment) + 1), 1,
+         "the file is larger than 67108864 bytes (64 MiB), the limit for a membership file"),
+    ]
+    failures = []
+    env = dict(os.environ)
+    for data, status, text in cases:
+        r = subprocess.run([opts.chring, "inspect", "-m", "-", "--format", "json"], input=data,
+                           capture_output=True, env=env, timeout=120)
+        err = r.stderr.decode(errors="replace")
+        what = f"members of {len(data)} bytes on stdin"
+        if r.returncode != status or text not in err:
+            failures.append(f"{what}: exit {r.returncode}, want {status} and '{text}'; stderr: {err.strip()[:300]}")
+        elif status and not (err.startswith("chring: <stdin>:") and err.count("\n") == 1):
+            failures.append(f"{what}: want one line 'chring: <stdin>:LINE: ...', got {err[:300]!r}")
+        elif status == 0 and json.loads(r.stdout)["ring"]["nodes"] < 1:
+            failures.append(f"{what}: members lost")
     return failures
 
 
