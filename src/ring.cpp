@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "compat.hpp"
 #include "errors.hpp"
@@ -104,13 +105,25 @@ chr_status Ring::apply(const chr_change *changes, size_t count, size_t *failed_i
     const Snapshot &base = *current_.load(std::memory_order_relaxed);
     const Placement &placement = *base.placement();
 
+    // The batch runs change by change against a working membership without
+    // moving any element: the base table (sorted by id) is edited in place
+    // (weights; a removed slot is marked dead; a remove-then-add refills its
+    // slot as a new node), nodes new to the ring go to `added` with a hash
+    // index, and one sort and one merge at the end build the sorted table.
+    // So a batch of n changes costs O(n log n) however its ids are ordered
+    // (inserting into the sorted vector was O(n) per change).
     MembershipDelta d;
-    d.nodes = base.nodes();
-    d.old_index.resize(d.nodes.size());
-    for (size_t k = 0; k < d.nodes.size(); ++k) d.old_index[k] = int64_t(k);
+    std::vector<Node> table = base.nodes();
+    std::vector<int64_t> table_old(table.size());  // old index, or -1 for a refilled slot
+    std::vector<bool> table_live(table.size(), true);
+    for (size_t k = 0; k < table.size(); ++k) table_old[k] = int64_t(k);
+    std::vector<Node> added;
+    std::vector<bool> added_live;
+    std::unordered_map<std::string, size_t> added_at;  // id -> its live entry in `added`
+    size_t live = table.size();
     // Running bound on the tokens of the working membership (exact for native).
     uint64_t total_tokens = 0;
-    for (const Node &n : d.nodes) total_tokens += compat::point_bound(placement, n.weight);
+    for (const Node &n : table) total_tokens += compat::point_bound(placement, n.weight);
 
     for (size_t c = 0; c < count; ++c) {
         const chr_change &ch = changes[c];
@@ -122,8 +135,17 @@ chr_status Ring::apply(const chr_change *changes, size_t count, size_t *failed_i
             return reject(fail(CHR_EINVAL, "%s: change %zu has unknown op %u (1..3)", who, c, ch.op));
         if (chr_status st = check_id(ch.id, ch.id_len, who)) return reject(st);
         std::string id(static_cast<const char *>(ch.id), ch.id_len);
-        size_t pos = position(d.nodes, id);
-        bool present = pos < d.nodes.size() && d.nodes[pos].id == id;
+        // The id's node in the working membership, if any: a base slot or an added entry.
+        size_t pos = position(table, id);
+        const bool in_table = pos < table.size() && table[pos].id == id;
+        Node *node = nullptr;
+        auto found = in_table ? added_at.end() : added_at.find(id);
+        if (in_table) {
+            if (table_live[pos]) node = &table[pos];
+        } else if (found != added_at.end()) {
+            node = &added[found->second];
+        }
+        const bool present = node != nullptr;
 
         if (ch.op != CHR_OP_REMOVE) {
             if (ch.weight > CHR_WEIGHT_MAX)
@@ -139,7 +161,7 @@ chr_status Ring::apply(const chr_change *changes, size_t count, size_t *failed_i
             if (ch.zone_len > CHR_ZONE_MAX)
                 return reject(fail(CHR_ERANGE, "%s: zone is %zu bytes (0..%d allowed)", who,
                                    ch.zone_len, CHR_ZONE_MAX));
-            if (d.nodes.size() >= CHR_NODES_MAX)
+            if (live >= CHR_NODES_MAX)
                 return reject(fail(CHR_ERANGE, "%s: the ring already has %u nodes, the limit", who,
                                    CHR_NODES_MAX));
             Node n;
@@ -147,19 +169,33 @@ chr_status Ring::apply(const chr_change *changes, size_t count, size_t *failed_i
             if (ch.zone_len) n.zone.assign(static_cast<const char *>(ch.zone), ch.zone_len);
             n.tag = ch.tag;
             n.weight = ch.weight;
-            d.nodes.insert(d.nodes.begin() + long(pos), std::move(n));
-            d.old_index.insert(d.old_index.begin() + long(pos), -1);
+            if (in_table) {  // removed earlier in this batch: back as a new node
+                table[pos] = std::move(n);
+                table_old[pos] = -1;
+                table_live[pos] = true;
+            } else {
+                std::string key = n.id;
+                added_at[std::move(key)] = added.size();
+                added.push_back(std::move(n));
+                added_live.push_back(true);
+            }
+            ++live;
             total_tokens += compat::point_bound(placement, ch.weight);
         } else {
             if (!present)
                 return reject(fail(CHR_ENOENT, "%s: no node '%.*s' in the ring", who,
                                    int(std::min<size_t>(id.size(), 64)), id.data()));
-            total_tokens -= compat::point_bound(placement, d.nodes[pos].weight);
+            total_tokens -= compat::point_bound(placement, node->weight);
             if (ch.op == CHR_OP_REMOVE) {
-                d.nodes.erase(d.nodes.begin() + long(pos));
-                d.old_index.erase(d.old_index.begin() + long(pos));
+                if (in_table) {
+                    table_live[pos] = false;
+                } else {
+                    added_live[found->second] = false;
+                    added_at.erase(found);
+                }
+                --live;
             } else {
-                d.nodes[pos].weight = ch.weight;
+                node->weight = ch.weight;
                 total_tokens += compat::point_bound(placement, ch.weight);
             }
         }
@@ -169,6 +205,25 @@ chr_status Ring::apply(const chr_change *changes, size_t count, size_t *failed_i
                                "placement: weight x tokens_per_weight %u summed over nodes)",
                                who, c, (unsigned long long)total_tokens, CHR_TOKENS_MAX,
                                placement.tokens_per_weight));
+    }
+
+    // New ids in id order, then one merge with the live base slots.
+    std::vector<size_t> order;
+    order.reserve(added_at.size());
+    for (size_t a = 0; a < added.size(); ++a)
+        if (added_live[a]) order.push_back(a);
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return added[x].id < added[y].id; });
+    d.nodes.reserve(live);
+    d.old_index.reserve(live);
+    size_t next = 0;
+    for (size_t k = 0; k <= table.size(); ++k) {
+        while (next < order.size() && (k == table.size() || added[order[next]].id < table[k].id)) {
+            d.nodes.push_back(std::move(added[order[next++]]));
+            d.old_index.push_back(-1);
+        }
+        if (k == table.size() || !table_live[k]) continue;
+        d.nodes.push_back(std::move(table[k]));
+        d.old_index.push_back(table_old[k]);
     }
 
     d.regenerate.resize(d.nodes.size());

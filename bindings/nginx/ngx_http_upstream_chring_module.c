@@ -385,7 +385,7 @@ static ngx_http_upstream_rr_peer_t *
 ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
     ngx_http_upstream_chring_tier_t *tier, ngx_log_t *log)
 {
-    size_t                        i, count;
+    size_t                        i, count, seen, want;
     chr_status                    rc;
     chr_node_view                 views[NGX_HTTP_CHRING_REPLICAS];
     ngx_http_upstream_rr_peer_t  *peer;
@@ -410,25 +410,45 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
         return peer;
     }
 
-    rc = chr_snapshot_replicas(tier->snapshot, cp->key.data, cp->key.len,
-                               NGX_HTTP_CHRING_REPLICAS, views, &count);
-    if (rc != CHR_OK) {
-        ngx_log_error(NGX_LOG_ERR, log, 0, "chring: %s", chr_last_error());
-        return NULL;
-    }
-
-    for (i = 1; i < count; i++) {
-        peer = ngx_http_upstream_chring_best_of_node(cp, tier,
-                                                     (ngx_uint_t) views[i].tag);
-        if (peer) {
-            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
-                           "chring replica %uz: \"%V\"", i, &peer->server);
-            return peer;
+    /*
+     * Ask for 2, 4, ... NGX_HTTP_CHRING_REPLICAS replicas, looking only at
+     * the ones not seen yet: the ring walk goes only as far as the first
+     * node that can take the request (within twice the distance), not to
+     * the 32nd distinct node. A walk that returns fewer nodes than asked has
+     * seen every node with tokens: nothing is left to try in ring order.
+     */
+    seen = 1;
+    for (want = 2; ; want *= 2) {
+        if (want > NGX_HTTP_CHRING_REPLICAS) {
+            want = NGX_HTTP_CHRING_REPLICAS;
         }
-    }
 
-    if (count < NGX_HTTP_CHRING_REPLICAS) {
-        return NULL;    /* every node with tokens was tried or unavailable */
+        rc = chr_snapshot_replicas(tier->snapshot, cp->key.data, cp->key.len,
+                                   want, views, &count);
+        if (rc != CHR_OK) {
+            ngx_log_error(NGX_LOG_ERR, log, 0, "chring: %s", chr_last_error());
+            return NULL;
+        }
+
+        for (i = seen; i < count; i++) {
+            peer = ngx_http_upstream_chring_best_of_node(cp, tier,
+                                                   (ngx_uint_t) views[i].tag);
+            if (peer) {
+                ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
+                               "chring replica %uz: \"%V\"", i, &peer->server);
+                return peer;
+            }
+        }
+
+        if (count < want) {
+            return NULL;    /* every node with tokens was tried or unavailable */
+        }
+
+        seen = count;
+
+        if (want == NGX_HTTP_CHRING_REPLICAS) {
+            break;
+        }
     }
 
     return ngx_http_upstream_chring_best_of_node(cp, tier, NGX_CONF_UNSET_UINT);

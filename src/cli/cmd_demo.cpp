@@ -529,7 +529,7 @@ void add_demo_command(CLI::App &app) {
     cmd->footer("Runs fixed scenarios against the real library; no arguments needed. Example: chring demo --svg demo.svg");
     cmd->add_option("--keys", flags->keys, "Keys routed in each scenario")
         ->type_name("N")
-        ->check(CLI::Range(uint64_t(1000), uint64_t(1) << 28))
+        ->check(whole_number(1000, uint64_t(1) << 28))
         ->capture_default_str();
     add_hasher_options(*cmd, flags->ring);
     add_output_options(*cmd, flags->output, true);

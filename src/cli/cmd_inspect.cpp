@@ -142,6 +142,9 @@ void run(const InspectFlags &f) {
     ring.add(members, f.members.source());
     Snapshot snap = ring.snapshot();
     std::vector<NodeInfo> nodes = snap.nodes();
+    if (snap.token_count() == 0)
+        warn("the ring has no node with tokens (" + f.members.why_no_tokens(members) +
+             "): every lookup in it fails");
 
     Report report;
     report.tables.push_back(summary_table(f, snap, nodes));

@@ -95,10 +95,11 @@ private:
                 continue;
             }
             if (i) b += "  ";
-            b += fields[i];
+            const std::string shown = visible(fields[i]);  // keys are raw bytes
+            b += shown;
             size_t width = i == 0 ? key_width_ : id_width_;
             if (i + 1 < fields.size())
-                for (size_t w = display_width(fields[i]); w < width; ++w) b += ' ';
+                for (size_t w = display_width(shown); w < width; ++w) b += ' ';
         }
         b += '\n';
     }
@@ -136,7 +137,7 @@ public:
     void flush() {
         if (keys_.empty()) return;
         size_t widest = 0;
-        for (const std::string &k : shown_) widest = std::max(widest, display_width(k));
+        for (const std::string &k : shown_) widest = std::max(widest, display_width(visible(k)));
         writer_.begin(out_, widest);
         std::vector<const std::string *> owners;
         if (flags_.replicas == 1) {
@@ -214,8 +215,7 @@ void read_stdin_keys(Router &router) {
 void run(const LookupFlags &f) {
     Format format = parse_format(f.format);
     if (f.keys.empty() && f.members.file == "-")
-        throw CliError("the membership and the keys cannot both come from stdin: give keys as arguments");
-    if (f.replicas == 0) throw CliError("--replicas must be at least 1");
+        throw UsageError("the membership and the keys cannot both come from stdin: give keys as arguments");
     std::vector<Member> members = f.members.load();
     Ring ring(f.ring);
     ring.add(members, f.members.source());
@@ -226,6 +226,9 @@ void run(const LookupFlags &f) {
         with_tokens += n.tokens > 0;
         id_width = std::max(id_width, display_width(printable_id(n.id)));
     }
+    if (with_tokens == 0)
+        throw CliError("no key can have an owner: " + f.members.why_no_tokens(members) +
+                       " (give members with a weight above 0)");
     size_t columns = std::max<size_t>(1, std::min(f.replicas, with_tokens));
     if (columns > 1) id_width = std::max(id_width, display_width("replica " + std::to_string(columns)));
     Output out;
@@ -254,7 +257,7 @@ void add_lookup_command(CLI::App &app) {
     add_ring_options(*cmd, flags->ring);
     cmd->add_option("--replicas", flags->replicas, "Print N distinct nodes per key, coordinator first")
         ->type_name("N")
-        ->check(CLI::Range(size_t(1), size_t(CHR_NODES_MAX)))
+        ->check(whole_number(1, CHR_NODES_MAX))
         ->capture_default_str();
     cmd->add_flag("--percent", flags->percent, "Keys are percent-encoded (%XX), as ids in membership files");
     cmd->add_flag("--no-header", flags->no_header, "Leave out the header line (table, csv)");

@@ -271,18 +271,18 @@ std::vector<Change> changes_in_order(const CLI::App &cmd, const SimFlags &f, siz
         if (name == "--add") {
             const std::string &spec = f.add.at(next_add++);
             // Tagged as the next position in the server list (compat placements break ties by it).
-            out.push_back({CHR_OP_ADD, parse_member_spec(spec, 1, "--add " + spec), "--add " + spec,
+            out.push_back({CHR_OP_ADD, member_from_flag(spec, 1, "--add"), "--add " + spec,
                            uint64_t(members_count + next_add - 1)});
         } else if (name == "--remove") {
             const std::string &spec = f.remove.at(next_remove++);
             if (spec.find('=') != std::string::npos)
-                throw CliError("--remove " + spec + ": give only the id (no '=WEIGHT')");
-            out.push_back({CHR_OP_REMOVE, parse_member_spec(spec, 0, "--remove " + spec), "--remove " + spec});
+                throw UsageError("--remove " + spec + ": give only the id (no '=WEIGHT')");
+            out.push_back({CHR_OP_REMOVE, member_from_flag(spec, 0, "--remove"), "--remove " + spec});
         } else if (name == "--reweight") {
             const std::string &spec = f.reweight.at(next_reweight++);
             if (spec.find('=') == std::string::npos || spec.find('@') != std::string::npos)
-                throw CliError("--reweight " + spec + ": expected ID=WEIGHT");
-            out.push_back({CHR_OP_SET_WEIGHT, parse_member_spec(spec, 0, "--reweight " + spec), "--reweight " + spec});
+                throw UsageError("--reweight " + spec + ": expected ID=WEIGHT");
+            out.push_back({CHR_OP_SET_WEIGHT, member_from_flag(spec, 0, "--reweight"), "--reweight " + spec});
         }
     }
     return out;
@@ -295,10 +295,10 @@ void run(SimFlags &f, const CLI::App &cmd) {
     std::vector<Member> members = f.members.load();
     f.changes = changes_in_order(cmd, f, members.size());
     if (f.changes.empty())
-        throw CliError("nothing to simulate: give --add, --remove or --reweight (see 'chring sim --help'; "
+        throw UsageError("nothing to simulate: give --add, --remove or --reweight (see 'chring sim --help'; "
                        "'chring inspect' shows a membership as it is)");
     KeySet keys = f.key_file.empty() ? KeySet::synthetic(f.keys) : KeySet::from_file(f.key_file);
-    if (keys.size() == 0) throw CliError("--keys must be at least 1");
+    if (keys.size() == 0) throw UsageError("--keys must be at least 1");
 
     Universe u;
     std::vector<Movement> moves;
@@ -330,16 +330,18 @@ void add_sim_command(CLI::App &app) {
                 "Changes apply as one batch, in the order given. Ids with '=' or '@' are written %3D / %40.");
     add_membership_options(*cmd, flags->members, true);
     cmd->add_option("--add", flags->add, "Add a node ID[=WEIGHT[@ZONE]] (weight 1 by default; repeatable)")
-        ->type_name("SPEC");
-    cmd->add_option("--remove", flags->remove, "Remove a node (repeatable)")->type_name("ID");
-    cmd->add_option("--reweight", flags->reweight, "Change a node's weight (repeatable)")->type_name("ID=WEIGHT");
+        ->type_name("SPEC")
+        ->allow_extra_args(false);
+    cmd->add_option("--remove", flags->remove, "Remove a node (repeatable)")->type_name("ID")->allow_extra_args(false);
+    cmd->add_option("--reweight", flags->reweight, "Change a node's weight (repeatable)")->type_name("ID=WEIGHT")->allow_extra_args(false);
     cmd->add_option("--keys", flags->keys, "Number of synthetic keys key-0, key-1, ...")
         ->type_name("N")
-        ->check(CLI::Range(uint64_t(1), uint64_t(1) << 32))
+        ->check(whole_number(1, uint64_t(1) << 32))
         ->capture_default_str();
     cmd->add_option("--key-file", flags->key_file, "Route these keys instead (one per line)")->type_name("FILE");
     cmd->add_option("--flows", flags->flows, "How many of the largest from -> to flows to list")
         ->type_name("N")
+        ->check(whole_number(0, uint64_t(1) << 32))
         ->capture_default_str();
     add_ring_options(*cmd, flags->ring, &flags->placements);
     add_output_options(*cmd, flags->output, true);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "options.hpp"
 #include "ring_handle.hpp"
 
 namespace {
@@ -17,6 +18,22 @@ std::string version_text() {
     uint32_t v = chr_version();
     return "chring " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
            std::to_string(v % 100);
+}
+
+// Every error is one line "chring: <message>", with whatever the message
+// carries from the user, a file or the library made safe for a terminal.
+void print_error(const std::string &message) {
+    std::string line = message;
+    for (char &c : line)
+        if (c == '\n') c = ' ';  // CLI11 writes some messages over two lines
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::cerr << "chring: " << chring::cli::visible(line) << '\n';
+}
+
+// Where a usage error points for help: "chring sim --help", or "chring --help".
+std::string help_hint(const CLI::App &app) {
+    for (const CLI::App *sub : app.get_subcommands()) return "chring " + sub->get_name() + " --help";
+    return "chring --help";
 }
 
 }  // namespace
@@ -37,28 +54,37 @@ int main(int argc, char **argv) {
         try {
             app.get_subcommand(argv[1]);
         } catch (const CLI::OptionNotFound &) {
-            std::cerr << "chring: unknown command '" << argv[1] << "' (demo, sim, lookup, inspect; see chring --help)\n";
+            print_error("unknown command '" + std::string(argv[1]) + "' (demo, sim, lookup, inspect; see chring --help)");
             return 2;
         }
     }
     try {
         app.parse(argc, argv);
         if (app.get_subcommands().empty()) {
-            std::cerr << "chring: a command is required: demo, sim, lookup or inspect (see chring --help)\n";
+            print_error("a command is required: demo, sim, lookup or inspect (see chring --help)");
             return 2;
         }
+    } catch (const CLI::CallForVersion &e) {
+        std::cout << e.what() << '\n';
+        return 0;
+    } catch (const CLI::Success &e) {  // --help: CLI11 prints it
+        return app.exit(e);
     } catch (const CLI::ParseError &e) {
-        return app.exit(e) == 0 ? 0 : 2;
+        print_error(std::string(e.what()) + " (see " + help_hint(app) + ")");
+        return 2;
+    } catch (const chring::cli::UsageError &e) {
+        print_error(e.what());
+        return 2;
     } catch (const std::bad_alloc &) {
-        std::cerr << "chring: out of memory\n";
+        print_error("out of memory");
         return 1;
     } catch (const std::exception &e) {  // CliError, MembershipError, and anything unexpected
-        std::cerr << "chring: " << e.what() << '\n';
+        print_error(e.what());
         return 1;
     }
     std::cout.flush();
     if (!std::cout) {
-        std::cerr << "chring: cannot write the output\n";
+        print_error("cannot write the output");
         return 1;
     }
     return 0;

@@ -1,6 +1,7 @@
 #include "membership.hpp"
 
 #include <chring.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -24,8 +25,8 @@ int hex_value(char c) {
 }
 
 // Length of the valid UTF-8 sequence (2..4 bytes, no overlongs, no
-// surrogates) starting at s[i], or 0.
-size_t utf8_sequence(std::string_view s, size_t i) {
+// surrogates) starting at s[i], or 0; its code point in *cp_out.
+size_t utf8_sequence(std::string_view s, size_t i, uint32_t *cp_out) {
     auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
     unsigned char b = byte(i);
     size_t len;
@@ -41,7 +42,36 @@ size_t utf8_sequence(std::string_view s, size_t i) {
     }
     if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
     if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    *cp_out = cp;
     return len;
+}
+
+// Copies `bytes` to printable text: printable ASCII and valid UTF-8 other
+// than the hidden controls stay; every other byte goes through `escape`
+// (ASCII for which `also` is true as well).
+template <class Escape, class Also>
+std::string escaped(std::string_view bytes, Escape escape, Also also) {
+    std::string out;
+    out.reserve(bytes.size());
+    for (size_t i = 0; i < bytes.size();) {
+        unsigned char c = static_cast<unsigned char>(bytes[i]);
+        if (c < 0x80) {
+            if (is_control(c) || also(c, i)) escape(out, c);
+            else out.push_back(char(c));
+            ++i;
+            continue;
+        }
+        uint32_t cp = 0;
+        size_t len = utf8_sequence(bytes, i, &cp);
+        if (len && !is_hidden_control(cp)) {
+            out.append(bytes.substr(i, len));
+        } else {
+            if (!len) len = 1;  // one stray byte at a time
+            for (size_t k = 0; k < len; ++k) escape(out, static_cast<unsigned char>(bytes[i + k]));
+        }
+        i += len;
+    }
+    return out;
 }
 
 // Splits a line into whitespace-separated fields, stopping at a field that
@@ -92,23 +122,25 @@ std::string where(const std::string &source, size_t line) {
 
 }  // namespace
 
+bool is_hidden_control(uint32_t cp) {
+    return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+           (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 MembershipError::MembershipError(const std::string &source, size_t line, const std::string &reason)
     : std::runtime_error(where(source, line) + ": " + reason) {}
 
-// The field as typed, safe to print: control bytes shown as \xHH.
+// The field as typed, safe to print: control bytes, hidden controls and
+// bytes that are not UTF-8 shown as \xHH.
 std::string visible(std::string_view field) {
-    std::string out;
-    for (char ch : field) {
-        unsigned char c = static_cast<unsigned char>(ch);
-        if (!is_control(c)) {
-            out.push_back(ch);
-            continue;
-        }
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "\\x%02X", c);
-        out += hex;
-    }
-    return out;
+    return escaped(
+        field,
+        [](std::string &out, unsigned char c) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02X", c);
+            out += hex;
+        },
+        [](unsigned char, size_t) { return false; });
 }
 
 bool percent_decode(std::string_view field, std::string &out, std::string &why) {
@@ -140,29 +172,15 @@ bool percent_decode(std::string_view field, std::string &out, std::string &why) 
 }
 
 std::string percent_encode(std::string_view bytes) {
-    static const char digits[] = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(bytes.size());
-    for (size_t i = 0; i < bytes.size();) {
-        unsigned char c = static_cast<unsigned char>(bytes[i]);
-        if (c >= 0x80) {
-            if (size_t len = utf8_sequence(bytes, i)) {
-                out.append(bytes.substr(i, len));
-                i += len;
-                continue;
-            }
-        }
-        bool escape = c >= 0x80 || is_control(c) || c == ' ' || c == '%' || (i == 0 && c == '#');
-        if (escape) {
+    return escaped(
+        bytes,
+        [](std::string &out, unsigned char c) {
+            static const char digits[] = "0123456789ABCDEF";
             out.push_back('%');
             out.push_back(digits[c >> 4]);
             out.push_back(digits[c & 15]);
-        } else {
-            out.push_back(char(c));
-        }
-        ++i;
-    }
-    return out;
+        },
+        [](unsigned char c, size_t i) { return c == ' ' || c == '%' || (i == 0 && c == '#'); });
 }
 
 uint32_t parse_weight(std::string_view text, const std::string &source, size_t line) {
@@ -183,13 +201,14 @@ uint32_t parse_weight(std::string_view text, const std::string &source, size_t l
 std::vector<Member> parse_membership(std::istream &in, const std::string &source) {
     std::vector<Member> members;
     std::map<std::string, size_t> first_line;  // id -> line, for duplicate reports
-    std::string text;
-    size_t line = 0;
-    while (std::getline(in, text)) {
-        ++line;
+    auto parse_line = [&](std::string &text, size_t line) {
+        if (line == 1 && text.compare(0, 3, "\xEF\xBB\xBF") == 0)
+            throw MembershipError(source, line,
+                                  "the file starts with a UTF-8 byte-order mark (bytes EF BB BF); "
+                                  "save it without one (an id cannot start with U+FEFF)");
         if (!text.empty() && text.back() == '\r') text.pop_back();  // CRLF files
         std::vector<std::string_view> fields = split_fields(text);
-        if (fields.empty()) continue;
+        if (fields.empty()) return;
         if (fields.size() < 2 || fields.size() > 3)
             throw MembershipError(source, line,
                                   "expected 'id weight [zone]', found " + std::to_string(fields.size()) +
@@ -206,13 +225,47 @@ std::vector<Member> parse_membership(std::istream &in, const std::string &source
                                   "duplicate id '" + percent_encode(m.id) + "' (first on line " +
                                       std::to_string(it->second) + ")");
         members.push_back(std::move(m));
+    };
+    // Read in chunks, never holding more than one line of kMembersLineMax
+    // bytes or a file of kMembersFileMax: /dev/zero or a runaway generator
+    // is an error with a line number, not an unbounded allocation.
+    std::vector<char> chunk(64 * 1024);
+    std::string text;  // the current line so far, without its LF
+    size_t line = 1, total = 0;
+    while (in) {
+        in.read(chunk.data(), std::streamsize(chunk.size()));
+        size_t got = size_t(in.gcount());
+        if (got == 0) break;
+        total += got;
+        if (total > kMembersFileMax)
+            throw MembershipError(source, line,
+                                  "the file is larger than " + std::to_string(kMembersFileMax) +
+                                      " bytes (64 MiB), the limit for a membership file");
+        for (size_t i = 0; i < got;) {
+            const void *nl = std::memchr(chunk.data() + i, '\n', got - i);
+            size_t end = nl ? size_t(static_cast<const char *>(nl) - chunk.data()) : got;
+            text.append(chunk.data() + i, end - i);
+            if (text.size() > kMembersLineMax)
+                throw MembershipError(source, line,
+                                      "the line is longer than " + std::to_string(kMembersLineMax) +
+                                          " bytes (64 KiB), the limit for a line");
+            if (!nl) break;
+            parse_line(text, line);
+            text.clear();
+            ++line;
+            i = end + 1;
+        }
     }
-    if (in.bad()) throw MembershipError(source, 0, "read error");
+    if (in.bad()) throw MembershipError(source, line, "read error");
+    if (!text.empty()) parse_line(text, line);  // a last line without LF
     return members;
 }
 
 std::vector<Member> load_membership(const std::string &path) {
     if (path == "-") return parse_membership(std::cin, "<stdin>");
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw MembershipError(path, 0, "is a directory, not a membership file");
     std::ifstream file(path, std::ios::binary);
     if (!file) throw MembershipError(path, 0, "cannot open membership file: " + std::string(std::strerror(errno)));
     return parse_membership(file, path);

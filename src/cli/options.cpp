@@ -1,8 +1,37 @@
 #include "options.hpp"
 
+#include <charconv>
+#include <iostream>
+#include <limits>
+#include <unordered_map>
+
 #include "keys.hpp"
 
 namespace chring::cli {
+
+CLI::Validator whole_number(uint64_t min, uint64_t max) {
+    const std::string range = std::to_string(min) + ".." + std::to_string(max);
+    return CLI::Validator(
+        [=](std::string &text) -> std::string {
+            if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+                return "'" + text + "' is not a whole number (" + range + ")";
+            uint64_t value = 0;
+            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+            if (ec == std::errc::result_out_of_range || end != text.data() + text.size() || value > max)
+                return "'" + text + "' is over the limit " + std::to_string(max);
+            if (value < min) return "'" + text + "' is under the minimum " + std::to_string(min);
+            return std::string();
+        },
+        "", "WHOLE_NUMBER");
+}
+
+Member member_from_flag(const std::string &spec, uint32_t default_weight, const std::string &flag) {
+    try {
+        return parse_member_spec(spec, default_weight, flag + " " + spec);
+    } catch (const MembershipError &e) {
+        throw UsageError(e.what());
+    }
+}
 
 void add_hasher_options(CLI::App &cmd, RingConfig &config) {
     cmd.add_option("--hasher", config.hasher,
@@ -10,6 +39,7 @@ void add_hasher_options(CLI::App &cmd, RingConfig &config) {
         ->type_name("NAME");
     cmd.add_option("--seed", config.seed, "Seed passed to the hasher for keys and tokens")
         ->type_name("N")
+        ->check(whole_number(0, std::numeric_limits<uint64_t>::max()))
         ->capture_default_str();
     cmd.add_option("--plugin-dir", config.plugin_dir, "Extra directory searched for hash plugins")
         ->type_name("DIR");
@@ -18,20 +48,32 @@ void add_hasher_options(CLI::App &cmd, RingConfig &config) {
 void add_ring_options(CLI::App &cmd, RingConfig &config, std::vector<std::string> *placement_list) {
     add_hasher_options(cmd, config);
     const std::string placements = placement_names();
+    // The modes are fixed in this build, so a name outside them is bad usage.
+    const CLI::Validator known_placement(
+        [](std::string &name) -> std::string {
+            for (const PlacementMode &m : placement_modes())
+                if (name == m.name) return std::string();
+            return "unknown placement mode '" + name + "' (this build knows: " + placement_names() + ")";
+        },
+        "", "PLACEMENT");
     if (placement_list) {
         cmd.add_option("--placement", *placement_list,
                        "Placement mode(s), comma-separated to compare them (known: " + placements + ")")
             ->type_name("NAME[,NAME...]")
             ->delimiter(',')
+            ->allow_extra_args(false)
+            ->check(known_placement)
             ->default_str("native");
     } else {
         cmd.add_option("--placement", config.placement, "Placement mode (known: " + placements + ")")
             ->type_name("NAME")
+            ->check(known_placement)
             ->capture_default_str();
     }
     cmd.add_option("--tokens-per-weight", config.tokens_per_weight,
                    "Tokens per unit of weight (1.." + std::to_string(CHR_TOKENS_PER_WEIGHT_MAX) + ")")
         ->type_name("N")
+        ->check(whole_number(1, CHR_TOKENS_PER_WEIGHT_MAX))
         ->capture_default_str();
 }
 
@@ -45,24 +87,54 @@ void add_membership_options(CLI::App &cmd, MembershipFlags &flags, bool flags_to
     }
     cmd.add_option("--nodes", flags.generated, "Generate N members node-1 .. node-N of weight 1")
         ->type_name("N")
-        ->check(CLI::Range(1u, unsigned(CHR_NODES_MAX)));
+        ->check(whole_number(1, CHR_NODES_MAX));
+    // One value per flag: in "lookup --node a k", k is a key, not a second node.
     cmd.add_option("--node", flags.specs, "One member ID[=WEIGHT[@ZONE]] (repeatable)")
-        ->type_name("SPEC");
+        ->type_name("SPEC")
+        ->allow_extra_args(false);
 }
 
+// A duplicate between a flag and the file is exit 1 (the flag is fine, the
+// file already has the id); between two flags it is bad usage (exit 2).
 std::vector<Member> MembershipFlags::load() const {
+    if (file.empty() && generated == 0 && specs.empty())
+        throw UsageError("no members: give -m FILE, --nodes N or --node ID[=WEIGHT[@ZONE]]");
     std::vector<Member> members;
-    if (!file.empty()) members = load_membership(file);
+    if (!file.empty()) members = load_membership(file);  // no duplicates inside the file
+    // Where each member came from, so a duplicate names both places.
+    std::vector<std::string> origin;
+    std::unordered_map<std::string, size_t> position;
+    for (const Member &m : members) {
+        position.emplace(m.id, origin.size());
+        origin.push_back(source() + ":" + std::to_string(m.line));
+    }
+    auto add = [&](Member m, std::string from) {
+        auto [it, inserted] = position.emplace(m.id, members.size());
+        if (!inserted) {
+            const bool in_file = it->second < members.size() && members[it->second].line != 0;
+            std::string message = from + ": duplicate id '" + percent_encode(m.id) + "' (first in " +
+                                  origin[it->second] + ")";
+            if (in_file) throw CliError(message);  // the flag is fine; the file has the id
+            throw UsageError(message);             // the command line contradicts itself
+        }
+        members.push_back(std::move(m));
+        origin.push_back(std::move(from));
+    };
     for (uint32_t i = 1; i <= generated; ++i) {
         Member m;
         m.id = "node-" + std::to_string(i);
-        members.push_back(std::move(m));
+        add(std::move(m), "--nodes " + std::to_string(generated));
     }
-    for (const std::string &spec : specs) members.push_back(parse_member_spec(spec, 1, "--node " + spec));
-    if (file.empty() && generated == 0 && specs.empty())
-        throw CliError("no members: give -m FILE, --nodes N or --node ID[=WEIGHT[@ZONE]]");
+    for (const std::string &spec : specs) add(member_from_flag(spec, 1, "--node"), "--node " + spec);
     return members;
 }
+
+std::string MembershipFlags::why_no_tokens(const std::vector<Member> &members) const {
+    if (members.empty()) return source() + " has no node lines";
+    return "every member has weight 0";
+}
+
+void warn(const std::string &message) { std::cerr << "chring: warning: " << visible(message) << '\n'; }
 
 std::string MembershipFlags::describe() const {
     std::vector<std::string> parts;

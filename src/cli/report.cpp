@@ -22,7 +22,10 @@ double tidy(double v) {
     return std::strtod(buf, nullptr);
 }
 
-std::string pad(const std::string &s, size_t width, bool right) {
+// Every text that reaches a terminal goes through visible(): ids are
+// percent-encoded already, but titles, file names and keys are not.
+std::string pad(const std::string &text, size_t width, bool right) {
+    std::string s = visible(text);
     size_t w = display_width(s);
     if (w >= width) return s;
     std::string fill(width - w, ' ');
@@ -48,19 +51,20 @@ void write_wrapped(const std::string &paragraph, std::ostream &out) {
 }
 
 void write_text_table(const Table &t, std::ostream &out) {
-    if (!t.title.empty()) out << t.title << '\n';
+    if (!t.title.empty()) out << visible(t.title) << '\n';
     if (t.record) {
         size_t width = 0;
-        for (const auto &row : t.rows) width = std::max(width, display_width(row[1].text));
-        for (const auto &row : t.rows) out << "  " << pad(row[1].text, width, false) << "  " << row[2].text << '\n';
+        for (const auto &row : t.rows) width = std::max(width, display_width(visible(row[1].text)));
+        for (const auto &row : t.rows)
+            out << "  " << pad(row[1].text, width, false) << "  " << visible(row[2].text) << '\n';
     } else {
         std::vector<size_t> cols;
         for (size_t c = 0; c < t.columns.size(); ++c)
             if (t.columns[c].in_text) cols.push_back(c);
         std::vector<size_t> width(t.columns.size(), 0);
         for (size_t c : cols) {
-            width[c] = display_width(t.columns[c].title);
-            for (const auto &row : t.rows) width[c] = std::max(width[c], display_width(row[c].text));
+            width[c] = display_width(visible(t.columns[c].title));
+            for (const auto &row : t.rows) width[c] = std::max(width[c], display_width(visible(row[c].text)));
         }
         auto write_line = [&](auto &&text_of) {
             std::string line = " ";
@@ -76,7 +80,7 @@ void write_text_table(const Table &t, std::ostream &out) {
         });
         for (const auto &row : t.rows) write_line([&](size_t c) { return row[c].text; });
     }
-    for (const std::string &note : t.notes) write_wrapped(note, out);
+    for (const std::string &note : t.notes) write_wrapped(visible(note), out);
 }
 
 std::string csv_value(const Json &v) {
@@ -148,14 +152,14 @@ void Table::add_field(const std::string &field_key, const std::string &field_tit
 void write_report(const Report &report, Format format, std::ostream &out) {
     switch (format) {
     case Format::table:
-        for (const std::string &line : report.header) out << line << '\n';
+        for (const std::string &line : report.header) out << visible(line) << '\n';
         if (!report.header.empty()) out << '\n';
         for (size_t i = 0; i < report.tables.size(); ++i) {
             if (i) out << '\n';
             write_text_table(report.tables[i], out);
         }
         if (!report.footer.empty()) out << '\n';
-        for (const std::string &line : report.footer) out << line << '\n';
+        for (const std::string &line : report.footer) out << visible(line) << '\n';
         break;
     case Format::json: {
         Json doc = Json::object();
@@ -201,7 +205,8 @@ size_t display_width(const std::string &s) {
     return w;
 }
 
-std::string csv_field(const std::string &s) {
+std::string csv_field(const std::string &text) {
+    std::string s = visible(text);  // no terminal controls in CSV either
     if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
     std::string out = "\"";
     for (char c : s) {
@@ -212,7 +217,34 @@ std::string csv_field(const std::string &s) {
 }
 
 std::string json_text(const Json &value, int indent) {
-    return value.dump(indent, ' ', false, Json::error_handler_t::replace);
+    std::string text = value.dump(indent, ' ', false, Json::error_handler_t::replace);
+    // dump() writes C1 and bidi controls raw (they are valid UTF-8); outside
+    // strings JSON is ASCII, so every one of them can become a \uXXXX escape.
+    std::string out;
+    out.reserve(text.size());
+    for (size_t i = 0; i < text.size();) {
+        unsigned char c = static_cast<unsigned char>(text[i]);
+        uint32_t cp = 0;
+        size_t len = 1;
+        if (c == 0xC2 && i + 1 < text.size()) {
+            len = 2;
+            cp = ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3Fu);
+        } else if ((c == 0xD8 || c == 0xE2) && i + 2 < text.size()) {
+            len = c == 0xD8 ? 2 : 3;
+            cp = len == 2 ? ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3Fu)
+                          : ((c & 0x0Fu) << 12) | ((static_cast<unsigned char>(text[i + 1]) & 0x3Fu) << 6) |
+                                (static_cast<unsigned char>(text[i + 2]) & 0x3Fu);
+        }
+        if (cp && is_hidden_control(cp)) {
+            char esc[8];
+            std::snprintf(esc, sizeof esc, "\\u%04X", unsigned(cp));
+            out += esc;
+        } else {
+            out.append(text, i, len);
+        }
+        i += len;
+    }
+    return out;
 }
 
 }  // namespace chring::cli

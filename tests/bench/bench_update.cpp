@@ -4,8 +4,12 @@
 // call is timed (manual time); the call that undoes it is not.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "bench_support.hpp"
 
@@ -65,8 +69,48 @@ void build_from_scratch(benchmark::State &state) {
     chr_ring_free(ring);
 }
 
+// One batch of n adds into an empty ring, ids "m0000000".. in ascending
+// (0), descending (1) or shuffled (2) order; weight 0 (membership only) or
+// 1 (tokens_per_weight 1: one token each). A batch's cost must not depend
+// on the order (it was quadratic for descending and random ids).
+void batch_in_order(benchmark::State &state) {
+    const size_t n = size_t(state.range(0));
+    const int order = int(state.range(1));
+    const uint32_t weight = uint32_t(state.range(2));
+    std::vector<size_t> number(n);
+    for (size_t i = 0; i < n; ++i) number[i] = order == 1 ? n - 1 - i : i;
+    if (order == 2) std::shuffle(number.begin(), number.end(), std::mt19937_64(15));
+    std::vector<std::string> ids(n);
+    std::vector<chr_change> changes(n);
+    for (size_t i = 0; i < n; ++i) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "m%07zu", number[i]);
+        ids[i] = buf;
+        changes[i] = chr_change{CHR_OP_ADD, weight, ids[i].data(), ids[i].size(), nullptr, 0, number[i]};
+    }
+    chr_options opts;
+    bench::check(chr_options_init(&opts, CHR_OPTIONS_VERSION), "chr_options_init");
+    opts.tokens_per_weight = 1;
+    chr_ring *ring = nullptr;
+    bench::check(chr_ring_new(&opts, &ring), "chr_ring_new");
+    timed_rounds(
+        state, [&] { return chr_ring_apply(ring, changes.data(), changes.size(), nullptr); },
+        [&] {
+            chr_ring_free(ring);
+            return chr_ring_new(&opts, &ring);
+        });
+    chr_ring_free(ring);
+    static const char *names[] = {"ascending", "descending", "random"};
+    state.SetLabel(std::string(names[order]) + " ids, weight " + std::to_string(weight));
+}
+
 }  // namespace
 
+BENCHMARK(batch_in_order)
+    ->ArgNames({"members", "order", "weight"})
+    ->ArgsProduct({{100000, 1000000}, {0, 1, 2}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(add_one_node)->Arg(100)->Arg(1000)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(remove_one_node)->Arg(100)->Arg(1000)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(build_from_scratch)->Arg(100)->Arg(1000)->UseManualTime()->Unit(benchmark::kMicrosecond);

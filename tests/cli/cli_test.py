@@ -11,6 +11,7 @@ CHECK is one of:
                   cli_demo in tests/bench, never a pass/fail figure)
   collateral      `sim` moves keys only onto grown / off shrunk nodes (native), and says so
   bad-input       bad arguments and files: a clear one-line message and a non-zero exit, no crash
+  escapes         C0, C1, bidi controls and invalid UTF-8 in ids, keys and messages are escaped
 
 chring runs without LD_LIBRARY_PATH, as a user would run it: it must find libchring
 through its rpath. The library does not look for its build tree, so the build's plugins
@@ -267,34 +268,51 @@ BAD = [
     (["demo", "--keys", "5"], None, 2, "--keys"),
     (["demo", "--format", "xml"], None, 2, "xml"),
     (["demo", "--hasher", "no-such-hasher"], None, 1, "no-such-hasher"),
-    (["sim", "--nodes", "3"], None, 1, "nothing to simulate"),
+    (["sim", "--nodes", "3"], None, 2, "nothing to simulate"),
     (["sim", "--nodes", "3", "--remove", "nope"], None, 1, "--remove nope: chr_ring_apply: no node 'nope'"),
-    (["sim", "--nodes", "3", "--reweight", "node-1"], None, 1, "expected ID=WEIGHT"),
-    (["sim", "--nodes", "3", "--remove", "node-1=2"], None, 1, "give only the id"),
+    (["sim", "--nodes", "3", "--reweight", "node-1"], None, 2, "expected ID=WEIGHT"),
+    (["sim", "--nodes", "3", "--remove", "node-1=2"], None, 2, "give only the id"),
     (["sim", "--nodes", "3", "--add", "node-1"], None, 1, "already in the ring"),
-    (["sim", "--nodes", "3", "--add", "x=abc"], None, 1, "--add x=abc: weight 'abc' is not a whole number"),
+    (["sim", "--nodes", "3", "--add", "x=abc"], None, 2, "--add x=abc: weight 'abc' is not a whole number"),
     (["sim", "--nodes", "3", "--add", "x", "--keys", "0"], None, 2, "--keys"),
     (["sim", "--nodes", "3", "--add", "x", "--key-file", "missing.txt"], None, 1, "missing.txt: cannot open"),
-    (["sim", "--nodes", "3", "--add", "x", "--placement", "native,bogus"], None, 1, "unknown placement mode 'bogus'"),
+    (["sim", "--nodes", "3", "--add", "x", "--placement", "native,bogus"], None, 2, "unknown placement mode 'bogus'"),
     (["sim", "-m", "compat.members", "--add", "y=5", "--placement", "ketama-unweighted"], None, 1, "weight"),
-    (["inspect"], None, 1, "no members"),
+    (["inspect"], None, 2, "no members"),
     (["inspect", "-m", "missing.members"], None, 1, "missing.members: cannot open membership file"),
-    (["inspect", "-m", "."], None, 1, ".: "),
-    (["inspect", "--nodes", "2", "--placement", "bogus"], None, 1,
+    (["inspect", "-m", "."], None, 1, "chring: .: is a directory, not a membership file"),
+    (["inspect", "-m", "bad_bom.members"], None, 1, "bad_bom.members:1: the file starts with a UTF-8 byte-order mark"),
+    (["lookup", "-m", "bad_bom.members", "k"], None, 1, "bad_bom.members:1: the file starts with a UTF-8 byte-order"),
+    (["inspect", "-m", "/dev/zero"], None, 1,
+     "chring: /dev/zero:1: the line is longer than 65536 bytes (64 KiB), the limit for a line"),
+    (["inspect", "-m", "empty.members"], None, 0,
+     "chring: warning: the ring has no node with tokens (empty.members has no node lines): every lookup in it fails"),
+    (["inspect", "--node", "a=0"], None, 0, "chring: warning: the ring has no node with tokens (every member has weight 0)"),
+    # A duplicate names both places: the file's line, which --node, or --nodes N.
+    (["inspect", "-m", "small.members", "--node", "cache-b=3"], None, 1,
+     "chring: --node cache-b=3: duplicate id 'cache-b' (first in small.members:5)"),
+    (["lookup", "-m", "tiny.members", "--node", "beta", "k"], None, 1, "--node beta: duplicate id 'beta' (first in tiny.members:"),
+    (["inspect", "-m", "tiny.members", "--nodes", "2", "--node", "node-2=4"], None, 2,
+     "--node node-2=4: duplicate id 'node-2' (first in --nodes 2)"),
+    (["sim", "--node", "a", "--node", "b", "--add", "c", "d"], None, 2, "The following argument was not expected: d"),
+    (["inspect", "--node", "a", "--node", "b", "--node", "a=3"], None, 2, "--node a=3: duplicate id 'a' (first in --node a)"),
+    (["inspect", "--nodes", "2", "--placement", "bogus"], None, 2,
      "unknown placement mode 'bogus' (this build knows: native"),
     (["inspect", "--nodes", "2", "--hasher", "nope"], None, 1, "no hasher named 'nope'"),
     (["inspect", "--nodes", "2", "--hasher", "nope"], None, 1, "(available: "),
-    (["inspect", "--nodes", "2", "--tokens-per-weight", "0"], None, 1, "tokens_per_weight 0 is out of range"),
+    (["inspect", "--nodes", "2", "--tokens-per-weight", "0"], None, 2, "--tokens-per-weight: '0' is under the minimum 1"),
     (["inspect", "--nodes", "2", "--placement", "ketama", "--hasher", "xxh3"], None, 1,
      "is defined with hasher 'md5', not 'xxh3'"),
-    (["inspect", "--node", "a=99999999"], None, 1, "weight '99999999' is over the limit 1000000"),
+    (["inspect", "--node", "a=99999999"], None, 2, "weight '99999999' is over the limit 1000000"),
     (["inspect", "--node", "a@b"], None, 0, ""),  # '@' without '=' is part of the id
-    (["inspect", "--node", "="], None, 1, "id is empty"),
+    (["inspect", "--node", "="], None, 2, "id is empty"),
     (["inspect", "--nodes", "2", "--svg", "/nonexistent-dir/x.svg"], None, 1, "cannot write the SVG"),
     (["inspect", "--nodes", "0"], None, 2, "--nodes"),
-    (["lookup", "-m", "-"], None, 1, "cannot both come from stdin"),
+    (["lookup", "-m", "-"], None, 2, "cannot both come from stdin"),
     (["lookup", "--nodes", "2", "--replicas", "0", "k"], None, 2, "--replicas"),
-    (["lookup", "-m", "empty.members", "k"], None, 1, "no node with tokens"),
+    (["lookup", "-m", "empty.members", "k"], None, 1,
+     "chring: no key can have an owner: empty.members has no node lines (give members with a weight above 0)"),
+    (["lookup", "--node", "a=0", "k"], None, 1, "no key can have an owner: every member has weight 0"),
     (["sim", "-m", "empty.members", "--add", "a"], None, 1, "before the changes no node has a weight above 0"),
     (["sim", "--nodes", "1", "--reweight", "node-1=0"], None, 1, "after the changes no node"),
     (["sim", "--nodes", "2", "--add", "x", "--key-file", "empty.members"], None, 1, "has no keys"),
@@ -314,6 +332,30 @@ BAD = [
     (["lookup", "-m", "bad_weight.members", "k"], None, 1, "bad_weight.members:3:"),
     (["sim", "-m", "bad_duplicate.members", "--add", "x"], None, 1, "bad_duplicate.members:4:"),
     (["inspect", "-m", "-"], "bad_weight.members", 1, "<stdin>:3: weight '12x'"),
+    # Numbers: decimal digits in range, or exit 2 (no wrap-around of -1 or 2^64).
+    (["inspect", "--nodes", "2", "--seed", "-1"], None, 2, "--seed: '-1' is not a whole number"),
+    (["inspect", "--nodes", "2", "--seed", "18446744073709551616"], None, 2,
+     "--seed: '18446744073709551616' is over the limit 18446744073709551615"),
+    (["inspect", "--nodes", "2", "--seed", "99999999999999999999999"], None, 2, "is over the limit"),
+    (["inspect", "--nodes", "2", "--seed", "18446744073709551615"], None, 0, ""),
+    (["inspect", "--nodes", "2", "--seed", "0x10"], None, 2, "--seed: '0x10' is not a whole number"),
+    (["inspect", "--nodes", "2", "--seed", "+5"], None, 2, "--seed: '+5' is not a whole number"),
+    (["inspect", "--nodes", "2", "--seed", " 5"], None, 2, "--seed: ' 5' is not a whole number"),
+    (["inspect", "--nodes", "2", "--seed", ""], None, 2, "--seed"),
+    (["inspect", "--nodes", "2", "--tokens-per-weight", "65537"], None, 2, "'65537' is over the limit 65536"),
+    (["inspect", "--nodes", "2", "--tokens-per-weight", "4294967297"], None, 2, "is over the limit 65536"),
+    (["inspect", "--nodes", "-1"], None, 2, "--nodes: '-1' is not a whole number"),
+    (["inspect", "--nodes", "1048577"], None, 2, "--nodes: '1048577' is over the limit 1048576"),
+    (["lookup", "--nodes", "2", "--replicas", "-1", "k"], None, 2, "--replicas: '-1' is not a whole number"),
+    (["lookup", "--nodes", "2", "--replicas", "18446744073709551617", "k"], None, 2, "--replicas"),
+    (["sim", "--nodes", "2", "--add", "x", "--keys", "1e6"], None, 2, "--keys: '1e6' is not a whole number"),
+    (["sim", "--nodes", "2", "--add", "x", "--flows", "-1"], None, 2, "--flows: '-1' is not a whole number"),
+    (["demo", "--keys", "18446744073709551616"], None, 2, "--keys: '18446744073709551616' is over the limit"),
+    # CLI11's own errors: one line, the prefix, where to look for help.
+    (["inspect", "--bogus"], None, 2, "chring: The following argument was not expected: --bogus (see chring inspect --help)"),
+    (["inspect", "--nodes"], None, 2, "--nodes"),
+    (["sim", "--keys", "abc", "--keys", "5"], None, 2, "--keys"),
+    (["inspect", "--nodes", "2", "--bogus\x1b[2J"], None, 2, "--bogus\\x1B[2J"),
 ]
 
 
@@ -329,7 +371,7 @@ def bad_input(opts):
             failures.append(f"{what}: exit {r.returncode}, want {status}; stderr: {err.strip()}")
         elif text not in err:
             failures.append(f"{what}: stderr lacks '{text}': {err.strip()}")
-        elif status == 1 and not (err.startswith("chring: ") and err.count("\n") == 1):
+        elif status != 0 and not (err.startswith("chring: ") and err.count("\n") == 1):
             failures.append(f"{what}: want one line 'chring: ...', got: {err!r}")
         elif status != 0 and r.stdout:
             failures.append(f"{what}: printed to stdout on failure: {r.stdout[:200]!r}")
@@ -340,6 +382,89 @@ def bad_input(opts):
             print("not ok:", what)
         else:
             print("ok:", what)
+    failures += members_limits(opts)
+    # --help and --version stay normal: stdout, exit 0.
+    for args, want in ((["--help"], "Usage: chring"), (["sim", "--help"], "Usage: chring sim"),
+                       (["--version"], "chring ")):
+        r = run_chring(args, opts.chring, opts.data)
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0 or want not in out or not out.endswith("\n") or r.stderr:
+            failures.append(f"chring {' '.join(args)}: exit {r.returncode}, stdout {out[:80]!r}, stderr {r.stderr!r}")
+    return failures
+
+
+def members_limits(opts):
+    """Lines up to 64 KiB and files up to 64 MiB; past them file:line and the limit, no growth."""
+    line_max, file_max = 64 << 10, 64 << 20
+    comment = b"#" + b"x" * 1022 + b"\n"  # 1 KiB lines
+    cases = [
+        (b"a 1\n#" + b"y" * (line_max - 1) + b"\nb 1\n", 0, ""),  # exactly 64 KiB: fine
+        (b"a 1\nb 1\n#" + b"y" * line_max + b"\n", 1, "<stdin>:3: the line is longer than 65536 bytes"),
+        (b"a 1\n#" + b"y" * (line_max - 2) + b"\r\n", 0, ""),  # the CR counts, the LF does not
+        (b"a 1\n" + comment * (file_max // len(comment) - 1), 0, ""),  # just under 64 MiB
+        (b"a 1\n" + comment * (file_max // len(comment) + 1), 1,
+         "the file is larger than 67108864 bytes (64 MiB), the limit for a membership file"),
+    ]
+    failures = []
+    env = dict(os.environ)
+    for data, status, text in cases:
+        r = subprocess.run([opts.chring, "inspect", "-m", "-", "--format", "json"], input=data,
+                           capture_output=True, env=env, timeout=120)
+        err = r.stderr.decode(errors="replace")
+        what = f"members of {len(data)} bytes on stdin"
+        if r.returncode != status or text not in err:
+            failures.append(f"{what}: exit {r.returncode}, want {status} and '{text}'; stderr: {err.strip()[:300]}")
+        elif status and not (err.startswith("chring: <stdin>:") and err.count("\n") == 1):
+            failures.append(f"{what}: want one line 'chring: <stdin>:LINE: ...', got {err[:300]!r}")
+        elif status == 0 and json.loads(r.stdout)["ring"]["nodes"] < 1:
+            failures.append(f"{what}: members lost")
+    return failures
+
+
+# Byte sequences a terminal acts on: C0 (ESC), C1 (U+0085, U+009B CSI), bidi marks,
+# overrides and isolates, and bytes that are not UTF-8. None may reach stdout or stderr.
+HIDDEN = [b"\x1b", b"\xc2\x85", b"\xc2\x9b", b"\xd8\x9c", b"\xe2\x80\x8e", b"\xe2\x80\x8f",
+          b"\xe2\x80\xaa", b"\xe2\x80\xae", b"\xe2\x81\xa6", b"\xe2\x81\xa9", b"\xff"]
+
+# (arguments, stdin, text stdout must contain, text stderr must contain)
+ESCAPES = [
+    (["inspect", "--node", "evil%C2%9B2J", "--node", "ok"], None, b"evil%C2%9B2J", b""),
+    (["inspect", "--node", "a%E2%80%AEb=2", "--node", "c%E2%81%A6d", "--node", "e%E2%80%8Ff"], None,
+     b"a%E2%80%AEb", b""),
+    (["inspect", "--node", "a%D8%9Cb", "--node", "x%FFy", "--format", "csv"], None, b"a%D8%9Cb", b""),
+    (["inspect", "--node", "evil%C2%9B2J", "--node", "r%E2%80%AEl", "--format", "json"], None,
+     b'"evil%C2%9B2J"', b""),
+    (["lookup", "--nodes", "2", b"evil\xc2\x9b2J".decode("utf-8"), "a\u202eb"], None, b"evil\\xC2\\x9B2J", b""),
+    (["lookup", "--nodes", "2", "--format", "csv", "a\u2066b"], None, b"a\\xE2\\x81\\xA6b", b""),
+    (["lookup", "--nodes", "2"], "hidden_keys.txt", b"k\\x1B[2J", b""),
+    (["lookup", "--nodes", "2", "--format", "json"], "hidden_keys.txt", b"\\u009B", b""),
+    (["sim", "--nodes", "2", "--remove", "gone%E2%80%AE"], None, b"", b"gone\\xE2\\x80\\xAE"),
+    (["sim", "--nodes", "2", "--remove", "gone%C2%9B2J"], None, b"", b"gone\\xC2\\x9B2J"),
+    (["inspect", "--nodes", "2", "--placement", "x\u202ey"], None, b"", b"x\\xE2\\x80\\xAEy"),
+    (["inspect", "--nodes", "2", "--hasher", "h\u009b2J"], None, b"", b"h\\xC2\\x9B2J"),
+    (["inspect", "-m", "hidden_id.members"], None, b"", b"hidden_id.members:2: id 'b"),
+]
+
+
+def escapes(opts):
+    """Ids, keys and messages never carry C1, bidi or invalid UTF-8 bytes raw."""
+    failures = []
+    for args, stdin, out_text, err_text in ESCAPES:
+        what = "chring " + " ".join(args)
+        r = run_chring(args, opts.chring, opts.data, stdin)
+        if r.returncode < 0:
+            failures.append(f"{what}: killed by {signal.Signals(-r.returncode).name}")
+            continue
+        for name, stream in (("stdout", r.stdout), ("stderr", r.stderr)):
+            for seq in HIDDEN:
+                if seq in stream:
+                    failures.append(f"{what}: {name} carries {seq!r} raw: {stream[:300]!r}")
+        if out_text not in r.stdout:
+            failures.append(f"{what}: stdout lacks {out_text!r}: {r.stdout[:300]!r}")
+        if err_text not in r.stderr:
+            failures.append(f"{what}: stderr lacks {err_text!r}: {r.stderr[:300]!r}")
+        if r.stderr and not (r.stderr.startswith(b"chring: ") and r.stderr.count(b"\n") == 1):
+            failures.append(f"{what}: stderr is not one 'chring: ' line: {r.stderr!r}")
     return failures
 
 
@@ -348,7 +473,7 @@ def main():
     p.add_argument("--chring", required=True)
     p.add_argument("--data", required=True)
     p.add_argument("--golden", required=True)
-    p.add_argument("check", choices=["golden", "update-golden", "demo", "collateral", "bad-input"])
+    p.add_argument("check", choices=["golden", "update-golden", "demo", "collateral", "bad-input", "escapes"])
     p.add_argument("name", nargs="?")
     opts = p.parse_args()
     opts.chring = os.path.abspath(opts.chring)
@@ -357,7 +482,7 @@ def main():
     elif opts.check == "update-golden":
         failures = update_golden(opts)
     else:
-        failures = {"demo": demo, "collateral": collateral, "bad-input": bad_input}[opts.check](opts)
+        failures = {"demo": demo, "collateral": collateral, "bad-input": bad_input, "escapes": escapes}[opts.check](opts)
     for f in failures:
         print("FAIL:", f)
     print(f"{opts.check}{' ' + opts.name if opts.name else ''}: {'FAIL' if failures else 'ok'}")

@@ -198,11 +198,17 @@ def successor(values, key):
     return bisect.bisect_left(values, zlib.crc32(key) << 32) % len(values)
 
 
+# Points ngx_http_upstream_get_chash_peer examines before round robin: the
+# first at tries = 0, then `hash++; tries++` while `tries > 20` is false, so
+# the points at tries 0..20, 21 in all (20 would be one short).
+NGINX_CHASH_POINTS = 21
+
+
 def nginx_with_down(points, down, key):
     """nginx's lookup with `down` servers: their points stay on the ring and
-    the lookup steps to the next point (20 tries, then round robin: None)."""
+    the lookup steps to the next point (21 points, then round robin: None)."""
     i = successor([v for v, _ in points], key)
-    for _ in range(20):
+    for _ in range(NGINX_CHASH_POINTS):
         if points[i][1] not in down:
             return points[i][1]
         i = (i + 1) % len(points)
@@ -245,6 +251,40 @@ def shared_point_scenarios(nginx, helper, tally, tmp, rng, servers, exclude):
           f"elsewhere than nginx (weight 0 drops A's copy, `down` keeps and skips it)")
 
 
+def long_down_run_scenario(nginx, helper, tally, tmp, servers):
+    """A heavy `down` server makes long runs of down points. Keys whose point
+    starts a run of exactly 20 of them are still hashed by nginx, to the server
+    of the 21st point (a 20-point model would send them to round robin), and
+    keys on runs of 19 to the 20th: the model's 21 points are nginx's."""
+    heavy = [(servers[0][0], 100), (servers[1][0], 1), (servers[2][0], 1)]
+    down = {0}
+    points = cs.chring_points(helper, "nginx", heavy, tmp)
+    values = [v for v, _ in points]
+
+    def run_length(key):
+        i, n = successor(values, key), 0
+        while n <= NGINX_CHASH_POINTS and points[(i + n) % len(points)][1] in down:
+            n += 1
+        return n
+
+    keys = {19: [], 20: []}
+    for n in range(400000):
+        k = b"run-%d" % n
+        length = run_length(k)
+        if length in keys and len(keys[length]) < 30:
+            keys[length].append(k)
+        if all(len(v) == 30 for v in keys.values()):
+            break
+    if not keys[20]:
+        raise RuntimeError("no key starts a run of 20 down points")
+    keys = keys[19] + keys[20]
+    real, _ = ask_both(nginx, helper, tmp, heavy, down, keys)
+    print(f"long down runs: {describe_list(heavy, down)}; {len(keys)} keys on runs of 19 and 20 down points")
+    model = [nginx_with_down(points, down, k) for k in keys]
+    describe = lambda p: f"#{p} {heavy[p][0]}" if p is not None else "round robin"  # noqa: E731
+    tally.compare("runs of 19-20 down points: nginx vs its 21-point model", keys, real, model, describe)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -270,6 +310,7 @@ def main():
         reweighted[1] = (reweighted[1][0], reweighted[1][1] + 3)
         scenario("one weight raised by 3", reweighted)
         shared_point_scenarios(nginx, helper, tally, tmp, rng, servers, set(backend_ports) | {front})
+        long_down_run_scenario(nginx, helper, tally, tmp, servers)
     return tally.finish()
 
 
