@@ -15,7 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include "test_util.h"
+#include "vectors.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -796,6 +799,65 @@ static void test_info_and_arguments(void **state) {
     assert_string_equal(chr_strerror(CHR_EIO), "ring file cannot be read");
 }
 
+/* ---- known answers ---------------------------------------------------------------- */
+
+/* Every NAME.ring of tests/vectors/ring-file loads to exactly the answers
+ * in NAME.expect (fingerprint, counts, revision, canonical or not, owners
+ * and replicas of fixed keys); a canonical one exports to its own bytes. */
+static void test_vectors(void **state) {
+    (void)state;
+    DIR *dir = opendir(VECTORS_DIR);
+    assert_non_null(dir);
+    size_t checked = 0, canonical = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".ring") != 0) continue;
+        char path[512], expect_path[512];
+        snprintf(path, sizeof path, "%s/%s", VECTORS_DIR, e->d_name);
+        snprintf(expect_path, sizeof expect_path, "%s/%.*s.expect", VECTORS_DIR, (int)(n - 5), e->d_name);
+        size_t len = 0, expect_len = 0;
+        char *text = vectors_read(path, &len), *expect = vectors_read(expect_path, &expect_len);
+        assert_non_null(text);
+        if (!expect) {
+            print_error("%s has no .expect file\n", path);
+            fail();
+        }
+        char *got = vectors_expect(e->d_name, text, len);
+        if (!got) {
+            print_error("%s: %s\n", path, chr_last_error());
+            fail();
+        }
+        if (strcmp(got, expect) != 0) {
+            print_error("%s: answers differ from %s\n--- got:\n%s", path, expect_path, got);
+            fail();
+        }
+        if (strstr(expect, "\ncanonical yes\n")) {
+            size_t out_len = 0;
+            char *again = vectors_canonical(e->d_name, text, len, &out_len);
+            assert_non_null(again);
+            assert_int_equal(out_len, len);
+            assert_memory_equal(again, text, len);
+            free(again);
+            ++canonical;
+        }
+        /* and by path, as embeddings read it */
+        chr_ring *ring = NULL;
+        chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+        assert_chr_ok(chr_ring_new_from_file(path, NULL, &ring, &info));
+        char fp[40];
+        snprintf(fp, sizeof fp, "\nfingerprint 0x%016llx\n", (unsigned long long)info.fingerprint);
+        assert_non_null(strstr(expect, fp));
+        chr_ring_free(ring);
+        free(got);
+        free(text);
+        free(expect);
+        ++checked;
+    }
+    closedir(dir);
+    assert_true(checked >= 8);
+    assert_true(canonical >= 5);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_random_rings),
@@ -814,6 +876,7 @@ int main(void) {
         cmocka_unit_test(test_apply_plain_list_to_compat_ring),
         cmocka_unit_test(test_revision_retrievable),
         cmocka_unit_test(test_info_and_arguments),
+        cmocka_unit_test(test_vectors),
     };
     return run_core_tests(tests);
 }
