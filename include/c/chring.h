@@ -569,7 +569,7 @@ CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t 
  *     %%seed 0
  *     %%tokens-per-weight 160
  *     %%revision 42
- *     %%fingerprint 0x1f2e3d4c5b6a7988
+ *     %%fingerprint 0xe6081dc01eea9c5b
  *     cache-a 1 eu-west-1a
  *     cache-b 2
  *
