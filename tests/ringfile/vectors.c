@@ -73,11 +73,12 @@ static void put(char **out, size_t *len, size_t *cap, const char *text) {
     *len += n;
 }
 
-char *vectors_canonical(const char *name, const char *text, size_t len, size_t *out_len) {
+static char *export_as(const char *name, const char *text, size_t len, uint32_t format,
+                       size_t *out_len) {
     chr_ring *ring = NULL;
     chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
     if (chr_ring_new_from_text(text, len, name, NULL, &ring, &info) != CHR_OK) return NULL;
-    uint32_t flags = (info.flags & CHR_RINGFILE_HAS_REVISION) ? CHR_EXPORT_REVISION : 0;
+    uint32_t flags = format | ((info.flags & CHR_RINGFILE_HAS_REVISION) ? CHR_EXPORT_REVISION : 0);
     size_t need = 0;
     chr_ring_export(ring, flags, info.revision, NULL, 0, &need);
     char *buf = malloc(need + 1);
@@ -87,6 +88,15 @@ char *vectors_canonical(const char *name, const char *text, size_t len, size_t *
     }
     chr_ring_free(ring);
     return buf;
+}
+
+char *vectors_canonical(const char *name, const char *text, size_t len, size_t *out_len) {
+    return export_as(name, text, len, 0, out_len);
+}
+
+char *vectors_json(const char *name, const char *text, size_t len) {
+    size_t unused;
+    return export_as(name, text, len, CHR_EXPORT_JSON, &unused);
 }
 
 char *vectors_expect(const char *name, const char *text, size_t len) {

@@ -24,4 +24,7 @@ char *vectors_expect(const char *name, const char *text, size_t len);
 /* The canonical export of ring file `text` (keeping its %%revision), malloc'd. */
 char *vectors_canonical(const char *name, const char *text, size_t len, size_t *out_len);
 
+/* The JSON twin of ring file `text` (keeping its %%revision), malloc'd. */
+char *vectors_json(const char *name, const char *text, size_t len);
+
 #endif
