@@ -492,6 +492,13 @@ void fill_info(chr_ringfile_info *info, const chring::ringfile::File &f,
     info->replaced = o.replaced;
 }
 
+chr_status check_base(const char *who, const chr_options *base) {
+    if (base && (base->version < 1 || base->version > CHR_OPTIONS_VERSION))
+        return fail(CHR_EVERSION, "%s: options version %u is not supported (1..%d)", who,
+                    base->version, CHR_OPTIONS_VERSION);
+    return CHR_OK;
+}
+
 chr_status check_text(const char *who, const char *text, size_t len) {
     if (!text && len) return fail(CHR_EINVAL, "%s: text is NULL with length %zu", who, len);
     return CHR_OK;
@@ -564,6 +571,7 @@ CHR_API chr_status chr_ring_new_from_text(const char *text, size_t len, const ch
     *out = nullptr;
     if (chr_status st = check_text(who, text, len)) return st;
     if (chr_status st = check_info(who, info)) return st;
+    if (chr_status st = check_base(who, base)) return st;
     return guarded(who, [&] {
         return load_text(std::string_view(text ? text : "", len), name ? name : "<text>", nullptr,
                          base, out, info);
@@ -577,6 +585,7 @@ CHR_API chr_status chr_ring_new_from_file(const char *path, const chr_options *b
     *out = nullptr;
     if (!path) return null_arg(who, "path");
     if (chr_status st = check_info(who, info)) return st;
+    if (chr_status st = check_base(who, base)) return st;
     return guarded(who, [&] {
         std::string text;
         if (chr_status st = chring::ringfile::read_file(path, text)) {

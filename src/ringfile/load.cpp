@@ -188,9 +188,6 @@ chr_status apply_file(Ring &ring, const File &f, Outcome &o, bool check_options)
 chr_status create(const File &f, const chr_options *base, Ring **out, Outcome &o) {
     *out = nullptr;
     o = Outcome();
-    if (base && (base->version < 1 || base->version > CHR_OPTIONS_VERSION))
-        return fail(CHR_EVERSION, "%s: options version %u is not supported (1..%d)",
-                    "chr_ring_new_from_text", base->version, CHR_OPTIONS_VERSION);
     chr_options opts = CHR_OPTIONS_INIT;
     std::string hasher;
     const chr_options *use = base;

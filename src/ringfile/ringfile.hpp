@@ -76,7 +76,7 @@ struct Outcome {
 
 // A new ring from a parsed file; `base` gives the options when the file
 // has no option directive (NULL = the library's defaults), and always the
-// plugin directory.
+// plugin directory. The caller has checked base->version.
 chr_status create(const File &f, const chr_options *base, Ring **out, Outcome &outcome);
 
 // The file applied to `ring` as one batch under its writer lock; options

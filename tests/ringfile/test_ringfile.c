@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <dirent.h>
+#include <pthread.h>
 
 #include "test_util.h"
 #include "vectors.h"
@@ -743,6 +744,52 @@ static void test_apply_plain_list_to_compat_ring(void **state) {
     chr_ring_free(ring);
 }
 
+/* Readers during applies see the old or the new ring, never a mix: every
+ * snapshot taken has one of the two files' fingerprints and member counts. */
+typedef struct reader_args {
+    chr_ring *ring;
+    uint64_t fp_a, fp_b;
+    int stop; /* __atomic */
+    size_t reads, bad;
+} reader_args;
+
+static void *reader(void *p) {
+    reader_args *r = p;
+    for (size_t i = 0; i < 2000000 && !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE); ++i) {
+        chr_snapshot *snap = NULL;
+        if (chr_ring_snapshot(r->ring, &snap) != CHR_OK) {
+            ++r->bad;
+            break;
+        }
+        uint64_t fp = 0;
+        size_t count = 0;
+        chr_snapshot_fingerprint(snap, &fp);
+        chr_snapshot_node_count(snap, &count);
+        if (!((fp == r->fp_a && count == 3) || (fp == r->fp_b && count == 4))) ++r->bad;
+        chr_snapshot_release(snap);
+        ++r->reads;
+    }
+    return NULL;
+}
+
+static void test_apply_under_readers(void **state) {
+    (void)state;
+    const char *a = "a 1\nb 2\nc 1 z\n", *b = "a 2\nc 1 y\nd 1\ne 3\n";
+    reader_args r = {load_str(a), text_fingerprint(a), text_fingerprint(b), 0, 0, 0};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, reader, &r), 0);
+    for (int i = 0; i < 300; ++i) {
+        const char *text = (i & 1) ? a : b;
+        assert_chr_ok(chr_ring_apply_text(r.ring, text, strlen(text), "flip", NULL));
+    }
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(r.bad, 0);
+    assert_true(r.reads > 0);
+    assert_int_equal(ring_fingerprint(r.ring), r.fp_a);
+    chr_ring_free(r.ring);
+}
+
 /* ---- revision, info, arguments ------------------------------------------------------ */
 
 static void test_revision_retrievable(void **state) {
@@ -788,8 +835,11 @@ static void test_info_and_arguments(void **state) {
     assert_chr_error(chr_ring_apply_file(NULL, "/x", NULL), CHR_EINVAL, "chr_ring_apply_file");
     chr_options bad = CHR_OPTIONS_INIT;
     bad.version = 77;
-    assert_chr_status(chr_ring_new_from_text("a 1\n", 4, NULL, &bad, &ring, NULL), CHR_EVERSION);
+    assert_chr_error(chr_ring_new_from_text("a 1\n", 4, NULL, &bad, &ring, NULL), CHR_EVERSION,
+                     "chr_ring_new_from_text");
     assert_null(ring);
+    assert_chr_error(chr_ring_new_from_file("/nonexistent", &bad, &ring, NULL), CHR_EVERSION,
+                     "chr_ring_new_from_file");
     /* a NULL name reads <text> in messages */
     assert_chr_status(chr_ring_new_from_text("a\n", 2, NULL, NULL, &ring, NULL), CHR_EFORMAT);
     assert_string_equal(chr_last_error(),
@@ -874,6 +924,7 @@ int main(void) {
         cmocka_unit_test(test_apply_atomic),
         cmocka_unit_test(test_apply_equals_fresh_random),
         cmocka_unit_test(test_apply_plain_list_to_compat_ring),
+        cmocka_unit_test(test_apply_under_readers),
         cmocka_unit_test(test_revision_retrievable),
         cmocka_unit_test(test_info_and_arguments),
         cmocka_unit_test(test_vectors),
