@@ -1,13 +1,16 @@
 // Every extern "C" entry point, each behind one exception firewall.
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <new>
+#include <string>
 
 #include "chring.h"
 #include "errors.hpp"
 #include "hashers.hpp"
 #include "plugins.hpp"
 #include "ring.hpp"
+#include "ringfile/ringfile.hpp"
 
 namespace {
 
@@ -460,6 +463,193 @@ CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t 
         h->digest(data, len, out);
         return CHR_OK;
     });
+}
+
+}  // extern "C"
+
+// ---- ring files (src/ringfile, docs/ring-file.md) ------------------------
+
+namespace {
+
+chr_status check_info(const char *who, chr_ringfile_info *info) {
+    if (info && (info->version < 1 || info->version > CHR_RINGFILE_INFO_VERSION))
+        return fail(CHR_EVERSION, "%s: info version %u is not supported (1..%d)", who, info->version,
+                    CHR_RINGFILE_INFO_VERSION);
+    return CHR_OK;
+}
+
+void fill_info(chr_ringfile_info *info, const chring::ringfile::File &f,
+               const chring::ringfile::Outcome &o, chr_status st) {
+    if (!info) return;
+    const uint32_t version = info->version;
+    *info = chr_ringfile_info{};
+    info->version = version;
+    info->error_line = uint32_t(std::min<size_t>(o.error_line, UINT32_MAX));
+    if (st != CHR_OK) return;
+    info->flags = (f.revision_line ? CHR_RINGFILE_HAS_REVISION : 0u) |
+                  (f.fingerprint_line ? CHR_RINGFILE_HAS_FINGERPRINT : 0u) |
+                  (f.options_line ? CHR_RINGFILE_HAS_OPTIONS : 0u);
+    info->revision = f.revision;
+    info->fingerprint = o.fingerprint;
+    info->format_version = f.format_version;
+    info->members = uint32_t(f.members.size());
+    info->added = o.added;
+    info->removed = o.removed;
+    info->reweighted = o.reweighted;
+    info->replaced = o.replaced;
+}
+
+chr_status check_base(const char *who, const chr_options *base) {
+    if (base && (base->version < 1 || base->version > CHR_OPTIONS_VERSION))
+        return fail(CHR_EVERSION, "%s: options version %u is not supported (1..%d)", who,
+                    base->version, CHR_OPTIONS_VERSION);
+    return CHR_OK;
+}
+
+chr_status check_text(const char *who, const char *text, size_t len) {
+    if (!text && len) return fail(CHR_EINVAL, "%s: text is NULL with length %zu", who, len);
+    return CHR_OK;
+}
+
+// Parses `text` and makes a ring of it (ring == nullptr) or applies it to `ring`.
+chr_status load_text(std::string_view text, const std::string &name, chr_ring *ring,
+                     const chr_options *base, chr_ring **out, chr_ringfile_info *info) {
+    chring::ringfile::File f;
+    chring::ringfile::Outcome o;
+    size_t line = 0;
+    chr_status st = chring::ringfile::parse(text, name, f, &line);
+    if (st != CHR_OK) {
+        o.error_line = line;
+    } else if (ring) {
+        st = chring::ringfile::apply(*impl(ring), f, o);
+    } else {
+        Ring *r = nullptr;
+        st = chring::ringfile::create(f, base, &r, o);
+        *out = reinterpret_cast<chr_ring *>(r);
+    }
+    fill_info(info, f, o, st);
+    return st;
+}
+
+chr_status export_snapshot(const char *who, const Snapshot &s, uint32_t flags, uint64_t revision,
+                           char *buf, size_t capacity, size_t *len) {
+    const std::string text = (flags & CHR_EXPORT_JSON)
+                                 ? chring::ringfile::json_text(s, flags, revision)
+                                 : chring::ringfile::canonical_text(s, flags, revision);
+    *len = text.size();
+    if (capacity < text.size())
+        return fail(CHR_ERANGE, "%s: capacity %zu is less than the %zu bytes of the ring file", who,
+                    capacity, text.size());
+    std::memcpy(buf, text.data(), text.size());
+    if (capacity > text.size()) buf[text.size()] = '\0';
+    return CHR_OK;
+}
+
+chr_status check_export(const char *who, uint32_t flags, const char *buf, size_t capacity,
+                        const size_t *len) {
+    if (!len) return null_arg(who, "len");
+    if (!buf && capacity) return fail(CHR_EINVAL, "%s: buf is NULL with capacity %zu", who, capacity);
+    if (flags & ~(CHR_EXPORT_REVISION | CHR_EXPORT_JSON))
+        return fail(CHR_EINVAL, "%s: unknown flags 0x%x (known: CHR_EXPORT_REVISION, CHR_EXPORT_JSON)",
+                    who, flags & ~(CHR_EXPORT_REVISION | CHR_EXPORT_JSON));
+    return CHR_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t version) {
+    static const char *who = "chr_ringfile_info_init";
+    if (!info) return null_arg(who, "info");
+    if (version < 1 || version > CHR_RINGFILE_INFO_VERSION)
+        return fail(CHR_EVERSION, "%s: version %u is not supported (1..%d)", who, version,
+                    CHR_RINGFILE_INFO_VERSION);
+    *info = chr_ringfile_info{};
+    info->version = version;
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_ring_new_from_text(const char *text, size_t len, const char *name,
+                                          const chr_options *base, chr_ring **out,
+                                          chr_ringfile_info *info) {
+    static const char *who = "chr_ring_new_from_text";
+    if (!out) return null_arg(who, "out");
+    *out = nullptr;
+    if (chr_status st = check_text(who, text, len)) return st;
+    if (chr_status st = check_info(who, info)) return st;
+    if (chr_status st = check_base(who, base)) return st;
+    return guarded(who, [&] {
+        return load_text(std::string_view(text ? text : "", len), name ? name : "<text>", nullptr,
+                         base, out, info);
+    });
+}
+
+CHR_API chr_status chr_ring_new_from_file(const char *path, const chr_options *base,
+                                          chr_ring **out, chr_ringfile_info *info) {
+    static const char *who = "chr_ring_new_from_file";
+    if (!out) return null_arg(who, "out");
+    *out = nullptr;
+    if (!path) return null_arg(who, "path");
+    if (chr_status st = check_info(who, info)) return st;
+    if (chr_status st = check_base(who, base)) return st;
+    return guarded(who, [&] {
+        std::string text;
+        if (chr_status st = chring::ringfile::read_file(path, text)) {
+            if (info) chr_ringfile_info_init(info, info->version);
+            return st;
+        }
+        return load_text(text, path, nullptr, base, out, info);
+    });
+}
+
+CHR_API chr_status chr_ring_apply_text(chr_ring *ring, const char *text, size_t len,
+                                       const char *name, chr_ringfile_info *info) {
+    static const char *who = "chr_ring_apply_text";
+    if (!ring) return null_arg(who, "ring");
+    if (chr_status st = check_text(who, text, len)) return st;
+    if (chr_status st = check_info(who, info)) return st;
+    return guarded(who, [&] {
+        return load_text(std::string_view(text ? text : "", len), name ? name : "<text>", ring,
+                         nullptr, nullptr, info);
+    });
+}
+
+CHR_API chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_ringfile_info *info) {
+    static const char *who = "chr_ring_apply_file";
+    if (!ring) return null_arg(who, "ring");
+    if (!path) return null_arg(who, "path");
+    if (chr_status st = check_info(who, info)) return st;
+    return guarded(who, [&] {
+        std::string text;
+        if (chr_status st = chring::ringfile::read_file(path, text)) {
+            if (info) chr_ringfile_info_init(info, info->version);
+            return st;
+        }
+        return load_text(text, path, ring, nullptr, nullptr, info);
+    });
+}
+
+CHR_API chr_status chr_ring_export(const chr_ring *ring, uint32_t flags, uint64_t revision,
+                                   char *buf, size_t capacity, size_t *len) {
+    static const char *who = "chr_ring_export";
+    if (!ring) return null_arg(who, "ring");
+    if (chr_status st = check_export(who, flags, buf, capacity, len)) return st;
+    return guarded(who, [&] {
+        const Snapshot *s = nullptr;
+        if (chr_status st = impl(ring)->acquire(&s, who)) return st;
+        std::unique_ptr<const Snapshot, void (*)(const Snapshot *)> hold(
+            s, [](const Snapshot *p) { p->release(); });
+        return export_snapshot(who, *s, flags, revision, buf, capacity, len);
+    });
+}
+
+CHR_API chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags, uint64_t revision,
+                                       char *buf, size_t capacity, size_t *len) {
+    static const char *who = "chr_snapshot_export";
+    if (!snap) return null_arg(who, "snap");
+    if (chr_status st = check_export(who, flags, buf, capacity, len)) return st;
+    return guarded(who, [&] { return export_snapshot(who, *impl(snap), flags, revision, buf, capacity, len); });
 }
 
 }  // extern "C"

@@ -102,7 +102,42 @@ chr_status Ring::apply(const chr_change *changes, size_t count, size_t *failed_i
                        const char *who) {
     if (failed_index) *failed_index = count;
     std::lock_guard<std::mutex> lock(writer_);
+    Snapshot *next = nullptr;
+    if (chr_status st = build(*current_.load(std::memory_order_relaxed), changes, count,
+                              failed_index, who, &next))
+        return st;
+    publish(next);
+    return CHR_OK;
+}
+
+chr_status Ring::apply_planned(const Plan &plan, const Check &check, size_t *failed_index,
+                               const char *who) {
+    std::lock_guard<std::mutex> lock(writer_);
     const Snapshot &base = *current_.load(std::memory_order_relaxed);
+    std::vector<chr_change> changes;
+    if (failed_index) *failed_index = 0;
+    if (chr_status st = plan(base, changes)) return st;
+    if (failed_index) *failed_index = changes.size();
+    Snapshot *next = nullptr;
+    if (chr_status st = build(base, changes.data(), changes.size(), failed_index, who, &next))
+        return st;
+    chr_status st;
+    try {
+        st = check(*next);
+    } catch (...) {
+        next->release();
+        throw;
+    }
+    if (st != CHR_OK) {
+        next->release();  // never published: its only reference
+        return st;
+    }
+    publish(next);
+    return CHR_OK;
+}
+
+chr_status Ring::build(const Snapshot &base, const chr_change *changes, size_t count,
+                       size_t *failed_index, const char *who, Snapshot **next) {
     const Placement &placement = *base.placement();
 
     // The batch runs change by change against a working membership without
@@ -231,7 +266,7 @@ chr_status Ring::apply(const chr_change *changes, size_t count, size_t *failed_i
         d.regenerate[k] = d.old_index[k] < 0 || base.node(size_t(d.old_index[k])).weight != d.nodes[k].weight;
 
     retired_.reserve(retired_.size() + 1);  // so publishing cannot fail after the swap
-    publish(new Snapshot(base, std::move(d)));
+    *next = new Snapshot(base, std::move(d));
     return CHR_OK;
 }
 

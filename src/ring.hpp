@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -20,6 +21,15 @@ public:
     // Applies a batch and publishes it as one snapshot, or changes nothing.
     chr_status apply(const chr_change *changes, size_t count, size_t *failed_index,
                      const char *who);
+
+    // A batch that depends on the current state: under the writer lock,
+    // plan(base, changes) fills the batch from the current snapshot, which
+    // is then built, and published only if check(next) returns CHR_OK. No
+    // other writer runs between the plan and the publish (ring files).
+    using Plan = std::function<chr_status(const Snapshot &base, std::vector<chr_change> &changes)>;
+    using Check = std::function<chr_status(const Snapshot &next)>;
+    chr_status apply_planned(const Plan &plan, const Check &check, size_t *failed_index,
+                             const char *who);
 
     // Where a key lands: fixed for the ring's lifetime, so callers hash
     // before read() and no hasher (plugin code) runs inside a read section.
@@ -41,6 +51,9 @@ public:
 private:
     explicit Ring(PlacementPtr placement);
     static chr_status out_of_slots(const char *who);
+    // The batch on top of `base` as an unpublished snapshot (under writer_).
+    chr_status build(const Snapshot &base, const chr_change *changes, size_t count,
+                     size_t *failed_index, const char *who, Snapshot **next);
     void publish(Snapshot *next);  // under writer_; cannot fail
     void collect() noexcept;       // under writer_
 

@@ -563,6 +563,182 @@ CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t le
 CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t len,
                                      unsigned char *out, size_t capacity, size_t *digest_size);
 
+/* ------------------------------------------------------------------------ */
+/* Ring files: membership and options as one text document                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A ring file (docs/ring-file.md) is a superset of the CLI's members file:
+ * `id weight [zone]` lines, `#` comments, %XX escapes, plus `%%name value`
+ * directive lines before the first member:
+ *
+ *     %%ring-file 1
+ *     %%placement native
+ *     %%hasher xxh3
+ *     %%seed 0
+ *     %%tokens-per-weight 160
+ *     %%revision 42
+ *     %%fingerprint 0xe6081dc01eea9c5b
+ *     cache-a 1 eu-west-1a
+ *     cache-b 2
+ *
+ * Every directive is optional. A file with no option directive (placement,
+ * hasher, seed, tokens-per-weight) is a plain member list: the options are
+ * the caller's when creating a ring and the ring's own when applying. A
+ * file with any of them defines all four (absent ones take the defaults;
+ * the hasher defaults to the placement's own). A %%fingerprint is checked
+ * against the ring the file describes; a %%revision (the etcd watcher's)
+ * is handed back in chr_ringfile_info. A member's tag is its 0-based
+ * position among the file's members: the compatibility placements break
+ * ties by it, so for them the file's order is part of the ring.
+ *
+ * The canonical form, written by chr_ring_export(), is a function of the
+ * ring: every directive in the order above (%%revision only when asked),
+ * single spaces, LF line ends, minimal escapes, members sorted by id bytes
+ * (native) or by tag, then id (compatibility placements).
+ *
+ * Errors: a malformed file is CHR_EFORMAT with "name:line: what is wrong"
+ * in chr_last_error() (just "name: ..." for the file as a whole); a file
+ * that cannot be read is CHR_EIO. A failed call changes nothing.
+ */
+
+#define CHR_EFORMAT (-17)   /**< a malformed ring file: chr_last_error() reads "file:line: reason" */
+#define CHR_EOPTIONS (-18)  /**< the ring file's options differ from the ring's */
+#define CHR_EIO (-19)       /**< a ring file cannot be read: missing, unreadable, not a regular file */
+
+#define CHR_RINGFILE_FORMAT_VERSION 1      /**< the %%ring-file version this library reads and writes */
+#define CHR_RINGFILE_LINE_MAX 65536u       /**< bytes in one line, its LF excluded */
+#define CHR_RINGFILE_SIZE_MAX (256u << 20) /**< bytes in one file (256 MiB) */
+
+/* chr_ringfile_info.flags */
+#define CHR_RINGFILE_HAS_REVISION 0x1u    /**< the file has a %%revision */
+#define CHR_RINGFILE_HAS_FINGERPRINT 0x2u /**< the file has a %%fingerprint (checked: it matched) */
+#define CHR_RINGFILE_HAS_OPTIONS 0x4u     /**< the file has an option directive */
+
+#define CHR_RINGFILE_INFO_VERSION 1
+
+/**
+ * What a ring file said and what loading it did. Set `version` (from
+ * CHR_RINGFILE_INFO_INIT or chr_ringfile_info_init()); the calls fill the
+ * rest, on success and, for error_line, on failure.
+ */
+typedef struct chr_ringfile_info {
+    uint32_t version;        /**< in: CHR_RINGFILE_INFO_VERSION (1..current accepted) */
+    uint32_t flags;          /**< CHR_RINGFILE_HAS_* */
+    uint64_t revision;       /**< the %%revision value; 0 when absent */
+    uint64_t fingerprint;    /**< the ring's fingerprint after the call (chr_ring_fingerprint) */
+    uint32_t format_version; /**< the %%ring-file value; 1 when absent */
+    uint32_t members;        /**< member lines in the file */
+    uint32_t added;          /**< apply: members added (create: every member) */
+    uint32_t removed;        /**< apply: members removed */
+    uint32_t reweighted;     /**< apply: members whose weight changed */
+    uint32_t replaced;       /**< apply: members removed and added again in the batch: zone
+                                  changed, or (compatibility placements) position changed */
+    uint32_t error_line;     /**< on CHR_EFORMAT / CHR_EOPTIONS / CHR_ENOHASHER: the line at
+                                  fault, 0 for the file as a whole; 0 on success */
+    uint32_t reserved0;      /**< set to 0 by the calls */
+} chr_ringfile_info;
+
+#define CHR_RINGFILE_INFO_INIT { CHR_RINGFILE_INFO_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/**
+ * Fills `info` with zeros and `version`, the function twin of
+ * CHR_RINGFILE_INFO_INIT for bindings.
+ * @return CHR_OK; CHR_EINVAL (NULL info); CHR_EVERSION (version not in
+ *         1..CHR_RINGFILE_INFO_VERSION).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.2.
+ */
+CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t version);
+
+/**
+ * Creates a ring from a ring file's text.
+ * @param text, len  the file's bytes (NULL with len 0: the empty file, a
+ *                   valid ring with no members); at most CHR_RINGFILE_SIZE_MAX
+ * @param name       NUL-terminated name used in messages (a path, "<etcd>");
+ *                   NULL = "<text>"
+ * @param base       options for a file without option directives, and the
+ *                   plugin_dir searched for the file's hasher; NULL = defaults
+ * @param out        receives the ring; set to NULL on failure
+ * @param info       if not NULL (version set), receives what the file said
+ * @return CHR_OK; CHR_EFORMAT (malformed file, a %%fingerprint that does not
+ *         match, members the ring refuses: limits, weights a compatibility
+ *         placement does not take); CHR_ENOHASHER (the file's hasher is not
+ *         available here); CHR_EINVAL; CHR_EVERSION (info or base version);
+ *         CHR_ERANGE, CHR_ENOTSUP (bad base options); CHR_ENOMEM.
+ * Thread-safety: any thread. Ownership: release the ring with
+ * chr_ring_free(); text, name and base are not kept. Since: 0.2.
+ */
+CHR_API chr_status chr_ring_new_from_text(const char *text, size_t len, const char *name,
+                                          const chr_options *base, chr_ring **out,
+                                          chr_ringfile_info *info);
+
+/**
+ * As chr_ring_new_from_text, reading the file at `path` (named by its path
+ * in messages): a regular file of at most CHR_RINGFILE_SIZE_MAX bytes.
+ * @return as chr_ring_new_from_text, and CHR_EIO (missing, unreadable, a
+ *         directory or other non-regular file, a read error).
+ * Thread-safety: any thread. Since: 0.2.
+ */
+CHR_API chr_status chr_ring_new_from_file(const char *path, const chr_options *base,
+                                          chr_ring **out, chr_ringfile_info *info);
+
+/**
+ * Makes `ring` the ring the file describes, as ONE batch published as one
+ * snapshot (chr_ring_apply): members only in the ring are removed, members
+ * only in the file added (tag = position in the file), changed weights set,
+ * and a member whose zone changed (or, for a compatibility placement, whose
+ * position changed) is removed and added again. The difference is computed
+ * under the ring's writer lock, so concurrent writers cannot interleave.
+ * Afterwards the ring's fingerprint equals that of chr_ring_new_from_text()
+ * on the same file with the ring's options. A file without option
+ * directives takes the ring's options.
+ * @param info  if not NULL (version set), receives the revision, the new
+ *              fingerprint and the counts of changes
+ * @return CHR_OK; CHR_EFORMAT; CHR_EOPTIONS (the file's placement, hasher,
+ *         seed or tokens per weight differ from the ring's: the message names
+ *         both values and the line); CHR_EINVAL; CHR_EVERSION; CHR_ENOMEM.
+ *         On any failure the ring is unchanged.
+ * Thread-safety: as chr_ring_apply; readers see the old or the new ring.
+ * Since: 0.2.
+ */
+CHR_API chr_status chr_ring_apply_text(chr_ring *ring, const char *text, size_t len,
+                                       const char *name, chr_ringfile_info *info);
+
+/**
+ * As chr_ring_apply_text, reading the file at `path`.
+ * @return as chr_ring_apply_text, and CHR_EIO.
+ * Thread-safety: as chr_ring_apply. Since: 0.2.
+ */
+CHR_API chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_ringfile_info *info);
+
+/* chr_ring_export() flags */
+#define CHR_EXPORT_REVISION 0x1u /**< write a %%revision directive with the given value */
+#define CHR_EXPORT_JSON 0x2u     /**< write the JSON twin (docs/ring-file.md) instead of the text */
+
+/**
+ * Writes the ring's canonical ring file (or its JSON twin) into `buf`.
+ * The bytes depend only on the ring's options, members, zones, tag order
+ * (compatibility placements), `flags` and `revision`.
+ * @param flags     CHR_EXPORT_* bits; others are CHR_EINVAL
+ * @param revision  the %%revision value, used with CHR_EXPORT_REVISION
+ * @param buf       room for `capacity` bytes (NULL with capacity 0 to ask
+ *                  the size); a NUL is added after the text when it fits,
+ *                  but is not needed
+ * @param len       receives the text's length in bytes, without a NUL; on
+ *                  CHR_ERANGE the capacity needed
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (capacity < *len: nothing written);
+ *         CHR_ENOMEM. The ring may change between a size query and the
+ *         export: call again on CHR_ERANGE, or export a snapshot.
+ * Thread-safety: as chr_ring_lookup (a reader). Ownership: writes caller
+ * memory only. Since: 0.2.
+ */
+CHR_API chr_status chr_ring_export(const chr_ring *ring, uint32_t flags, uint64_t revision,
+                                   char *buf, size_t capacity, size_t *len);
+
+/** As chr_ring_export, for one snapshot (stable between calls). Since: 0.2. */
+CHR_API chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags, uint64_t revision,
+                                       char *buf, size_t capacity, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

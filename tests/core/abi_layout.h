@@ -67,7 +67,20 @@
     FIELD(chr_hasher, hash64, 24)                    \
     FIELD(chr_hasher, digest_size, 32)               \
     FIELD(chr_hasher, digest, 40)                    \
-    FIELD(chr_hasher, flags, 48)
+    FIELD(chr_hasher, flags, 48)                     \
+    SIZE(chr_ringfile_info, 56)                      \
+    FIELD(chr_ringfile_info, version, 0)             \
+    FIELD(chr_ringfile_info, flags, 4)               \
+    FIELD(chr_ringfile_info, revision, 8)            \
+    FIELD(chr_ringfile_info, fingerprint, 16)        \
+    FIELD(chr_ringfile_info, format_version, 24)     \
+    FIELD(chr_ringfile_info, members, 28)            \
+    FIELD(chr_ringfile_info, added, 32)              \
+    FIELD(chr_ringfile_info, removed, 36)            \
+    FIELD(chr_ringfile_info, reweighted, 40)         \
+    FIELD(chr_ringfile_info, replaced, 44)           \
+    FIELD(chr_ringfile_info, error_line, 48)         \
+    FIELD(chr_ringfile_info, reserved0, 52)
 
 /* Helpers to expand the list into arrays. */
 #define CHR_ABI_MEASURE_SIZE(type, bytes) sizeof(type),

@@ -1,0 +1,221 @@
+// A parsed ring file made into a ring, or applied to one as a single batch.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "compat.hpp"
+#include "errors.hpp"
+#include "plugins.hpp"
+#include "ring.hpp"
+#include "ringfile/ringfile.hpp"
+
+namespace chring {
+namespace ringfile {
+namespace {
+
+constexpr const char *kBatch = "ring file";  // `who` of the batch; never shown
+
+chr_status at(const File &f, size_t line, Outcome &o, chr_status st, const std::string &why) {
+    o.error_line = line;
+    if (line) return fail(st, "%s:%zu: %s", f.name.c_str(), line, why.c_str());
+    return fail(st, "%s: %s", f.name.c_str(), why.c_str());
+}
+
+std::string shown_id(const std::string &id) { return "'" + escape_field(id).substr(0, 160) + "'"; }
+
+// The hasher the file's options name: its %%hasher, or the placement's own.
+// A compatibility placement with another hasher is a malformed file.
+chr_status file_hasher(const File &f, Outcome &o, std::string &name) {
+    const char *required = compat::required_hasher(f.placement);
+    if (required && !f.hasher.empty() && f.hasher != required)
+        return at(f, f.hasher_line, o, CHR_EFORMAT,
+                  "%%hasher " + f.hasher + ": placement " + placement_name(f.placement) +
+                      " is defined with hasher " + required);
+    name = !f.hasher.empty() ? f.hasher : required ? required : CHR_DEFAULT_HASHER;
+    return CHR_OK;
+}
+
+// CHR_EOPTIONS unless the file's options (when it has any) are the ring's.
+chr_status same_options(const File &f, const Placement &p, Outcome &o) {
+    if (!f.options_line) return CHR_OK;  // a plain member list takes the ring's options
+    std::string hasher;
+    if (chr_status st = file_hasher(f, o, hasher)) return st;
+    auto differ = [&](const char *what, size_t line, const std::string &mine,
+                      const std::string &ring) {
+        std::string why = line ? "%%" + std::string(what) + " " + mine
+                               : "the file's " + std::string(what) + " is " + mine + " (no %%" +
+                                     what + " line: the default)";
+        return at(f, line ? line : f.options_line, o, CHR_EOPTIONS,
+                  why + " differs from the ring's " + what + " " + ring);
+    };
+    if (f.placement != p.mode)
+        return differ("placement", f.placement_line, placement_name(f.placement),
+                      placement_name(p.mode));
+    if (hasher != p.hasher->name) return differ("hasher", f.hasher_line, hasher, p.hasher->name);
+    if (f.seed != p.seed)
+        return differ("seed", f.seed_line, std::to_string(f.seed), std::to_string(p.seed));
+    if (f.tokens_per_weight != p.tokens_per_weight)
+        return differ("tokens-per-weight", f.tokens_line, std::to_string(f.tokens_per_weight),
+                      std::to_string(p.tokens_per_weight));
+    return CHR_OK;
+}
+
+// What the ring would refuse, said with the file's line: weights the
+// placement does not take, and the token limit.
+chr_status within_limits(const File &f, const Placement &p, Outcome &o) {
+    uint64_t total = 0;
+    for (const Member &m : f.members) {
+        if (compat::check_weight(p, m.weight, kBatch) != CHR_OK)
+            return at(f, m.line, o, CHR_EFORMAT,
+                      "weight " + std::to_string(m.weight) + " of " + shown_id(m.id) +
+                          " is out of range for placement " + placement_name(p.mode) +
+                          " (0..1: use ketama for weighted servers)");
+        total += compat::point_bound(p, m.weight);
+        if (total > CHR_TOKENS_MAX)
+            return at(f, m.line, o, CHR_EFORMAT,
+                      "member " + shown_id(m.id) + " brings the ring over " +
+                          std::to_string(CHR_TOKENS_MAX) +
+                          " tokens (the limit; weight x tokens-per-weight " +
+                          std::to_string(p.tokens_per_weight) + " summed over members)");
+    }
+    return CHR_OK;
+}
+
+// The batch that turns `base` into the file's ring: removes, then weight
+// decreases, then increases, then adds, so the running token count never
+// exceeds the larger of the old and the new ring's. `lines[i]` is the
+// file line behind change i (0 for a remove).
+void plan_changes(const File &f, const Snapshot &base, std::vector<chr_change> &changes,
+                  std::vector<size_t> &lines, Outcome &o) {
+    const bool by_position = base.placement()->mode != CHR_PLACEMENT_NATIVE;
+    std::vector<uint8_t> kept(base.node_count(), 0);
+    std::vector<chr_change> removes, lower, higher, adds;
+    std::vector<size_t> lower_lines, higher_lines, add_lines;
+    auto add = [&](const Member &m, size_t position) {
+        adds.push_back({CHR_OP_ADD, m.weight, m.id.data(), m.id.size(), m.zone.data(),
+                        m.zone.size(), uint64_t(position)});
+        add_lines.push_back(m.line);
+    };
+    for (size_t k = 0; k < f.members.size(); ++k) {
+        const Member &m = f.members[k];
+        int64_t i = base.find(m.id);
+        if (i < 0) {
+            add(m, k);
+            ++o.added;
+            continue;
+        }
+        const Node &n = base.node(size_t(i));
+        if (n.zone != m.zone || (by_position && n.tag != k)) {
+            removes.push_back({CHR_OP_REMOVE, 0, n.id.data(), n.id.size(), nullptr, 0, 0});
+            add(m, k);
+            ++o.replaced;
+            kept[size_t(i)] = 1;
+            continue;
+        }
+        kept[size_t(i)] = 1;
+        if (n.weight == m.weight) continue;
+        chr_change c = {CHR_OP_SET_WEIGHT, m.weight, m.id.data(), m.id.size(), nullptr, 0, 0};
+        (m.weight < n.weight ? lower : higher).push_back(c);
+        (m.weight < n.weight ? lower_lines : higher_lines).push_back(m.line);
+        ++o.reweighted;
+    }
+    std::vector<chr_change> gone;
+    for (size_t i = 0; i < base.node_count(); ++i)
+        if (!kept[i]) {
+            const Node &n = base.node(i);
+            gone.push_back({CHR_OP_REMOVE, 0, n.id.data(), n.id.size(), nullptr, 0, 0});
+            ++o.removed;
+        }
+    changes.clear();
+    lines.clear();
+    for (auto *part : {&gone, &removes}) {
+        changes.insert(changes.end(), part->begin(), part->end());
+        lines.insert(lines.end(), part->size(), 0);
+    }
+    changes.insert(changes.end(), lower.begin(), lower.end());
+    lines.insert(lines.end(), lower_lines.begin(), lower_lines.end());
+    changes.insert(changes.end(), higher.begin(), higher.end());
+    lines.insert(lines.end(), higher_lines.begin(), higher_lines.end());
+    changes.insert(changes.end(), adds.begin(), adds.end());
+    lines.insert(lines.end(), add_lines.begin(), add_lines.end());
+}
+
+// The ring's refusal of change `index`, restated with the file's line.
+chr_status refused(const File &f, const std::vector<size_t> &lines, size_t index, chr_status st,
+                   Outcome &o) {
+    if (st == CHR_ENOMEM) return st;
+    std::string why = last_error();
+    const std::string prefix = std::string(kBatch) + ": ";
+    if (why.compare(0, prefix.size(), prefix) == 0) why.erase(0, prefix.size());
+    return at(f, index < lines.size() ? lines[index] : 0, o, CHR_EFORMAT, why);
+}
+
+chr_status apply_file(Ring &ring, const File &f, Outcome &o, bool check_options) {
+    std::vector<size_t> lines;
+    Outcome planned;
+    size_t failed = 0;
+    chr_status st = ring.apply_planned(
+        [&](const Snapshot &base, std::vector<chr_change> &changes) {
+            if (check_options)
+                if (chr_status bad = same_options(f, *base.placement(), planned)) return bad;
+            if (chr_status bad = within_limits(f, *base.placement(), planned)) return bad;
+            plan_changes(f, base, changes, lines, planned);
+            return CHR_OK;
+        },
+        [&](const Snapshot &next) {
+            planned.fingerprint = next.fingerprint();
+            if (f.fingerprint_line && next.fingerprint() != f.fingerprint) {
+                char want[24], got[24];
+                std::snprintf(want, sizeof want, "0x%016llx", (unsigned long long)f.fingerprint);
+                std::snprintf(got, sizeof got, "0x%016llx", (unsigned long long)next.fingerprint());
+                return at(f, f.fingerprint_line, planned, CHR_EFORMAT,
+                          std::string("%%fingerprint ") + want +
+                              " does not match the ring the file describes (" + got + ")");
+            }
+            return CHR_OK;
+        },
+        &failed, kBatch);
+    if (st != CHR_OK && !planned.error_line && failed < lines.size() && st != CHR_EFORMAT &&
+        st != CHR_EOPTIONS)
+        st = refused(f, lines, failed, st, planned);
+    o = planned;
+    if (st != CHR_OK) o.added = o.removed = o.reweighted = o.replaced = 0;
+    return st;
+}
+
+}  // namespace
+
+chr_status create(const File &f, const chr_options *base, Ring **out, Outcome &o) {
+    *out = nullptr;
+    o = Outcome();
+    chr_options opts = CHR_OPTIONS_INIT;
+    std::string hasher;
+    const chr_options *use = base;
+    if (f.options_line) {
+        if (chr_status st = file_hasher(f, o, hasher)) return st;
+        opts.placement = f.placement;
+        opts.hasher = hasher.c_str();
+        opts.seed = f.seed;
+        opts.tokens_per_weight = f.tokens_per_weight;
+        opts.plugin_dir = base ? base->plugin_dir : nullptr;
+        use = &opts;
+    }
+    Ring *ring = nullptr;
+    chr_status st = Ring::create(use, &ring);
+    if (st == CHR_ENOHASHER && f.options_line)
+        return at(f, f.hasher_line ? f.hasher_line : f.options_line, o, st,
+                  "%%hasher " + hasher +
+                      ": no hasher of that name is registered or found in a plugin (searched next "
+                      "to libchring, CHRING_PLUGIN_PATH and plugin_dir)");
+    if (st != CHR_OK) return st;
+    std::unique_ptr<Ring> owned(ring);
+    st = apply_file(*ring, f, o, false);
+    if (st != CHR_OK) return st;
+    *out = owned.release();
+    return CHR_OK;
+}
+
+chr_status apply(Ring &ring, const File &f, Outcome &o) { return apply_file(ring, f, o, true); }
+
+}  // namespace ringfile
+}  // namespace chring

@@ -1,0 +1,378 @@
+// The ring file reader: bounded file reads, lines, directives, members.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include "errors.hpp"
+#include "ringfile/ringfile.hpp"
+
+namespace chring {
+namespace ringfile {
+namespace {
+
+// A malformed file: line (0 = the file as a whole) and what is wrong.
+struct Bad {
+    size_t line;
+    std::string why;
+};
+
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// The field as typed, safe in a message: control bytes as \xHH, at most
+// 64 bytes of it (the message buffer is small).
+std::string visible(std::string_view field) {
+    std::string out;
+    size_t shown = std::min<size_t>(field.size(), 64);
+    for (size_t i = 0; i < shown; ++i) {
+        unsigned char c = static_cast<unsigned char>(field[i]);
+        if (!is_control(c) && c < 0x80) {
+            out.push_back(char(c));
+            continue;
+        }
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02X", c);
+        out += hex;
+    }
+    if (shown < field.size()) out += "...";
+    return out;
+}
+
+// Splits a line into blank-separated fields, stopping at a field that
+// starts with '#'.
+std::vector<std::string_view> split_fields(std::string_view line) {
+    std::vector<std::string_view> fields;
+    size_t i = 0;
+    while (i < line.size()) {
+        while (i < line.size() && is_blank(line[i])) ++i;
+        if (i == line.size() || line[i] == '#') break;
+        size_t start = i;
+        while (i < line.size() && !is_blank(line[i])) ++i;
+        fields.push_back(line.substr(start, i - start));
+    }
+    return fields;
+}
+
+std::string decode(std::string_view field, const char *what, size_t line) {
+    std::string out;
+    out.reserve(field.size());
+    for (size_t i = 0; i < field.size(); ++i) {
+        unsigned char c = static_cast<unsigned char>(field[i]);
+        if (is_control(c)) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "%%%02X", c);
+            throw Bad{line, std::string(what) + " '" + visible(field) + "': raw control byte 0x" +
+                                (hex + 1) + " (write it as " + hex + ")"};
+        }
+        if (c != '%') {
+            out.push_back(char(c));
+            continue;
+        }
+        int hi = i + 1 < field.size() ? hex_value(field[i + 1]) : -1;
+        int lo = i + 2 < field.size() ? hex_value(field[i + 2]) : -1;
+        if (hi < 0 || lo < 0)
+            throw Bad{line, std::string(what) + " '" + visible(field) + "': '%' at byte " +
+                                std::to_string(i + 1) +
+                                " is not followed by two hex digits (write a literal '%' as %25)"};
+        out.push_back(char(hi * 16 + lo));
+        i += 2;
+    }
+    return out;
+}
+
+uint32_t member_weight(std::string_view text, size_t line) {
+    // As the members file always read it: digits only, leading zeros allowed.
+    uint64_t value = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9')
+            throw Bad{line, "weight '" + visible(text) + "' is not a whole number (0.." +
+                                std::to_string(CHR_WEIGHT_MAX) + ")"};
+        value = value * 10 + uint64_t(c - '0');
+        if (value > CHR_WEIGHT_MAX)
+            throw Bad{line, "weight '" + visible(text) + "' is over the limit " +
+                                std::to_string(CHR_WEIGHT_MAX)};
+    }
+    return uint32_t(value);
+}
+
+// A directive's decimal value: digits only, no sign, no leading zero.
+uint64_t directive_number(std::string_view name, std::string_view text, uint64_t lo, uint64_t hi,
+                          size_t line) {
+    const std::string what = "%%" + std::string(name) + " '" + visible(text) + "'";
+    if (!text.empty() && (text[0] == '-' || text[0] == '+'))
+        throw Bad{line, what + " has a sign: write digits only"};
+    uint64_t value = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9') throw Bad{line, what + " is not a decimal number"};
+        unsigned d = unsigned(c - '0');
+        if (value > (UINT64_MAX - d) / 10)
+            throw Bad{line, what + " overflows 64 bits (0.." + std::to_string(UINT64_MAX) + ")"};
+        value = value * 10 + d;
+    }
+    if (text.size() > 1 && text[0] == '0')
+        throw Bad{line, what + " has a leading zero (write " + std::to_string(value) + ")"};
+    if (value < lo || value > hi)
+        throw Bad{line, what + " is out of range (" + std::to_string(lo) + ".." +
+                            std::to_string(hi) + ")"};
+    return value;
+}
+
+uint64_t directive_fingerprint(std::string_view text, size_t line) {
+    bool ok = text.size() == 18 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+    uint64_t value = 0;
+    for (size_t i = 2; ok && i < text.size(); ++i) {
+        int d = hex_value(text[i]);
+        ok = d >= 0;
+        value = value << 4 | uint64_t(d < 0 ? 0 : d);
+    }
+    if (!ok)
+        throw Bad{line, "%%fingerprint '" + visible(text) +
+                            "' is not 0x followed by 16 hex digits"};
+    return value;
+}
+
+int32_t directive_placement(std::string_view text, size_t line) {
+    for (int32_t m = CHR_PLACEMENT_NATIVE; m <= CHR_PLACEMENT_NGINX; ++m)
+        if (text == placement_name(m)) return m;
+    throw Bad{line, "%%placement '" + visible(text) +
+                        "' is not one of native, ketama, ketama-unweighted, nginx"};
+}
+
+std::string directive_hasher(std::string_view text, size_t line) {
+    bool ok = !text.empty() && text.size() <= CHR_HASHER_NAME_MAX;
+    for (char c : text)
+        ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                    c == '-');
+    if (!ok)
+        throw Bad{line, "%%hasher '" + visible(text) + "' is not a hasher name (1.." +
+                            std::to_string(CHR_HASHER_NAME_MAX) + " bytes of a-z 0-9 _ . -)"};
+    return std::string(text);
+}
+
+constexpr const char *kDirectives =
+    "ring-file, placement, hasher, seed, tokens-per-weight, revision, fingerprint";
+
+class Parser {
+public:
+    explicit Parser(File &f) : f_(f) {}
+
+    void line(std::string_view text, size_t n) {
+        std::vector<std::string_view> fields = split_fields(text);
+        if (fields.empty()) return;
+        if (fields[0].size() >= 2 && fields[0][0] == '%' && fields[0][1] == '%')
+            directive(fields, n);
+        else
+            member(fields, n);
+    }
+
+private:
+    void directive(const std::vector<std::string_view> &fields, size_t n) {
+        std::string_view name = fields[0].substr(2);
+        if (name.empty()) throw Bad{n, "'%%' without a directive name (known: " + std::string(kDirectives) + ")"};
+        if (!f_.members.empty())
+            throw Bad{n, "directive %%" + visible(name) + " after the first member (line " +
+                             std::to_string(f_.members.front().line) + "): directives come first"};
+        size_t *slot = slot_of(name);
+        if (!slot)
+            throw Bad{n, "unknown directive %%" + visible(name) + " (known: " + kDirectives + ")"};
+        if (*slot)
+            throw Bad{n, "duplicate %%" + std::string(name) + " (first on line " +
+                             std::to_string(*slot) + ")"};
+        if (fields.size() != 2)
+            throw Bad{n, "%%" + std::string(name) +
+                             (fields.size() < 2 ? " needs a value"
+                                                : " takes one value, found " +
+                                                      std::to_string(fields.size() - 1))};
+        if (slot == &f_.format_line && seen_any_)
+            throw Bad{n, "%%ring-file must be the first directive (line " +
+                             std::to_string(first_directive_) + " comes before it)"};
+        if (!seen_any_) first_directive_ = n;
+        seen_any_ = true;
+        *slot = n;
+        std::string_view v = fields[1];
+        if (slot == &f_.format_line) {
+            uint64_t version = directive_number(name, v, 0, UINT32_MAX, n);
+            if (version != CHR_RINGFILE_FORMAT_VERSION)
+                throw Bad{n, "%%ring-file " + std::to_string(version) +
+                                 " is not supported (this library reads version " +
+                                 std::to_string(CHR_RINGFILE_FORMAT_VERSION) + ")"};
+            f_.format_version = uint32_t(version);
+            return;
+        }
+        if (slot == &f_.revision_line) {
+            f_.revision = directive_number(name, v, 0, UINT64_MAX, n);
+            return;
+        }
+        if (slot == &f_.fingerprint_line) {
+            f_.fingerprint = directive_fingerprint(v, n);
+            return;
+        }
+        if (!f_.options_line) f_.options_line = n;
+        if (slot == &f_.placement_line) f_.placement = directive_placement(v, n);
+        else if (slot == &f_.hasher_line) f_.hasher = directive_hasher(v, n);
+        else if (slot == &f_.seed_line) f_.seed = directive_number(name, v, 0, UINT64_MAX, n);
+        else f_.tokens_per_weight = uint32_t(directive_number(name, v, 1, CHR_TOKENS_PER_WEIGHT_MAX, n));
+    }
+
+    size_t *slot_of(std::string_view name) {
+        if (name == "ring-file") return &f_.format_line;
+        if (name == "placement") return &f_.placement_line;
+        if (name == "hasher") return &f_.hasher_line;
+        if (name == "seed") return &f_.seed_line;
+        if (name == "tokens-per-weight") return &f_.tokens_line;
+        if (name == "revision") return &f_.revision_line;
+        if (name == "fingerprint") return &f_.fingerprint_line;
+        return nullptr;
+    }
+
+    void member(const std::vector<std::string_view> &fields, size_t n) {
+        if (fields.size() < 2 || fields.size() > 3)
+            throw Bad{n, "expected 'id weight [zone]', found " + std::to_string(fields.size()) +
+                             (fields.size() == 1 ? " field (the weight is required)" : " fields")};
+        if (f_.members.size() >= CHR_NODES_MAX)
+            throw Bad{n, "more than " + std::to_string(CHR_NODES_MAX) + " members (the ring's limit)"};
+        Member m;
+        m.line = n;
+        m.id = decode(fields[0], "id", n);
+        if (m.id.empty()) throw Bad{n, "id is empty"};
+        if (m.id.size() > CHR_NODE_ID_MAX)
+            throw Bad{n, "id is " + std::to_string(m.id.size()) + " bytes long (1.." +
+                             std::to_string(CHR_NODE_ID_MAX) + " allowed)"};
+        m.weight = member_weight(fields[1], n);
+        if (fields.size() == 3) {
+            m.zone = decode(fields[2], "zone", n);
+            if (m.zone.size() > CHR_ZONE_MAX)
+                throw Bad{n, "zone is " + std::to_string(m.zone.size()) + " bytes long (0.." +
+                                 std::to_string(CHR_ZONE_MAX) + " allowed)"};
+        }
+        auto [it, fresh] = first_line_.emplace(m.id, n);
+        if (!fresh)
+            throw Bad{n, "duplicate id '" + escape_field(m.id).substr(0, 200) + "' (first on line " +
+                             std::to_string(it->second) + ")"};
+        f_.members.push_back(std::move(m));
+    }
+
+    File &f_;
+    bool seen_any_ = false;
+    size_t first_directive_ = 0;
+    std::unordered_map<std::string, size_t> first_line_;  // id -> line, for duplicates
+};
+
+void parse_lines(std::string_view text, File &f) {
+    if (text.size() > CHR_RINGFILE_SIZE_MAX)
+        throw Bad{0, "is " + std::to_string(text.size()) + " bytes (limit " +
+                         std::to_string(CHR_RINGFILE_SIZE_MAX) + ")"};
+    if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0)
+        throw Bad{1, "the file starts with a UTF-8 byte order mark (EF BB BF): save it without one"};
+    if (const void *nul = std::memchr(text.data(), '\0', text.size())) {
+        size_t at = size_t(static_cast<const char *>(nul) - text.data());
+        size_t line = 1 + size_t(std::count(text.begin(), text.begin() + long(at), '\n'));
+        throw Bad{line, "NUL byte: this is binary data, not a ring file (a ring file is text)"};
+    }
+    Parser p(f);
+    size_t n = 0;
+    for (size_t start = 0; start < text.size();) {
+        ++n;
+        size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) end = text.size();
+        std::string_view line = text.substr(start, end - start);
+        if (line.size() > CHR_RINGFILE_LINE_MAX)
+            throw Bad{n, "line is " + std::to_string(line.size()) + " bytes long (limit " +
+                             std::to_string(CHR_RINGFILE_LINE_MAX) + ")"};
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // CRLF files
+        p.line(line, n);
+        start = end + 1;
+    }
+}
+
+}  // namespace
+
+const char *placement_name(int32_t mode) noexcept {
+    switch (mode) {
+    case CHR_PLACEMENT_NATIVE: return "native";
+    case CHR_PLACEMENT_KETAMA: return "ketama";
+    case CHR_PLACEMENT_KETAMA_UNWEIGHTED: return "ketama-unweighted";
+    case CHR_PLACEMENT_NGINX: return "nginx";
+    default: return nullptr;
+    }
+}
+
+chr_status parse(std::string_view text, const std::string &name, File &out, size_t *error_line) {
+    out = File();
+    out.name = name;
+    if (error_line) *error_line = 0;
+    try {
+        parse_lines(text, out);
+        return CHR_OK;
+    } catch (const Bad &bad) {
+        if (error_line) *error_line = bad.line;
+        if (bad.line)
+            return fail(CHR_EFORMAT, "%s:%zu: %s", name.c_str(), bad.line, bad.why.c_str());
+        return fail(CHR_EFORMAT, "%s: %s", name.c_str(), bad.why.c_str());
+    }
+}
+
+chr_status read_file(const char *path, std::string &text) {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore it.
+    int fd;
+    do fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        int e = errno;
+        return fail(CHR_EIO, "%s: cannot open the ring file: %s", path, std::strerror(e));
+    }
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+        int e = errno;
+        return fail(CHR_EIO, "%s: cannot stat the ring file: %s", path, std::strerror(e));
+    }
+    if (S_ISDIR(st.st_mode)) return fail(CHR_EIO, "%s: is a directory, not a ring file", path);
+    if (!S_ISREG(st.st_mode))
+        return fail(CHR_EIO, "%s: is not a regular file (a device, FIFO or socket)", path);
+    if (uint64_t(st.st_size) > CHR_RINGFILE_SIZE_MAX)
+        return fail(CHR_EFORMAT, "%s: is %lld bytes (limit %u)", path, (long long)st.st_size,
+                    CHR_RINGFILE_SIZE_MAX);
+    // Read to EOF, but never more than the limit: the file may grow meanwhile.
+    text.clear();
+    text.resize(size_t(st.st_size) + 1);
+    size_t have = 0;
+    for (;;) {
+        if (have == text.size()) {
+            if (have > CHR_RINGFILE_SIZE_MAX) break;
+            text.resize(std::min<size_t>(have * 2 + 4096, size_t(CHR_RINGFILE_SIZE_MAX) + 1));
+        }
+        ssize_t got = ::read(fd, &text[have], text.size() - have);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            int e = errno;
+            return fail(CHR_EIO, "%s: read error: %s", path, std::strerror(e));
+        }
+        if (got == 0) break;
+        have += size_t(got);
+    }
+    if (have > CHR_RINGFILE_SIZE_MAX)
+        return fail(CHR_EFORMAT, "%s: is more than %u bytes (the limit)", path, CHR_RINGFILE_SIZE_MAX);
+    text.resize(have);
+    return CHR_OK;
+}
+
+}  // namespace ringfile
+}  // namespace chring

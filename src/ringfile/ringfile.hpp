@@ -1,0 +1,87 @@
+// The ring file format (docs/ring-file.md): parsing, validation, the
+// canonical text and its JSON twin, and the difference between a file and a
+// ring as one batch. The one reader every embedding uses, through the C API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chring.h"
+
+namespace chring {
+class Snapshot;
+class Ring;
+
+namespace ringfile {
+
+struct Member {
+    std::string id;    // decoded bytes, 1..CHR_NODE_ID_MAX
+    std::string zone;  // decoded bytes, 0..CHR_ZONE_MAX
+    uint32_t weight = 0;
+    size_t line = 0;   // 1-based line in the file
+};
+
+// A parsed file. `*_line` is the directive's line, 0 when it is absent.
+struct File {
+    std::string name;  // names the file in messages
+    uint32_t format_version = CHR_RINGFILE_FORMAT_VERSION;
+    size_t format_line = 0;
+    // The option directives; when none is present (options_line == 0) the
+    // caller's options (creating) or the ring's (applying) apply.
+    size_t options_line = 0;  // the first option directive's line
+    int32_t placement = CHR_PLACEMENT_NATIVE;
+    size_t placement_line = 0;
+    std::string hasher;  // "" when absent: the placement's own
+    size_t hasher_line = 0;
+    uint64_t seed = 0;
+    size_t seed_line = 0;
+    uint32_t tokens_per_weight = CHR_DEFAULT_TOKENS_PER_WEIGHT;
+    size_t tokens_line = 0;
+    uint64_t revision = 0;
+    size_t revision_line = 0;
+    uint64_t fingerprint = 0;
+    size_t fingerprint_line = 0;
+    std::vector<Member> members;  // in file order: position = tag
+};
+
+// Parses `text`. On a malformed file returns CHR_EFORMAT with
+// "name:line: reason" in chr_last_error() and the line in *error_line.
+chr_status parse(std::string_view text, const std::string &name, File &out, size_t *error_line);
+
+// Reads a whole regular file of at most CHR_RINGFILE_SIZE_MAX bytes (open,
+// fstat, bounded reads). CHR_EIO for a file that cannot be read or is not a
+// regular file, CHR_EFORMAT for one over the size limit.
+chr_status read_file(const char *path, std::string &text);
+
+// The placement's name in files ("native", "ketama", ...), nullptr if unknown.
+const char *placement_name(int32_t mode) noexcept;
+
+// The canonical text (flags: CHR_EXPORT_*) of a snapshot.
+std::string canonical_text(const Snapshot &s, uint32_t flags, uint64_t revision);
+std::string json_text(const Snapshot &s, uint32_t flags, uint64_t revision);
+
+// The field spelling of bytes in canonical form (%XX for control bytes,
+// space, '%', a leading '#', and bytes that are not valid UTF-8).
+std::string escape_field(std::string_view bytes);
+
+// What a load or an apply did, for chr_ringfile_info.
+struct Outcome {
+    uint32_t added = 0, removed = 0, reweighted = 0, replaced = 0;
+    uint64_t fingerprint = 0;
+    size_t error_line = 0;
+};
+
+// A new ring from a parsed file; `base` gives the options when the file
+// has no option directive (NULL = the library's defaults), and always the
+// plugin directory. The caller has checked base->version.
+chr_status create(const File &f, const chr_options *base, Ring **out, Outcome &outcome);
+
+// The file applied to `ring` as one batch under its writer lock; options
+// that differ from the ring's are CHR_EOPTIONS. A failure changes nothing.
+chr_status apply(Ring &ring, const File &f, Outcome &outcome);
+
+}  // namespace ringfile
+}  // namespace chring

@@ -1,0 +1,163 @@
+// The canonical ring file and its JSON twin, written from a snapshot.
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include "ringfile/ringfile.hpp"
+#include "snapshot.hpp"
+
+namespace chring {
+namespace ringfile {
+namespace {
+
+// Length of the valid UTF-8 sequence (2..4 bytes, no overlongs, no
+// surrogates, at most U+10FFFF) starting at s[i], or 0.
+size_t utf8_sequence(std::string_view s, size_t i) {
+    auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+    unsigned char b = byte(i);
+    size_t len;
+    uint32_t cp;
+    if (b >= 0xC2 && b <= 0xDF) { len = 2; cp = b & 0x1Fu; }
+    else if (b >= 0xE0 && b <= 0xEF) { len = 3; cp = b & 0x0Fu; }
+    else if (b >= 0xF0 && b <= 0xF4) { len = 4; cp = b & 0x07u; }
+    else return 0;
+    if (i + len > s.size()) return 0;
+    for (size_t k = 1; k < len; ++k) {
+        if ((byte(i + k) & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (byte(i + k) & 0x3Fu);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    return len;
+}
+
+// Members in canonical order: by id bytes (the snapshot's order) for
+// native placement; by tag, then id, for the compatibility placements,
+// whose ties follow the configuration order the tags record.
+std::vector<size_t> member_order(const Snapshot &s) {
+    std::vector<size_t> order(s.node_count());
+    std::iota(order.begin(), order.end(), size_t(0));
+    if (s.placement()->mode != CHR_PLACEMENT_NATIVE)
+        std::stable_sort(order.begin(), order.end(),
+                         [&](size_t a, size_t b) { return s.node(a).tag < s.node(b).tag; });
+    return order;
+}
+
+std::string hex64(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+std::string base64(std::string_view bytes) {
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    for (size_t i = 0; i < bytes.size(); i += 3) {
+        uint32_t v = uint32_t(static_cast<unsigned char>(bytes[i])) << 16;
+        if (i + 1 < bytes.size()) v |= uint32_t(static_cast<unsigned char>(bytes[i + 1])) << 8;
+        if (i + 2 < bytes.size()) v |= uint32_t(static_cast<unsigned char>(bytes[i + 2]));
+        out.push_back(digits[v >> 18 & 63]);
+        out.push_back(digits[v >> 12 & 63]);
+        out.push_back(i + 1 < bytes.size() ? digits[v >> 6 & 63] : '=');
+        out.push_back(i + 2 < bytes.size() ? digits[v & 63] : '=');
+    }
+    return out;
+}
+
+// A JSON string of an escaped field: it holds no control byte and is
+// valid UTF-8, so only '"' and '\' need a backslash.
+void json_string(std::string &out, std::string_view text) {
+    out.push_back('"');
+    for (char c : text) {
+        if (c == '"' || c == '\\') out.push_back('\\');
+        out.push_back(c);
+    }
+    out.push_back('"');
+}
+
+}  // namespace
+
+std::string escape_field(std::string_view bytes) {
+    static const char digits[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(bytes.size());
+    for (size_t i = 0; i < bytes.size();) {
+        unsigned char c = static_cast<unsigned char>(bytes[i]);
+        if (c >= 0x80) {
+            if (size_t len = utf8_sequence(bytes, i)) {
+                out.append(bytes.substr(i, len));
+                i += len;
+                continue;
+            }
+        }
+        bool escape = c >= 0x80 || c < 0x20 || c == 0x7f || c == ' ' || c == '%' || (i == 0 && c == '#');
+        if (escape) {
+            out.push_back('%');
+            out.push_back(digits[c >> 4]);
+            out.push_back(digits[c & 15]);
+        } else {
+            out.push_back(char(c));
+        }
+        ++i;
+    }
+    return out;
+}
+
+std::string canonical_text(const Snapshot &s, uint32_t flags, uint64_t revision) {
+    const Placement &p = *s.placement();
+    std::string out;
+    out.reserve(160 + s.node_count() * 24);
+    out += "%%ring-file " + std::to_string(CHR_RINGFILE_FORMAT_VERSION) + "\n";
+    out += std::string("%%placement ") + placement_name(p.mode) + "\n";
+    out += "%%hasher " + p.hasher->name + "\n";
+    out += "%%seed " + std::to_string(p.seed) + "\n";
+    out += "%%tokens-per-weight " + std::to_string(p.tokens_per_weight) + "\n";
+    if (flags & CHR_EXPORT_REVISION) out += "%%revision " + std::to_string(revision) + "\n";
+    out += "%%fingerprint " + hex64(s.fingerprint()) + "\n";
+    for (size_t i : member_order(s)) {
+        const Node &n = s.node(i);
+        out += escape_field(n.id);
+        out.push_back(' ');
+        out += std::to_string(n.weight);
+        if (!n.zone.empty()) {
+            out.push_back(' ');
+            out += escape_field(n.zone);
+        }
+        out.push_back('\n');
+    }
+    return out;
+}
+
+std::string json_text(const Snapshot &s, uint32_t flags, uint64_t revision) {
+    const Placement &p = *s.placement();
+    std::string out;
+    out.reserve(256 + s.node_count() * 64);
+    out += "{\"format\":\"chring-ring-file\",\"version\":" + std::to_string(CHR_RINGFILE_FORMAT_VERSION);
+    out += std::string(",\"placement\":\"") + placement_name(p.mode) + "\"";
+    out += ",\"hasher\":";
+    json_string(out, p.hasher->name);
+    out += ",\"seed\":\"" + std::to_string(p.seed) + "\"";
+    out += ",\"tokens_per_weight\":" + std::to_string(p.tokens_per_weight);
+    if (flags & CHR_EXPORT_REVISION) out += ",\"revision\":\"" + std::to_string(revision) + "\"";
+    out += ",\"fingerprint\":\"" + hex64(s.fingerprint()) + "\"";
+    out += ",\"members\":[";
+    bool first = true;
+    for (size_t i : member_order(s)) {
+        const Node &n = s.node(i);
+        out += first ? "\n" : ",\n";
+        first = false;
+        out += "{\"id\":";
+        json_string(out, escape_field(n.id));
+        out += ",\"id_base64\":\"" + base64(n.id) + "\"";
+        out += ",\"weight\":" + std::to_string(n.weight);
+        out += ",\"zone\":";
+        json_string(out, escape_field(n.zone));
+        out += ",\"zone_base64\":\"" + base64(n.zone) + "\"}";
+    }
+    out += first ? "]}\n" : "\n]}\n";
+    return out;
+}
+
+}  // namespace ringfile
+}  // namespace chring

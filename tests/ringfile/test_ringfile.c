@@ -1,0 +1,933 @@
+/*
+ * test_ringfile.c — the ring file format through the C API (suite 'ringfile').
+ *
+ * Round trips over random rings of every placement, each malformed-file
+ * message with its line, apply-file atomicity, revisions, the file-reading
+ * checks (directory, FIFO, size), and the compatibility with today's
+ * members files.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dirent.h>
+#include <pthread.h>
+
+#include "test_util.h"
+#include "vectors.h"
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static chr_ring *load(const char *text, size_t len, chr_ringfile_info *info) {
+    chr_ring *ring = NULL;
+    assert_chr_ok(chr_ring_new_from_text(text, len, "test.ring", NULL, &ring, info));
+    assert_non_null(ring);
+    return ring;
+}
+
+static chr_ring *load_str(const char *text) { return load(text, strlen(text), NULL); }
+
+/* The ring's export as a malloc'd, NUL-terminated string. */
+static char *export_ring(const chr_ring *ring, uint32_t flags, uint64_t revision, size_t *len_out) {
+    size_t len = 0;
+    assert_chr_status(chr_ring_export(ring, flags, revision, NULL, 0, &len), CHR_ERANGE);
+    char *buf = malloc(len + 1);
+    assert_non_null(buf);
+    size_t got = 0;
+    assert_chr_ok(chr_ring_export(ring, flags, revision, buf, len + 1, &got));
+    assert_int_equal(got, len);
+    assert_int_equal(buf[len], '\0');
+    if (len_out) *len_out = len;
+    return buf;
+}
+
+static uint64_t text_fingerprint(const char *text) {
+    chr_ring *ring = load_str(text);
+    uint64_t fp = ring_fingerprint(ring);
+    chr_ring_free(ring);
+    return fp;
+}
+
+/* Members of two rings: equal ids, weights and zones (ids in byte order). */
+static void assert_same_members(const chr_ring *a, const chr_ring *b) {
+    size_t na = ring_node_count(a), nb = ring_node_count(b);
+    assert_int_equal(na, nb);
+    if (na == 0) return;
+    chr_node_ref *ra = calloc(na, sizeof *ra), *rb = calloc(nb, sizeof *rb);
+    assert_non_null(ra);
+    assert_non_null(rb);
+    size_t count;
+    assert_chr_ok(chr_ring_nodes(a, ra, na, &count));
+    assert_chr_ok(chr_ring_nodes(b, rb, nb, &count));
+    for (size_t i = 0; i < na; ++i) {
+        assert_int_equal(ra[i].id_len, rb[i].id_len);
+        assert_memory_equal(ra[i].id, rb[i].id, ra[i].id_len);
+        assert_int_equal(ra[i].weight, rb[i].weight);
+        assert_int_equal(ra[i].zone_len, rb[i].zone_len);
+        if (ra[i].zone_len) assert_memory_equal(ra[i].zone, rb[i].zone, ra[i].zone_len);
+    }
+    free(ra);
+    free(rb);
+}
+
+/* ---- random rings ----------------------------------------------------------- */
+
+static const char *const placement_hashers[] = {"xxh3", "md5", "md5", "crc32"};
+static const uint32_t placement_max_weight[] = {4, 6, 1, 2};
+
+/* A ring of placement `mode` with up to 8 members whose ids are random
+ * bytes (1..256 of them), zones random bytes (0..64), random weights and,
+ * for the compatibility placements, random tags that may repeat. Every id
+ * byte drawn is marked in `seen`. */
+static chr_ring *random_ring(test_rng *rng, int32_t mode, unsigned char seen[256]) {
+    chr_options opts = CHR_OPTIONS_INIT;
+    opts.placement = mode;
+    opts.hasher = placement_hashers[mode];
+    opts.seed = rng_next(rng);
+    opts.tokens_per_weight = (uint32_t)(1 + rng_below(rng, 8));
+    chr_ring *ring = NULL;
+    assert_chr_ok(chr_ring_new(&opts, &ring));
+    size_t members = (size_t)rng_below(rng, 9);
+    for (size_t k = 0; k < members; ++k) {
+        unsigned char id[CHR_NODE_ID_MAX], zone[CHR_ZONE_MAX];
+        size_t id_len = rng_below(rng, 4) == 0 ? 1 + (size_t)rng_below(rng, CHR_NODE_ID_MAX)
+                                               : 1 + (size_t)rng_below(rng, 12);
+        size_t zone_len = (size_t)rng_below(rng, CHR_ZONE_MAX + 1);
+        if (rng_below(rng, 3) == 0) zone_len = 0;
+        for (size_t i = 0; i < id_len; ++i) {
+            id[i] = (unsigned char)rng_below(rng, 256);
+            seen[id[i]] = 1;
+        }
+        for (size_t i = 0; i < zone_len; ++i) zone[i] = (unsigned char)rng_below(rng, 256);
+        uint32_t weight = (uint32_t)rng_below(rng, placement_max_weight[mode] + 1);
+        chr_status st = chr_ring_add(ring, id, id_len, weight, zone, zone_len, rng_below(rng, 6));
+        assert_true(st == CHR_OK || st == CHR_EEXIST);
+    }
+    return ring;
+}
+
+/* ---- round trips -------------------------------------------------------------- */
+
+/* parse(export(r)) has r's fingerprint and members; export(parse(f)) == f
+ * for the canonical f; the revision survives. 10,000 rings, every
+ * placement, ids over every byte value. */
+static void test_round_trip_random_rings(void **state) {
+    (void)state;
+    test_rng rng = rng_seeded(0x5EED0F11E5ull);
+    unsigned char seen[256] = {0};
+    for (unsigned i = 0; i < 10000; ++i) {
+        int32_t mode = (int32_t)(i % 4);
+        chr_ring *ring = random_ring(&rng, mode, seen);
+        uint32_t flags = (i & 4) ? CHR_EXPORT_REVISION : 0;
+        uint64_t revision = rng_next(&rng);
+        size_t len;
+        char *text = export_ring(ring, flags, revision, &len);
+
+        chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+        chr_ring *back = load(text, len, &info);
+        assert_int_equal(ring_fingerprint(back), ring_fingerprint(ring));
+        assert_int_equal(info.fingerprint, ring_fingerprint(ring));
+        assert_int_equal(info.members, ring_node_count(ring));
+        assert_int_equal(info.flags & CHR_RINGFILE_HAS_REVISION, flags ? CHR_RINGFILE_HAS_REVISION : 0);
+        assert_true(info.flags & CHR_RINGFILE_HAS_FINGERPRINT);
+        assert_true(info.flags & CHR_RINGFILE_HAS_OPTIONS);
+        if (flags) assert_int_equal(info.revision, revision);
+        assert_same_members(ring, back);
+
+        size_t len2;
+        char *again = export_ring(back, flags, info.revision, &len2);
+        assert_int_equal(len2, len);
+        assert_memory_equal(again, text, len);
+        free(again);
+        free(text);
+        chr_ring_free(back);
+        chr_ring_free(ring);
+    }
+    for (int b = 0; b < 256; ++b) assert_true(seen[b]);
+}
+
+/* ---- malformed files ------------------------------------------------------------- */
+
+typedef struct bad_file {
+    const char *text;
+    size_t len; /* 0: strlen(text) */
+    chr_status status;
+    uint32_t line;
+    const char *message;
+} bad_file;
+
+#define KNOWN "(known: ring-file, placement, hasher, seed, tokens-per-weight, revision, fingerprint)"
+
+static const bad_file bad_files[] = {
+    {"\xEF\xBB\xBF" "a 1\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: the file starts with a UTF-8 byte order mark (EF BB BF): save it without one"},
+    {"a 1\nb\0 1\n", 10, CHR_EFORMAT, 2,
+     "bad.ring:2: NUL byte: this is binary data, not a ring file (a ring file is text)"},
+    {"\x1f\x8b\x08\x00\x5c\x7a\x01\x00", 8, CHR_EFORMAT, 1,
+     "bad.ring:1: NUL byte: this is binary data, not a ring file (a ring file is text)"},
+    {"\x8f\x03\xc1\xfe 1\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: id '\\x8F\\x03\\xC1\\xFE': raw control byte 0x03 (write it as %03)"},
+    {"a\rb 1\n", 0, CHR_EFORMAT, 1, "bad.ring:1: id 'a\\x0Db': raw control byte 0x0D (write it as %0D)"},
+    {"# members\na\n", 0, CHR_EFORMAT, 2,
+     "bad.ring:2: expected 'id weight [zone]', found 1 field (the weight is required)"},
+    {"a 1 z extra\n", 0, CHR_EFORMAT, 1, "bad.ring:1: expected 'id weight [zone]', found 4 fields"},
+    {"a 12x\n", 0, CHR_EFORMAT, 1, "bad.ring:1: weight '12x' is not a whole number (0..1000000)"},
+    {"a -1\n", 0, CHR_EFORMAT, 1, "bad.ring:1: weight '-1' is not a whole number (0..1000000)"},
+    {"a 1000001\n", 0, CHR_EFORMAT, 1, "bad.ring:1: weight '1000001' is over the limit 1000000"},
+    {"a%zz 1\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: id 'a%zz': '%' at byte 2 is not followed by two hex digits (write a literal '%' as %25)"},
+    {"a 1 eu%4\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: zone 'eu%4': '%' at byte 3 is not followed by two hex digits (write a literal '%' as %25)"},
+    {"a 1\nb 1\na 2\n", 0, CHR_EFORMAT, 3, "bad.ring:3: duplicate id 'a' (first on line 1)"},
+    {"%%colour blue\n", 0, CHR_EFORMAT, 1, "bad.ring:1: unknown directive %%colour " KNOWN},
+    {"%% seed\n", 0, CHR_EFORMAT, 1, "bad.ring:1: '%%' without a directive name " KNOWN},
+    {"a 1\n%%seed 1\n", 0, CHR_EFORMAT, 2,
+     "bad.ring:2: directive %%seed after the first member (line 1): directives come first"},
+    {"%%seed 1\n%%seed 2\n", 0, CHR_EFORMAT, 2, "bad.ring:2: duplicate %%seed (first on line 1)"},
+    {"%%seed\n", 0, CHR_EFORMAT, 1, "bad.ring:1: %%seed needs a value"},
+    {"%%seed 1 2\n", 0, CHR_EFORMAT, 1, "bad.ring:1: %%seed takes one value, found 2"},
+    {"%%seed -1\n", 0, CHR_EFORMAT, 1, "bad.ring:1: %%seed '-1' has a sign: write digits only"},
+    {"%%seed +1\n", 0, CHR_EFORMAT, 1, "bad.ring:1: %%seed '+1' has a sign: write digits only"},
+    {"%%seed 18446744073709551616\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: %%seed '18446744073709551616' overflows 64 bits (0..18446744073709551615)"},
+    {"%%revision 12a\n", 0, CHR_EFORMAT, 1, "bad.ring:1: %%revision '12a' is not a decimal number"},
+    {"%%revision 007\n", 0, CHR_EFORMAT, 1, "bad.ring:1: %%revision '007' has a leading zero (write 7)"},
+    {"%%tokens-per-weight 0\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: %%tokens-per-weight '0' is out of range (1..65536)"},
+    {"%%tokens-per-weight 65537\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: %%tokens-per-weight '65537' is out of range (1..65536)"},
+    {"%%placement round-robin\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: %%placement 'round-robin' is not one of native, ketama, ketama-unweighted, nginx"},
+    {"%%hasher XXH3\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: %%hasher 'XXH3' is not a hasher name (1..63 bytes of a-z 0-9 _ . -)"},
+    {"%%placement ketama\n%%hasher xxh3\n", 0, CHR_EFORMAT, 2,
+     "bad.ring:2: %%hasher xxh3: placement ketama is defined with hasher md5"},
+    {"%%hasher no-such-hasher\n", 0, CHR_ENOHASHER, 1,
+     "bad.ring:1: %%hasher no-such-hasher: no hasher of that name is registered or found in a "
+     "plugin (searched next to libchring, CHRING_PLUGIN_PATH and plugin_dir)"},
+    {"%%ring-file 2\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: %%ring-file 2 is not supported (this library reads version 1)"},
+    {"%%seed 1\n%%ring-file 1\n", 0, CHR_EFORMAT, 2,
+     "bad.ring:2: %%ring-file must be the first directive (line 1 comes before it)"},
+    {"%%fingerprint 1234\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: %%fingerprint '1234' is not 0x followed by 16 hex digits"},
+    {"%%placement ketama-unweighted\na 1\nb 2\n", 0, CHR_EFORMAT, 3,
+     "bad.ring:3: weight 2 of 'b' is out of range for placement ketama-unweighted (0..1: use "
+     "ketama for weighted servers)"},
+    {"%%tokens-per-weight 65536\na 256\nb 1\n", 0, CHR_EFORMAT, 3,
+     "bad.ring:3: member 'b' brings the ring over 16777216 tokens (the limit; weight x "
+     "tokens-per-weight 65536 summed over members)"},
+};
+
+static void test_malformed_files(void **state) {
+    (void)state;
+    size_t count = sizeof bad_files / sizeof bad_files[0];
+    assert_true(count >= 25);
+    for (size_t i = 0; i < count; ++i) {
+        const bad_file *b = &bad_files[i];
+        size_t len = b->len ? b->len : strlen(b->text);
+        chr_ring *ring = (chr_ring *)&ring; /* must be reset to NULL */
+        chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+        chr_status st = chr_ring_new_from_text(b->text, len, "bad.ring", NULL, &ring, &info);
+        if (st != b->status || strcmp(chr_last_error(), b->message) != 0 || info.error_line != b->line) {
+            print_error("bad file %zu: status %d, line %u, message\n  got:  %s\n  want: %s\n", i, st,
+                        info.error_line, chr_last_error(), b->message);
+            fail();
+        }
+        assert_null(ring);
+    }
+}
+
+/* Lines longer than the limit, ids and zones over theirs. */
+static void test_overlong_fields(void **state) {
+    (void)state;
+    size_t n = CHR_RINGFILE_LINE_MAX + 1;
+    char *text = malloc(n + 8);
+    assert_non_null(text);
+    memset(text, 'a', n);
+    memcpy(text + n, " 1\n", 3);
+    chr_ring *ring = NULL;
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    assert_chr_status(chr_ring_new_from_text(text, n + 3, "long.ring", NULL, &ring, &info), CHR_EFORMAT);
+    assert_string_equal(chr_last_error(), "long.ring:1: line is 65539 bytes long (limit 65536)");
+    /* exactly the limit is a line; its id is then too long */
+    memcpy(text + CHR_RINGFILE_LINE_MAX - 2, " 1\n", 3);
+    assert_chr_status(chr_ring_new_from_text(text, CHR_RINGFILE_LINE_MAX + 1, "long.ring", NULL, &ring, &info),
+                      CHR_EFORMAT);
+    assert_string_equal(chr_last_error(), "long.ring:1: id is 65534 bytes long (1..256 allowed)");
+    free(text);
+
+    char id[300], line[1024];
+    memset(id, 'x', 257);
+    id[257] = '\0';
+    snprintf(line, sizeof line, "%s 1\n", id);
+    assert_chr_status(chr_ring_new_from_text(line, strlen(line), "id.ring", NULL, &ring, NULL), CHR_EFORMAT);
+    assert_string_equal(chr_last_error(), "id.ring:1: id is 257 bytes long (1..256 allowed)");
+    /* 256 bytes, all escaped: the most an id line can need */
+    line[0] = '\0';
+    for (int i = 0; i < 256; ++i) strcat(line, i < 100 ? "%41" : "B");
+    strcat(line, " 1\n");
+    chr_ring *ok = load_str(line);
+    assert_int_equal(ring_node_count(ok), 1);
+    chr_ring_free(ok);
+    char zone[70];
+    memset(zone, 'z', 65);
+    zone[65] = '\0';
+    snprintf(line, sizeof line, "a 1 %s\n", zone);
+    assert_chr_status(chr_ring_new_from_text(line, strlen(line), "zone.ring", NULL, &ring, NULL), CHR_EFORMAT);
+    assert_string_equal(chr_last_error(), "zone.ring:1: zone is 65 bytes long (0..64 allowed)");
+}
+
+/* A %%fingerprint is checked: a wrong one names its line and both values. */
+static void test_fingerprint_mismatch(void **state) {
+    (void)state;
+    uint64_t real = text_fingerprint("a 1\nb 2\n");
+    const char *text = "%%fingerprint 0x0000000000000001\na 1\nb 2\n";
+    chr_ring *ring = NULL;
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    assert_chr_status(chr_ring_new_from_text(text, strlen(text), "fp.ring", NULL, &ring, &info),
+                      CHR_EFORMAT);
+    char want[200];
+    snprintf(want, sizeof want,
+             "fp.ring:1: %%%%fingerprint 0x0000000000000001 does not match the ring the file "
+             "describes (0x%016llx)",
+             (unsigned long long)real);
+    assert_string_equal(chr_last_error(), want);
+    assert_int_equal(info.error_line, 1);
+    assert_null(ring);
+    /* the right one, in either case of hex digits */
+    char good[200];
+    snprintf(good, sizeof good, "%%%%fingerprint 0X%016llX\na 1\nb 2\n", (unsigned long long)real);
+    ring = load(good, strlen(good), &info);
+    assert_true(info.flags & CHR_RINGFILE_HAS_FINGERPRINT);
+    assert_int_equal(info.fingerprint, real);
+    chr_ring_free(ring);
+}
+
+/* ---- reading files ------------------------------------------------------------ */
+
+static void temp_dir(char *dir, size_t size) {
+    snprintf(dir, size, "/tmp/chring-ringfile-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+}
+
+static void write_file(const char *path, const char *text, size_t len) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_file_checks(void **state) {
+    (void)state;
+    char dir[64], path[128], msg[256];
+    temp_dir(dir, sizeof dir);
+    chr_ring *ring = NULL;
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+
+    assert_chr_status(chr_ring_new_from_file(dir, NULL, &ring, &info), CHR_EIO);
+    snprintf(msg, sizeof msg, "%s: is a directory, not a ring file", dir);
+    assert_string_equal(chr_last_error(), msg);
+
+    snprintf(path, sizeof path, "%s/missing.ring", dir);
+    assert_chr_status(chr_ring_new_from_file(path, NULL, &ring, &info), CHR_EIO);
+    snprintf(msg, sizeof msg, "%s: cannot open the ring file: No such file or directory", path);
+    assert_string_equal(chr_last_error(), msg);
+
+    snprintf(path, sizeof path, "%s/fifo.ring", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_chr_status(chr_ring_new_from_file(path, NULL, &ring, &info), CHR_EIO); /* does not block */
+    snprintf(msg, sizeof msg, "%s: is not a regular file (a device, FIFO or socket)", path);
+    assert_string_equal(chr_last_error(), msg);
+    unlink(path);
+
+    /* over the size limit: a sparse file, so the test writes nothing */
+    snprintf(path, sizeof path, "%s/huge.ring", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)CHR_RINGFILE_SIZE_MAX + 1), 0);
+    close(fd);
+    assert_chr_status(chr_ring_new_from_file(path, NULL, &ring, &info), CHR_EFORMAT);
+    snprintf(msg, sizeof msg, "%s: is 268435457 bytes (limit 268435456)", path);
+    assert_string_equal(chr_last_error(), msg);
+    unlink(path);
+
+    /* a good file by path: errors name the path and line */
+    snprintf(path, sizeof path, "%s/good.ring", dir);
+    write_file(path, "%%revision 9\na 1\nb 1\n", 21);
+    assert_chr_ok(chr_ring_new_from_file(path, NULL, &ring, &info));
+    assert_int_equal(info.revision, 9);
+    assert_int_equal(ring_node_count(ring), 2);
+    write_file(path, "a 1\nb x\n", 8);
+    uint64_t before = ring_fingerprint(ring);
+    assert_chr_status(chr_ring_apply_file(ring, path, &info), CHR_EFORMAT);
+    snprintf(msg, sizeof msg, "%s:2: weight 'x' is not a whole number (0..1000000)", path);
+    assert_string_equal(chr_last_error(), msg);
+    assert_int_equal(info.error_line, 2);
+    assert_int_equal(ring_fingerprint(ring), before);
+    write_file(path, "a 1\n", 4);
+    assert_chr_ok(chr_ring_apply_file(ring, path, &info));
+    assert_int_equal(info.removed, 1);
+    assert_int_equal(info.flags & CHR_RINGFILE_HAS_REVISION, 0);
+    chr_ring_free(ring);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* ---- empty files, CRLF, today's members files --------------------------------- */
+
+/* An empty file (or only comments) is a valid ring with no members. */
+static void test_empty_file(void **state) {
+    (void)state;
+    chr_ring *fresh = NULL;
+    assert_chr_ok(chr_ring_new(NULL, &fresh));
+    const char *texts[] = {"", "\n\n", "# nothing yet\n   \n\t# still nothing\n"};
+    for (size_t i = 0; i < 3; ++i) {
+        chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+        chr_ring *ring = load(texts[i], strlen(texts[i]), &info);
+        assert_int_equal(ring_node_count(ring), 0);
+        assert_int_equal(info.members, 0);
+        assert_int_equal(ring_fingerprint(ring), ring_fingerprint(fresh));
+        chr_ring_free(ring);
+    }
+    chr_ring *ring = NULL;
+    assert_chr_ok(chr_ring_new_from_text(NULL, 0, NULL, NULL, &ring, NULL));
+    size_t len;
+    char *text = export_ring(ring, 0, 0, &len);
+    char want[256];
+    snprintf(want, sizeof want,
+             "%%%%ring-file 1\n%%%%placement native\n%%%%hasher xxh3\n%%%%seed 0\n"
+             "%%%%tokens-per-weight 160\n%%%%fingerprint 0x%016llx\n",
+             (unsigned long long)ring_fingerprint(fresh));
+    assert_string_equal(text, want);
+    free(text);
+    chr_ring_free(ring);
+    chr_ring_free(fresh);
+}
+
+/* CRLF line ends give the same ring as LF; the export is LF. */
+static void test_crlf_same_as_lf(void **state) {
+    (void)state;
+    const char *lf = "%%seed 3\n# comment\na 1 z1\nb 2\ncaf\xC3\xA9 3 eu%20west\n";
+    const char *crlf = "%%seed 3\r\n# comment\r\na 1 z1\r\nb 2\r\ncaf\xC3\xA9 3 eu%20west\r\n";
+    chr_ring *a = load_str(lf), *b = load_str(crlf);
+    assert_int_equal(ring_fingerprint(a), ring_fingerprint(b));
+    assert_same_members(a, b);
+    char *ea = export_ring(a, 0, 0, NULL), *eb = export_ring(b, 0, 0, NULL);
+    assert_string_equal(ea, eb);
+    assert_null(strchr(ea, '\r'));
+    free(ea);
+    free(eb);
+    chr_ring_free(a);
+    chr_ring_free(b);
+}
+
+/* Today's members file (src/cli/README.md) means what it always meant:
+ * default options, tags = positions, %XX decoded, comments skipped. */
+static void test_members_file_compatible(void **state) {
+    (void)state;
+    const char *text = "# cache tier, eu-west        <- a comment\n"
+                       "cache-a        1  eu-west-1a\n"
+                       "cache-b        2  eu-west-1b   # twice the share of cache-a\n"
+                       "10.0.0.7:11211 1\n"
+                       "draining-node  0               # a member without tokens: gets no keys\n"
+                       "caf%C3%A9%20au%20lait 1        # id \"caf\xC3\xA9 au lait\"\n"
+                       "node#1\t007\n";
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    chr_ring *ring = load(text, strlen(text), &info);
+    assert_int_equal(info.flags, 0);
+    assert_int_equal(info.members, 6);
+    assert_int_equal(info.format_version, 1);
+
+    chr_ring *by_calls = NULL;
+    assert_chr_ok(chr_ring_new(NULL, &by_calls));
+    assert_chr_ok(chr_ring_add(by_calls, "cache-a", 7, 1, "eu-west-1a", 10, 0));
+    assert_chr_ok(chr_ring_add(by_calls, "cache-b", 7, 2, "eu-west-1b", 10, 1));
+    assert_chr_ok(chr_ring_add(by_calls, "10.0.0.7:11211", 14, 1, NULL, 0, 2));
+    assert_chr_ok(chr_ring_add(by_calls, "draining-node", 13, 0, NULL, 0, 3));
+    assert_chr_ok(chr_ring_add(by_calls, "caf\xC3\xA9 au lait", 13, 1, NULL, 0, 4));
+    assert_chr_ok(chr_ring_add(by_calls, "node#1", 6, 7, NULL, 0, 5));
+    assert_int_equal(ring_fingerprint(ring), ring_fingerprint(by_calls));
+    assert_same_members(ring, by_calls);
+    chr_node_ref ref;
+    assert_chr_ok(chr_ring_lookup(ring, "x", 1, &ref));
+    chr_node_ref refs[6];
+    size_t count;
+    assert_chr_ok(chr_ring_nodes(ring, refs, 6, &count));
+    for (size_t i = 0; i < count; ++i)
+        if (refs[i].id_len == 7 && memcmp(refs[i].id, "cache-b", 7) == 0) assert_int_equal(refs[i].tag, 1);
+
+    /* base options apply to a file without option directives */
+    chr_options ketama = CHR_OPTIONS_INIT;
+    ketama.placement = CHR_PLACEMENT_KETAMA;
+    chr_ring *k = NULL, *k_calls = NULL;
+    assert_chr_ok(chr_ring_new_from_text(text, strlen(text), "m", &ketama, &k, NULL));
+    assert_chr_ok(chr_ring_new(&ketama, &k_calls));
+    assert_chr_ok(chr_ring_add(k_calls, "cache-a", 7, 1, NULL, 0, 0));
+    assert_chr_ok(chr_ring_add(k_calls, "cache-b", 7, 2, NULL, 0, 1));
+    assert_chr_ok(chr_ring_add(k_calls, "10.0.0.7:11211", 14, 1, NULL, 0, 2));
+    assert_chr_ok(chr_ring_add(k_calls, "draining-node", 13, 0, NULL, 0, 3));
+    assert_chr_ok(chr_ring_add(k_calls, "caf\xC3\xA9 au lait", 13, 1, NULL, 0, 4));
+    assert_chr_ok(chr_ring_add(k_calls, "node#1", 6, 7, NULL, 0, 5));
+    assert_int_equal(ring_fingerprint(k), ring_fingerprint(k_calls));
+    /* ... but not to a file with one: its absent options are the defaults */
+    const char *seeded = "%%seed 0\na 1\n";
+    chr_ring *d = NULL;
+    assert_chr_ok(chr_ring_new_from_text(seeded, strlen(seeded), "s", &ketama, &d, &info));
+    assert_int_equal(ring_fingerprint(d), text_fingerprint("a 1\n"));
+    assert_int_equal(info.flags, CHR_RINGFILE_HAS_OPTIONS);
+    chr_ring_free(d);
+    chr_ring_free(k);
+    chr_ring_free(k_calls);
+    chr_ring_free(ring);
+    chr_ring_free(by_calls);
+}
+
+/* ---- canonical form and JSON twin --------------------------------------------- */
+
+static void test_canonical_text_exact(void **state) {
+    (void)state;
+    chr_ring *ring = NULL;
+    assert_chr_ok(chr_ring_new(NULL, &ring));
+    assert_chr_ok(chr_ring_add(ring, "b c", 3, 2, "z one", 5, 0));
+    assert_chr_ok(chr_ring_add(ring, "#a", 2, 1, "#z", 2, 1));
+    assert_chr_ok(chr_ring_add(ring, "a#%", 3, 0, NULL, 0, 2));
+    assert_chr_ok(chr_ring_add(ring, "caf\xC3\xA9\xFF\t\x7f", 8, 3, NULL, 0, 3));
+    assert_chr_ok(chr_ring_add(ring, "\x00\x01", 2, 1, "", 0, 4));
+    char *text = export_ring(ring, CHR_EXPORT_REVISION, 18446744073709551615ull, NULL);
+    char want[512];
+    snprintf(want, sizeof want,
+             "%%%%ring-file 1\n%%%%placement native\n%%%%hasher xxh3\n%%%%seed 0\n"
+             "%%%%tokens-per-weight 160\n%%%%revision 18446744073709551615\n"
+             "%%%%fingerprint 0x%016llx\n"
+             "%%00%%01 1\n"
+             "%%23a 1 %%23z\n"
+             "a#%%25 0\n"
+             "b%%20c 2 z%%20one\n"
+             "caf\xC3\xA9%%FF%%09%%7F 3\n",
+             (unsigned long long)ring_fingerprint(ring));
+    assert_string_equal(text, want);
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    chr_ring *back = load(text, strlen(text), &info);
+    assert_int_equal(info.revision, 18446744073709551615ull);
+    assert_same_members(ring, back);
+    chr_ring_free(back);
+    free(text);
+
+    /* compatibility placements keep the tag (configuration) order */
+    chr_options nginx = CHR_OPTIONS_INIT;
+    nginx.placement = CHR_PLACEMENT_NGINX;
+    chr_ring *n = NULL;
+    assert_chr_ok(chr_ring_new(&nginx, &n));
+    assert_chr_ok(chr_ring_add(n, "10.0.0.2:80", 11, 1, NULL, 0, 7));
+    assert_chr_ok(chr_ring_add(n, "10.0.0.9:80", 11, 2, NULL, 0, 3));
+    assert_chr_ok(chr_ring_add(n, "10.0.0.1:80", 11, 1, NULL, 0, 7));
+    text = export_ring(n, 0, 0, NULL);
+    snprintf(want, sizeof want,
+             "%%%%ring-file 1\n%%%%placement nginx\n%%%%hasher crc32\n%%%%seed 0\n"
+             "%%%%tokens-per-weight 160\n%%%%fingerprint 0x%016llx\n"
+             "10.0.0.9:80 2\n10.0.0.1:80 1\n10.0.0.2:80 1\n",
+             (unsigned long long)ring_fingerprint(n));
+    assert_string_equal(text, want);
+    free(text);
+    chr_ring_free(n);
+    chr_ring_free(ring);
+}
+
+static void test_json_twin_exact(void **state) {
+    (void)state;
+    chr_ring *ring = NULL;
+    assert_chr_ok(chr_ring_new(NULL, &ring));
+    char *text = export_ring(ring, CHR_EXPORT_JSON, 0, NULL);
+    char want[768];
+    snprintf(want, sizeof want,
+             "{\"format\":\"chring-ring-file\",\"version\":1,\"placement\":\"native\",\"hasher\":"
+             "\"xxh3\",\"seed\":\"0\",\"tokens_per_weight\":160,\"fingerprint\":\"0x%016llx\","
+             "\"members\":[]}\n",
+             (unsigned long long)ring_fingerprint(ring));
+    assert_string_equal(text, want);
+    free(text);
+    assert_chr_ok(chr_ring_add(ring, "a\"\\ b", 5, 2, "eu", 2, 0));
+    assert_chr_ok(chr_ring_add(ring, "\xFF", 1, 1, NULL, 0, 1));
+    text = export_ring(ring, CHR_EXPORT_JSON | CHR_EXPORT_REVISION, 42, NULL);
+    snprintf(want, sizeof want,
+             "{\"format\":\"chring-ring-file\",\"version\":1,\"placement\":\"native\",\"hasher\":"
+             "\"xxh3\",\"seed\":\"0\",\"tokens_per_weight\":160,\"revision\":\"42\","
+             "\"fingerprint\":\"0x%016llx\",\"members\":[\n"
+             "{\"id\":\"a\\\"\\\\%%20b\",\"id_base64\":\"YSJcIGI=\",\"weight\":2,\"zone\":\"eu\","
+             "\"zone_base64\":\"ZXU=\"},\n"
+             "{\"id\":\"%%FF\",\"id_base64\":\"/w==\",\"weight\":1,\"zone\":\"\",\"zone_base64\":\"\"}\n"
+             "]}\n",
+             (unsigned long long)ring_fingerprint(ring));
+    assert_string_equal(text, want);
+    free(text);
+    chr_ring_free(ring);
+}
+
+/* Buffers: the size on CHR_ERANGE, nothing written, exact fit without a
+ * NUL, bad flags and arguments; a snapshot exports as its ring does. */
+static void test_export_buffers(void **state) {
+    (void)state;
+    chr_ring *ring = load_str("a 1\nb 2\n");
+    size_t len = 0, got = 0;
+    assert_chr_error(chr_ring_export(ring, 0, 0, NULL, 0, &len), CHR_ERANGE, "chr_ring_export");
+    assert_true(len > 0);
+    char *buf = malloc(len + 1);
+    assert_non_null(buf);
+    memset(buf, '#', len + 1);
+    assert_chr_status(chr_ring_export(ring, 0, 0, buf, len - 1, &got), CHR_ERANGE);
+    assert_int_equal(got, len);
+    assert_int_equal(buf[0], '#');
+    assert_chr_ok(chr_ring_export(ring, 0, 0, buf, len, &got));
+    assert_int_equal(buf[len], '#'); /* no room: no NUL */
+    assert_chr_error(chr_ring_export(ring, 0x4, 0, buf, len, &got), CHR_EINVAL, "chr_ring_export");
+    assert_chr_error(chr_ring_export(ring, 0, 0, NULL, 5, &got), CHR_EINVAL, "chr_ring_export");
+    assert_chr_error(chr_ring_export(ring, 0, 0, buf, len, NULL), CHR_EINVAL, "chr_ring_export");
+    assert_chr_error(chr_ring_export(NULL, 0, 0, buf, len, &got), CHR_EINVAL, "chr_ring_export");
+
+    chr_snapshot *snap = NULL;
+    assert_chr_ok(chr_ring_snapshot(ring, &snap));
+    assert_chr_ok(chr_ring_add(ring, "c", 1, 1, NULL, 0, 2)); /* the snapshot keeps a and b */
+    char *from_snap = malloc(len + 1);
+    assert_non_null(from_snap);
+    assert_chr_ok(chr_snapshot_export(snap, 0, 0, from_snap, len + 1, &got));
+    assert_int_equal(got, len);
+    assert_memory_equal(from_snap, buf, len);
+    assert_chr_error(chr_snapshot_export(NULL, 0, 0, from_snap, len, &got), CHR_EINVAL,
+                     "chr_snapshot_export");
+    chr_snapshot_release(snap);
+    free(from_snap);
+    free(buf);
+    chr_ring_free(ring);
+}
+
+/* ---- apply ---------------------------------------------------------------------- */
+
+/* A bad file, a file whose options differ and a wrong fingerprint change
+ * nothing; a good file gives exactly the fresh ring's fingerprint. */
+static void test_apply_atomic(void **state) {
+    (void)state;
+    const char *a = "%%seed 7\na 1 z1\nb 2 z2\nc 3\nd 0\n";
+    chr_ring *ring = load_str(a);
+    const uint64_t before = ring_fingerprint(ring);
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+
+    const char *bad = "a 5\nb 2\nx 1\ny q\n";
+    assert_chr_status(chr_ring_apply_text(ring, bad, strlen(bad), "b.ring", &info), CHR_EFORMAT);
+    assert_string_equal(chr_last_error(), "b.ring:4: weight 'q' is not a whole number (0..1000000)");
+    assert_int_equal(ring_fingerprint(ring), before);
+
+    const char *seed = "%%seed 8\na 1 z1\n";
+    assert_chr_status(chr_ring_apply_text(ring, seed, strlen(seed), "s.ring", &info), CHR_EOPTIONS);
+    assert_string_equal(chr_last_error(), "s.ring:1: %%seed 8 differs from the ring's seed 7");
+    assert_int_equal(info.error_line, 1);
+    assert_int_equal(ring_fingerprint(ring), before);
+
+    const char *other = "%%placement native\na 1\n"; /* seed left at its default */
+    assert_chr_status(chr_ring_apply_text(ring, other, strlen(other), "o.ring", &info), CHR_EOPTIONS);
+    assert_string_equal(chr_last_error(),
+                        "o.ring:1: the file's seed is 0 (no %%seed line: the default) differs from "
+                        "the ring's seed 7");
+    const char *hash = "%%seed 7\n%%hasher fnv1a\na 1\n";
+    assert_chr_status(chr_ring_apply_text(ring, hash, strlen(hash), "h.ring", &info), CHR_EOPTIONS);
+    assert_string_equal(chr_last_error(), "h.ring:2: %%hasher fnv1a differs from the ring's hasher xxh3");
+    const char *fp = "%%fingerprint 0x0123456789abcdef\na 1\n";
+    assert_chr_status(chr_ring_apply_text(ring, fp, strlen(fp), "f.ring", &info), CHR_EFORMAT);
+    assert_int_equal(info.error_line, 1);
+    assert_int_equal(ring_fingerprint(ring), before);
+    const char *big = "a 1\nb 100000\nc 5000\n"; /* 16,800,160 tokens: over at line 3 */
+    assert_chr_status(chr_ring_apply_text(ring, big, strlen(big), "big.ring", &info), CHR_EFORMAT);
+    assert_int_equal(info.error_line, 3);
+    assert_int_equal(ring_fingerprint(ring), before);
+
+    /* good: remove c, reweight b, move a to another zone, add e; d kept */
+    const char *good = "%%revision 5\ne 2 z9\na 1 z3\nb 4 z2\nd 0\n";
+    assert_chr_ok(chr_ring_apply_text(ring, good, strlen(good), "g.ring", &info));
+    assert_int_equal(info.added, 1);
+    assert_int_equal(info.removed, 1);
+    assert_int_equal(info.reweighted, 1);
+    assert_int_equal(info.replaced, 1);
+    assert_int_equal(info.revision, 5);
+    assert_int_equal(info.error_line, 0);
+    const char *fresh_text = "%%seed 7\ne 2 z9\na 1 z3\nb 4 z2\nd 0\n";
+    chr_ring *fresh = load_str(fresh_text);
+    assert_int_equal(ring_fingerprint(ring), ring_fingerprint(fresh));
+    assert_int_equal(info.fingerprint, ring_fingerprint(fresh));
+    assert_same_members(ring, fresh);
+    /* applying it again changes nothing */
+    assert_chr_ok(chr_ring_apply_text(ring, good, strlen(good), "g.ring", &info));
+    assert_int_equal(info.added + info.removed + info.reweighted + info.replaced, 0);
+    assert_int_equal(ring_fingerprint(ring), ring_fingerprint(fresh));
+    chr_ring_free(fresh);
+    chr_ring_free(ring);
+}
+
+/* fresh(A) + apply(B) == fresh(B) for random A, B of every placement,
+ * with B's members in random order (the compatibility placements must
+ * then follow B's positions: tags equal them afterwards). */
+static void test_apply_equals_fresh_random(void **state) {
+    (void)state;
+    test_rng rng = rng_seeded(0xA991Eull);
+    unsigned char seen[256] = {0};
+    for (unsigned i = 0; i < 400; ++i) {
+        int32_t mode = (int32_t)(i % 4);
+        test_rng fork = rng;
+        chr_ring *a = random_ring(&rng, mode, seen);
+        /* B: options of A (same rng prefix), other members */
+        test_rng again = fork;
+        chr_ring *b = random_ring(&again, mode, seen);
+        /* B's members partly shared with A: shuffle a union by re-adding some of A's */
+        size_t na = ring_node_count(a);
+        chr_node_ref *refs = calloc(na ? na : 1, sizeof *refs);
+        size_t count;
+        assert_chr_ok(chr_ring_nodes(a, refs, na, &count));
+        for (size_t k = 0; k < na; ++k) {
+            if (rng_below(&rng, 2)) continue;
+            uint32_t w = rng_below(&rng, 2) ? refs[k].weight
+                                            : (uint32_t)rng_below(&rng, placement_max_weight[mode] + 1);
+            chr_status st = chr_ring_add(b, refs[k].id, refs[k].id_len, w, refs[k].zone,
+                                         rng_below(&rng, 3) ? refs[k].zone_len : 0, rng_below(&rng, 9));
+            assert_true(st == CHR_OK || st == CHR_EEXIST);
+        }
+        free(refs);
+        rng = again;
+        char *text = export_ring(b, 0, 0, NULL);
+        chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+        assert_chr_ok(chr_ring_apply_text(a, text, strlen(text), "b.ring", &info));
+        chr_ring *fresh = load(text, strlen(text), NULL);
+        assert_int_equal(ring_fingerprint(a), ring_fingerprint(fresh));
+        assert_int_equal(ring_fingerprint(a), ring_fingerprint(b));
+        assert_same_members(a, fresh);
+        char *back = export_ring(a, 0, 0, NULL);
+        assert_string_equal(back, text);
+        free(back);
+        free(text);
+        chr_ring_free(fresh);
+        chr_ring_free(b);
+        chr_ring_free(a);
+    }
+}
+
+/* A file without option directives applies with the ring's options. */
+static void test_apply_plain_list_to_compat_ring(void **state) {
+    (void)state;
+    chr_options ketama = CHR_OPTIONS_INIT;
+    ketama.placement = CHR_PLACEMENT_KETAMA;
+    chr_ring *ring = NULL;
+    assert_chr_ok(chr_ring_new(&ketama, &ring));
+    const char *list = "10.0.0.1:11211 1\n10.0.0.2:11211 3\n10.0.0.3:11211 2\n";
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    assert_chr_ok(chr_ring_apply_text(ring, list, strlen(list), "l", &info));
+    assert_int_equal(info.added, 3);
+    chr_ring *fresh = NULL;
+    assert_chr_ok(chr_ring_new_from_text(list, strlen(list), "l", &ketama, &fresh, NULL));
+    assert_int_equal(ring_fingerprint(ring), ring_fingerprint(fresh));
+    /* the same servers in another order are another ketama ring: applied, they
+       are re-added at their new positions */
+    const char *moved = "10.0.0.3:11211 2\n10.0.0.1:11211 1\n10.0.0.2:11211 3\n";
+    assert_chr_ok(chr_ring_apply_text(ring, moved, strlen(moved), "m", &info));
+    assert_int_equal(info.replaced, 3);
+    chr_ring *fresh2 = NULL;
+    assert_chr_ok(chr_ring_new_from_text(moved, strlen(moved), "m", &ketama, &fresh2, NULL));
+    assert_int_equal(ring_fingerprint(ring), ring_fingerprint(fresh2));
+    chr_node_ref refs[3];
+    size_t count;
+    assert_chr_ok(chr_ring_nodes(ring, refs, 3, &count));
+    assert_int_equal(refs[2].tag, 0); /* 10.0.0.3 is first in the file */
+    chr_ring_free(fresh2);
+    chr_ring_free(fresh);
+    chr_ring_free(ring);
+}
+
+/* Readers during applies see the old or the new ring, never a mix: every
+ * snapshot taken has one of the two files' fingerprints and member counts. */
+typedef struct reader_args {
+    chr_ring *ring;
+    uint64_t fp_a, fp_b;
+    int stop; /* __atomic */
+    size_t reads, bad;
+} reader_args;
+
+static void *reader(void *p) {
+    reader_args *r = p;
+    for (size_t i = 0; i < 2000000 && !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE); ++i) {
+        chr_snapshot *snap = NULL;
+        if (chr_ring_snapshot(r->ring, &snap) != CHR_OK) {
+            ++r->bad;
+            break;
+        }
+        uint64_t fp = 0;
+        size_t count = 0;
+        chr_snapshot_fingerprint(snap, &fp);
+        chr_snapshot_node_count(snap, &count);
+        if (!((fp == r->fp_a && count == 3) || (fp == r->fp_b && count == 4))) ++r->bad;
+        chr_snapshot_release(snap);
+        ++r->reads;
+    }
+    return NULL;
+}
+
+static void test_apply_under_readers(void **state) {
+    (void)state;
+    const char *a = "a 1\nb 2\nc 1 z\n", *b = "a 2\nc 1 y\nd 1\ne 3\n";
+    reader_args r = {load_str(a), text_fingerprint(a), text_fingerprint(b), 0, 0, 0};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, reader, &r), 0);
+    for (int i = 0; i < 300; ++i) {
+        const char *text = (i & 1) ? a : b;
+        assert_chr_ok(chr_ring_apply_text(r.ring, text, strlen(text), "flip", NULL));
+    }
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(r.bad, 0);
+    assert_true(r.reads > 0);
+    assert_int_equal(ring_fingerprint(r.ring), r.fp_a);
+    chr_ring_free(r.ring);
+}
+
+/* ---- revision, info, arguments ------------------------------------------------------ */
+
+static void test_revision_retrievable(void **state) {
+    (void)state;
+    const char *text = "%%ring-file 1\n%%revision 18446744073709551615\na 1\n";
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    chr_ring *ring = load(text, strlen(text), &info);
+    assert_int_equal(info.flags, CHR_RINGFILE_HAS_REVISION);
+    assert_int_equal(info.revision, 18446744073709551615ull);
+    assert_int_equal(info.fingerprint, ring_fingerprint(ring));
+    const char *next = "%%revision 0\na 1\nb 1\n";
+    assert_chr_ok(chr_ring_apply_text(ring, next, strlen(next), "n", &info));
+    assert_int_equal(info.flags, CHR_RINGFILE_HAS_REVISION);
+    assert_int_equal(info.revision, 0);
+    assert_int_equal(info.added, 1);
+    const char *none = "a 1\n";
+    assert_chr_ok(chr_ring_apply_text(ring, none, strlen(none), "n", &info));
+    assert_int_equal(info.flags, 0);
+    assert_int_equal(info.revision, 0);
+    chr_ring_free(ring);
+}
+
+static void test_info_and_arguments(void **state) {
+    (void)state;
+    chr_ringfile_info from_macro = CHR_RINGFILE_INFO_INIT, from_function;
+    memset(&from_function, 0xA5, sizeof from_function);
+    assert_chr_ok(chr_ringfile_info_init(&from_function, CHR_RINGFILE_INFO_VERSION));
+    assert_memory_equal(&from_macro, &from_function, sizeof from_macro);
+    assert_chr_error(chr_ringfile_info_init(NULL, 1), CHR_EINVAL, "chr_ringfile_info_init");
+    assert_chr_error(chr_ringfile_info_init(&from_function, 2), CHR_EVERSION, "chr_ringfile_info_init");
+
+    chr_ring *ring = NULL;
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    info.version = 99;
+    assert_chr_error(chr_ring_new_from_text("a 1\n", 4, NULL, NULL, &ring, &info), CHR_EVERSION,
+                     "chr_ring_new_from_text");
+    assert_chr_error(chr_ring_new_from_text(NULL, 4, NULL, NULL, &ring, NULL), CHR_EINVAL,
+                     "chr_ring_new_from_text");
+    assert_chr_error(chr_ring_new_from_text("a 1\n", 4, NULL, NULL, NULL, NULL), CHR_EINVAL,
+                     "chr_ring_new_from_text");
+    assert_chr_error(chr_ring_new_from_file(NULL, NULL, &ring, NULL), CHR_EINVAL, "chr_ring_new_from_file");
+    assert_chr_error(chr_ring_apply_text(NULL, "", 0, NULL, NULL), CHR_EINVAL, "chr_ring_apply_text");
+    assert_chr_error(chr_ring_apply_file(NULL, "/x", NULL), CHR_EINVAL, "chr_ring_apply_file");
+    chr_options bad = CHR_OPTIONS_INIT;
+    bad.version = 77;
+    assert_chr_error(chr_ring_new_from_text("a 1\n", 4, NULL, &bad, &ring, NULL), CHR_EVERSION,
+                     "chr_ring_new_from_text");
+    assert_null(ring);
+    assert_chr_error(chr_ring_new_from_file("/nonexistent", &bad, &ring, NULL), CHR_EVERSION,
+                     "chr_ring_new_from_file");
+    /* a NULL name reads <text> in messages */
+    assert_chr_status(chr_ring_new_from_text("a\n", 2, NULL, NULL, &ring, NULL), CHR_EFORMAT);
+    assert_string_equal(chr_last_error(),
+                        "<text>:1: expected 'id weight [zone]', found 1 field (the weight is required)");
+    assert_string_equal(chr_strerror(CHR_EFORMAT), "malformed ring file");
+    assert_string_equal(chr_strerror(CHR_EOPTIONS), "ring file options differ from the ring's");
+    assert_string_equal(chr_strerror(CHR_EIO), "ring file cannot be read");
+}
+
+/* ---- known answers ---------------------------------------------------------------- */
+
+/* Every NAME.ring of tests/vectors/ring-file loads to exactly the answers
+ * in NAME.expect (fingerprint, counts, revision, canonical or not, owners
+ * and replicas of fixed keys); a canonical one exports to its own bytes. */
+static void test_vectors(void **state) {
+    (void)state;
+    DIR *dir = opendir(VECTORS_DIR);
+    assert_non_null(dir);
+    size_t checked = 0, canonical = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".ring") != 0) continue;
+        char path[512], expect_path[512];
+        snprintf(path, sizeof path, "%s/%s", VECTORS_DIR, e->d_name);
+        snprintf(expect_path, sizeof expect_path, "%s/%.*s.expect", VECTORS_DIR, (int)(n - 5), e->d_name);
+        size_t len = 0, expect_len = 0;
+        char *text = vectors_read(path, &len), *expect = vectors_read(expect_path, &expect_len);
+        assert_non_null(text);
+        if (!expect) {
+            print_error("%s has no .expect file\n", path);
+            fail();
+        }
+        char *got = vectors_expect(e->d_name, text, len);
+        if (!got) {
+            print_error("%s: %s\n", path, chr_last_error());
+            fail();
+        }
+        if (strcmp(got, expect) != 0) {
+            print_error("%s: answers differ from %s\n--- got:\n%s", path, expect_path, got);
+            fail();
+        }
+        if (strstr(expect, "\ncanonical yes\n")) {
+            size_t out_len = 0;
+            char *again = vectors_canonical(e->d_name, text, len, &out_len);
+            assert_non_null(again);
+            assert_int_equal(out_len, len);
+            assert_memory_equal(again, text, len);
+            free(again);
+            ++canonical;
+        }
+        /* and by path, as embeddings read it */
+        chr_ring *ring = NULL;
+        chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+        assert_chr_ok(chr_ring_new_from_file(path, NULL, &ring, &info));
+        char fp[40];
+        snprintf(fp, sizeof fp, "\nfingerprint 0x%016llx\n", (unsigned long long)info.fingerprint);
+        assert_non_null(strstr(expect, fp));
+        chr_ring_free(ring);
+        free(got);
+        free(text);
+        free(expect);
+        ++checked;
+    }
+    closedir(dir);
+    assert_true(checked >= 8);
+    assert_true(canonical >= 5);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip_random_rings),
+        cmocka_unit_test(test_malformed_files),
+        cmocka_unit_test(test_overlong_fields),
+        cmocka_unit_test(test_fingerprint_mismatch),
+        cmocka_unit_test(test_file_checks),
+        cmocka_unit_test(test_empty_file),
+        cmocka_unit_test(test_crlf_same_as_lf),
+        cmocka_unit_test(test_members_file_compatible),
+        cmocka_unit_test(test_canonical_text_exact),
+        cmocka_unit_test(test_json_twin_exact),
+        cmocka_unit_test(test_export_buffers),
+        cmocka_unit_test(test_apply_atomic),
+        cmocka_unit_test(test_apply_equals_fresh_random),
+        cmocka_unit_test(test_apply_plain_list_to_compat_ring),
+        cmocka_unit_test(test_apply_under_readers),
+        cmocka_unit_test(test_revision_retrievable),
+        cmocka_unit_test(test_info_and_arguments),
+        cmocka_unit_test(test_vectors),
+    };
+    return run_core_tests(tests);
+}

@@ -1,0 +1,11 @@
+%%ring-file 1
+%%placement ketama
+%%hasher md5
+%%seed 0
+%%tokens-per-weight 160
+%%fingerprint 0xd7131b90827550a8
+10.0.0.1:11211 1
+10.0.0.2:11211 2
+10.0.0.3:11211 3
+10.0.0.4:11212 1
+10.0.0.5:11211 0

@@ -1,0 +1,11 @@
+%%ring-file 1
+%%placement nginx
+%%hasher crc32
+%%seed 0
+%%tokens-per-weight 160
+%%revision 3
+%%fingerprint 0xd0594a056011849d
+127.0.0.1:8081 1
+127.0.0.1:8082 2
+127.0.0.1:8083 1
+backend.example:80 1
