@@ -250,10 +250,10 @@ chr_status Ring::build(const Snapshot &base, const chr_change *changes, size_t c
     std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return added[x].id < added[y].id; });
     d.nodes.reserve(live);
     d.old_index.reserve(live);
-    size_t next = 0;
+    size_t pending = 0;
     for (size_t k = 0; k <= table.size(); ++k) {
-        while (next < order.size() && (k == table.size() || added[order[next]].id < table[k].id)) {
-            d.nodes.push_back(std::move(added[order[next++]]));
+        while (pending < order.size() && (k == table.size() || added[order[pending]].id < table[k].id)) {
+            d.nodes.push_back(std::move(added[order[pending++]]));
             d.old_index.push_back(-1);
         }
         if (k == table.size() || !table_live[k]) continue;
