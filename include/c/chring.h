@@ -69,6 +69,13 @@ extern "C" {
 #define CHR_API
 #endif
 
+/* No function of this API throws: C++ sees each as noexcept. */
+#if defined(__cplusplus)
+#define CHR_NOEXCEPT noexcept
+#else
+#define CHR_NOEXCEPT
+#endif
+
 /* ------------------------------------------------------------------------ */
 /* Version                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -86,7 +93,7 @@ extern "C" {
  * The version of the library actually loaded, as CHR_VERSION_NUMBER.
  * Thread-safety: any thread. Since: 0.1.
  */
-CHR_API uint32_t chr_version(void);
+CHR_API uint32_t chr_version(void) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                   */
@@ -117,7 +124,7 @@ typedef int chr_status;
  * generic text). Thread-safety: any thread. Ownership: static storage.
  * Since: 0.1.
  */
-CHR_API const char *chr_strerror(chr_status status);
+CHR_API const char *chr_strerror(chr_status status) CHR_NOEXCEPT;
 
 /**
  * The message of the last failed call made by this thread, naming the
@@ -126,7 +133,7 @@ CHR_API const char *chr_strerror(chr_status status);
  * failing chring call. Successful calls do not change it.
  * Thread-safety: per thread. Since: 0.1.
  */
-CHR_API const char *chr_last_error(void);
+CHR_API const char *chr_last_error(void) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Limits                                                                   */
@@ -213,7 +220,7 @@ typedef struct chr_options {
  *         not in 1..CHR_OPTIONS_VERSION.
  * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
  */
-CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version);
+CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Nodes as returned to callers                                             */
@@ -271,14 +278,14 @@ typedef struct chr_ring chr_ring;
  * Thread-safety: any thread. Ownership: release with chr_ring_free().
  * Since: 0.1.
  */
-CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out);
+CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) CHR_NOEXCEPT;
 
 /**
  * Frees a ring. NULL is a no-op. No other call on this ring may run
  * concurrently or follow. Snapshots taken from it stay valid until released.
  * Thread-safety: exclusive. Since: 0.1.
  */
-CHR_API void chr_ring_free(chr_ring *ring);
+CHR_API void chr_ring_free(chr_ring *ring) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Membership changes (writers)                                             */
@@ -297,14 +304,14 @@ CHR_API void chr_ring_free(chr_ring *ring);
  * Since: 0.1.
  */
 CHR_API chr_status chr_ring_add(chr_ring *ring, const void *id, size_t id_len, uint32_t weight,
-                                const void *zone, size_t zone_len, uint64_t tag);
+                                const void *zone, size_t zone_len, uint64_t tag) CHR_NOEXCEPT;
 
 /**
  * Removes a member; only its keys move.
  * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (id length); CHR_ENOENT; CHR_ENOMEM.
  * Thread-safety: as chr_ring_add. Since: 0.1.
  */
-CHR_API chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len);
+CHR_API chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len) CHR_NOEXCEPT;
 
 /**
  * Changes a member's weight; keys move only to or from it (its token set
@@ -313,7 +320,7 @@ CHR_API chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len
  * Thread-safety: as chr_ring_add. Since: 0.1.
  */
 CHR_API chr_status chr_ring_set_weight(chr_ring *ring, const void *id, size_t id_len,
-                                       uint32_t weight);
+                                       uint32_t weight) CHR_NOEXCEPT;
 
 #define CHR_OP_ADD 1
 #define CHR_OP_REMOVE 2
@@ -341,7 +348,7 @@ typedef struct chr_change {
  * Thread-safety: as chr_ring_add. Since: 0.1.
  */
 CHR_API chr_status chr_ring_apply(chr_ring *ring, const chr_change *changes, size_t count,
-                                  size_t *failed_index);
+                                  size_t *failed_index) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Lookups on the ring (readers)                                            */
@@ -356,7 +363,7 @@ CHR_API chr_status chr_ring_apply(chr_ring *ring, const chr_change *changes, siz
  * Ownership: writes caller memory only. Since: 0.1.
  */
 CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t key_len,
-                                   chr_node_ref *out);
+                                   chr_node_ref *out) CHR_NOEXCEPT;
 
 /**
  * Up to `n` distinct nodes for `key`, coordinator first: walks clockwise
@@ -369,14 +376,14 @@ CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t
  * Thread-safety: as chr_ring_lookup. Since: 0.1.
  */
 CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size_t key_len,
-                                     size_t n, chr_node_ref *out, size_t *count);
+                                     size_t n, chr_node_ref *out, size_t *count) CHR_NOEXCEPT;
 
 /**
  * Counts members (weight 0 included) / tokens of the current snapshot.
  * Thread-safety: as chr_ring_lookup. Since: 0.1.
  */
-CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count);
-CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count);
+CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count) CHR_NOEXCEPT;
+CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count) CHR_NOEXCEPT;
 
 /**
  * Copies every member, ids in byte order, into `out` (room for `capacity`).
@@ -386,7 +393,7 @@ CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count);
  * Thread-safety: as chr_ring_lookup. Since: 0.1.
  */
 CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_t capacity,
-                                  size_t *count);
+                                  size_t *count) CHR_NOEXCEPT;
 
 /**
  * The fraction of the token circle (0..1) that member `id` owns: the sum of
@@ -395,7 +402,7 @@ CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_
  * Thread-safety: as chr_ring_lookup. Since: 0.1.
  */
 CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size_t id_len,
-                                      double *fraction);
+                                      double *fraction) CHR_NOEXCEPT;
 
 /**
  * A 64-bit digest of the placement options, the sorted token array (value
@@ -406,7 +413,7 @@ CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size
  * Tags and zones are metadata and not included.
  * Thread-safety: as chr_ring_lookup. Since: 0.1.
  */
-CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint);
+CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Snapshots: many reads against one consistent view                        */
@@ -422,10 +429,10 @@ typedef struct chr_snapshot chr_snapshot;
  * Thread-safety: any thread; the snapshot itself may be used by many
  * threads at once and released by any. Since: 0.1.
  */
-CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out);
+CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out) CHR_NOEXCEPT;
 
 /** Releases a snapshot; NULL is a no-op. Since: 0.1. */
-CHR_API void chr_snapshot_release(chr_snapshot *snap);
+CHR_API void chr_snapshot_release(chr_snapshot *snap) CHR_NOEXCEPT;
 
 /**
  * As chr_ring_lookup, without copying: `out` borrows from the snapshot.
@@ -433,7 +440,7 @@ CHR_API void chr_snapshot_release(chr_snapshot *snap);
  * Since: 0.1.
  */
 CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key, size_t key_len,
-                                       chr_node_view *out);
+                                       chr_node_view *out) CHR_NOEXCEPT;
 
 /**
  * Looks up `n` keys at once, for callers whose per-call cost dominates
@@ -444,20 +451,20 @@ CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key
  * Since: 0.1.
  */
 CHR_API chr_status chr_snapshot_lookup_batch(const chr_snapshot *snap, const void *const *keys,
-                                             const size_t *key_lens, size_t n, uint32_t *indices);
+                                             const size_t *key_lens, size_t n, uint32_t *indices) CHR_NOEXCEPT;
 
 /** As chr_ring_replicas, borrowing from the snapshot. Since: 0.1. */
 CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *key,
                                          size_t key_len, size_t n, chr_node_view *out,
-                                         size_t *count);
+                                         size_t *count) CHR_NOEXCEPT;
 
 /** Member `index` (0..node_count-1, ids in byte order). CHR_ERANGE past the end. Since: 0.1. */
-CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr_node_view *out);
+CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr_node_view *out) CHR_NOEXCEPT;
 
 /** Counts and fingerprint of the snapshot, as the ring versions. Since: 0.1. */
-CHR_API chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count);
-CHR_API chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count);
-CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *fingerprint);
+CHR_API chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count) CHR_NOEXCEPT;
+CHR_API chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count) CHR_NOEXCEPT;
+CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *fingerprint) CHR_NOEXCEPT;
 
 /**
  * Token `index` of the sorted token array (0..token_count-1): its 64-bit
@@ -466,7 +473,7 @@ CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *
  * Since: 0.1.
  */
 CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, uint64_t *value,
-                                      uint32_t *node_index);
+                                      uint32_t *node_index) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Hashers and plugins                                                      */
@@ -510,7 +517,7 @@ typedef struct chr_hasher_info {
  *         CHR_ENOMEM.
  * Thread-safety: any thread. Since: 0.1.
  */
-CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded);
+CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded) CHR_NOEXCEPT;
 
 /**
  * Lists the available hashers, after discovering plugins in the default
@@ -521,7 +528,7 @@ CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded);
  * Thread-safety: any thread. Since: 0.1.
  */
 CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out, size_t capacity,
-                                   size_t *count);
+                                   size_t *count) CHR_NOEXCEPT;
 
 /**
  * Registers a hasher in this process (see chring_plugin.h for the
@@ -532,7 +539,7 @@ CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out,
  *         CHR_EEXIST (name taken: the first one keeps working); CHR_ENOMEM.
  * Thread-safety: any thread. Since: 0.1.
  */
-CHR_API chr_status chr_hasher_register(const chr_hasher *hasher);
+CHR_API chr_status chr_hasher_register(const chr_hasher *hasher) CHR_NOEXCEPT;
 
 /**
  * Hashes bytes with the named hasher (discovering plugins if needed), as a
@@ -541,7 +548,7 @@ CHR_API chr_status chr_hasher_register(const chr_hasher *hasher);
  * Thread-safety: any thread. Since: 0.1.
  */
 CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed,
-                                   uint64_t *out);
+                                   uint64_t *out) CHR_NOEXCEPT;
 
 /**
  * The named hasher's full digest of `data` (e.g. the 16 MD5 bytes).
@@ -552,7 +559,7 @@ CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t le
  * Thread-safety: any thread. Since: 0.1.
  */
 CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t len,
-                                     unsigned char *out, size_t capacity, size_t *digest_size);
+                                     unsigned char *out, size_t capacity, size_t *digest_size) CHR_NOEXCEPT;
 
 #ifdef __cplusplus
 }

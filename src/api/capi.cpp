@@ -1,68 +1,50 @@
-// Every extern "C" entry point, each behind one exception firewall.
+// Every extern "C" entry point: each is noexcept (chring.h declares them
+// so for C++), checks its arguments with validate.hpp, and runs whatever can
+// throw through guarded() (firewall.hpp), so no exception reaches C.
 #include <cstddef>
 #include <cstring>
 #include <new>
 
 #include "chring.h"
 #include "errors.hpp"
+#include "firewall.hpp"
 #include "hashers.hpp"
+#include "placement.hpp"
 #include "plugins.hpp"
 #include "ring.hpp"
+#include "validate.hpp"
 
 namespace {
 
+using chring::check_buffer;
+using chring::check_bytes;
+using chring::check_id;
+using chring::check_key;
+using chring::empty_ring;
 using chring::fail;
+using chring::guarded;
 using chring::Node;
+using chring::NodeCache;
+using chring::null_arg;
 using chring::Ring;
 using chring::Snapshot;
-
-// Runs `body` and maps anything it throws to a status: bad_alloc to
-// CHR_ENOMEM, anything else to CHR_EINTERNAL. Nothing escapes to C.
-template <class F>
-chr_status guarded(const char *who, F &&body) noexcept {
-    try {
-        return body();
-    } catch (const std::bad_alloc &) {
-        return fail(CHR_ENOMEM, "%s: out of memory", who);
-    } catch (const std::exception &e) {
-        return fail(CHR_EINTERNAL, "%s: internal error: %s", who, e.what());
-    } catch (...) {
-        return fail(CHR_EINTERNAL, "%s: internal error: unknown exception", who);
-    }
-}
+using chring::too_small;
 
 Ring *impl(chr_ring *r) { return reinterpret_cast<Ring *>(r); }
 const Ring *impl(const chr_ring *r) { return reinterpret_cast<const Ring *>(r); }
 const Snapshot *impl(const chr_snapshot *s) { return reinterpret_cast<const Snapshot *>(s); }
 
-chr_status null_arg(const char *who, const char *what) {
-    return fail(CHR_EINVAL, "%s: %s is NULL", who, what);
-}
-
-__attribute__((noinline, cold)) chr_status null_key(const char *who, size_t len) {
-    return fail(CHR_EINVAL, "%s: key is NULL with length %zu", who, len);
-}
-
-chr_status check_key(const char *who, const void *key, size_t len) {
-    if (__builtin_expect(!key && len, 0)) return null_key(who, len);
-    return CHR_OK;
-}
-
-chr_status empty_ring(const char *who) {
-    return fail(CHR_EEMPTY, "%s: the ring has no node with tokens", who);
-}
-
 // RefFields is chr_node_ref's first 64 bytes, field for field.
-static_assert(offsetof(chr_node_ref, tag) == offsetof(Snapshot::RefFields, tag) &&
-                  offsetof(chr_node_ref, ownership) == offsetof(Snapshot::RefFields, ownership) &&
-                  offsetof(chr_node_ref, weight) == offsetof(Snapshot::RefFields, weight) &&
-                  offsetof(chr_node_ref, tokens) == offsetof(Snapshot::RefFields, tokens) &&
-                  offsetof(chr_node_ref, index) == offsetof(Snapshot::RefFields, index) &&
-                  offsetof(chr_node_ref, id_len) == offsetof(Snapshot::RefFields, id_len) &&
-                  offsetof(chr_node_ref, zone_len) == offsetof(Snapshot::RefFields, zone_len) &&
-                  offsetof(chr_node_ref, reserved0) == offsetof(Snapshot::RefFields, reserved0) &&
-                  offsetof(chr_node_ref, id) == offsetof(Snapshot::RefFields, short_id) &&
-                  sizeof(Snapshot::RefFields) == 64,
+static_assert(offsetof(chr_node_ref, tag) == offsetof(NodeCache::RefFields, tag) &&
+                  offsetof(chr_node_ref, ownership) == offsetof(NodeCache::RefFields, ownership) &&
+                  offsetof(chr_node_ref, weight) == offsetof(NodeCache::RefFields, weight) &&
+                  offsetof(chr_node_ref, tokens) == offsetof(NodeCache::RefFields, tokens) &&
+                  offsetof(chr_node_ref, index) == offsetof(NodeCache::RefFields, index) &&
+                  offsetof(chr_node_ref, id_len) == offsetof(NodeCache::RefFields, id_len) &&
+                  offsetof(chr_node_ref, zone_len) == offsetof(NodeCache::RefFields, zone_len) &&
+                  offsetof(chr_node_ref, reserved0) == offsetof(NodeCache::RefFields, reserved0) &&
+                  offsetof(chr_node_ref, id) == offsetof(NodeCache::RefFields, short_id) &&
+                  sizeof(NodeCache::RefFields) == 64,
               "RefFields mirrors the head of chr_node_ref");
 
 // The rest of a chr_node_ref whose id is longer than the head holds, or
@@ -70,22 +52,22 @@ static_assert(offsetof(chr_node_ref, tag) == offsetof(Snapshot::RefFields, tag) 
 __attribute__((noinline)) void fill_ref_rest(const Snapshot &s, uint32_t index,
                                              chr_node_ref *out) noexcept {
     const chr_node_view &v = s.view(index);
-    if (v.id_len > Snapshot::kShortId) std::memcpy(out->id, v.id, v.id_len);
+    if (v.id_len > NodeCache::kShortId) std::memcpy(out->id, v.id, v.id_len);
     if (v.zone_len) std::memcpy(out->zone, v.zone, v.zone_len);
 }
 
-static_assert(offsetof(Snapshot::RefFields, zone_len) ==
-                  offsetof(Snapshot::RefFields, id_len) + sizeof(uint32_t),
+static_assert(offsetof(NodeCache::RefFields, zone_len) ==
+                  offsetof(NodeCache::RefFields, id_len) + sizeof(uint32_t),
               "fill_ref reads id_len and zone_len as one 64-bit word");
 
 void fill_ref(const Snapshot &s, uint32_t index, chr_node_ref *out) noexcept {
-    const Snapshot::RefFields &r = s.ref_fields(index);
+    const NodeCache::RefFields &r = s.ref_fields(index);
     std::memcpy(out, &r, sizeof r);  // one line, constant size: inlined
     // One test for both id_len <= kShortId and zone_len == 0 (on a big-endian
     // machine it always fails, and fill_ref_rest tests each: still right).
     uint64_t lengths;
     std::memcpy(&lengths, &r.id_len, sizeof lengths);
-    if (__builtin_expect(lengths > Snapshot::kShortId, 0)) fill_ref_rest(s, index, out);
+    if (__builtin_expect(lengths > NodeCache::kShortId, 0)) fill_ref_rest(s, index, out);
 }
 
 // Shared by the ring and snapshot versions of replicas; `emit(i, node_index)`
@@ -110,13 +92,13 @@ chr_status check_replica_args(const char *who, const void *key, size_t len, size
 
 extern "C" {
 
-CHR_API uint32_t chr_version(void) { return CHR_VERSION_NUMBER; }
+CHR_API uint32_t chr_version(void) noexcept { return CHR_VERSION_NUMBER; }
 
-CHR_API const char *chr_strerror(chr_status status) { return chring::status_text(status); }
+CHR_API const char *chr_strerror(chr_status status) noexcept { return chring::status_text(status); }
 
-CHR_API const char *chr_last_error(void) { return chring::last_error(); }
+CHR_API const char *chr_last_error(void) noexcept { return chring::last_error(); }
 
-CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) {
+CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) noexcept {
     static const char *who = "chr_options_init";
     if (!opts) return null_arg(who, "opts");
     if (version < 1 || version > CHR_OPTIONS_VERSION)
@@ -128,55 +110,58 @@ CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) {
     return CHR_OK;
 }
 
-CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) {
+CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) noexcept {
     static const char *who = "chr_ring_new";
-    // Checked here: Ring::create only ever sees the local `r` below.
     if (!out) return null_arg(who, "out");
-    *out = nullptr;  // also when create throws (CHR_ENOMEM)
+    *out = nullptr;  // also when the build throws (CHR_ENOMEM)
+    chr_options o;
+    if (chr_status st = chring::read_options(who, opts, &o)) return st;
     return guarded(who, [&] {
-        Ring *r = nullptr;
-        chr_status st = Ring::create(opts, &r);
-        *out = reinterpret_cast<chr_ring *>(r);
-        return st;
+        chring::PlacementPtr placement;
+        if (chr_status st = chring::make_placement(&o, &placement, who)) return st;
+        *out = reinterpret_cast<chr_ring *>(new Ring(std::move(placement)));
+        return CHR_OK;
     });
 }
 
-CHR_API void chr_ring_free(chr_ring *ring) { delete impl(ring); }
+CHR_API void chr_ring_free(chr_ring *ring) noexcept { delete impl(ring); }
 
 CHR_API chr_status chr_ring_apply(chr_ring *ring, const chr_change *changes, size_t count,
-                                  size_t *failed_index) {
+                                  size_t *failed_index) noexcept {
     static const char *who = "chr_ring_apply";
     if (failed_index) *failed_index = count;
     if (!ring) return null_arg(who, "ring");
     if (!changes && count) return fail(CHR_EINVAL, "%s: changes is NULL with count %zu", who, count);
-    return guarded(who, [&] { return impl(ring)->apply(changes, count, failed_index, who); });
+    return guarded(who, [&] {
+        return impl(ring)->apply(changes, count, sizeof *changes, failed_index, who);
+    });
 }
 
 CHR_API chr_status chr_ring_add(chr_ring *ring, const void *id, size_t id_len, uint32_t weight,
-                                const void *zone, size_t zone_len, uint64_t tag) {
+                                const void *zone, size_t zone_len, uint64_t tag) noexcept {
     static const char *who = "chr_ring_add";
     if (!ring) return null_arg(who, "ring");
     chr_change c = {CHR_OP_ADD, weight, id, id_len, zone, zone_len, tag};
-    return guarded(who, [&] { return impl(ring)->apply(&c, 1, nullptr, who); });
+    return guarded(who, [&] { return impl(ring)->apply_one(c, who); });
 }
 
-CHR_API chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len) {
+CHR_API chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len) noexcept {
     static const char *who = "chr_ring_remove";
     if (!ring) return null_arg(who, "ring");
     chr_change c = {CHR_OP_REMOVE, 0, id, id_len, nullptr, 0, 0};
-    return guarded(who, [&] { return impl(ring)->apply(&c, 1, nullptr, who); });
+    return guarded(who, [&] { return impl(ring)->apply_one(c, who); });
 }
 
 CHR_API chr_status chr_ring_set_weight(chr_ring *ring, const void *id, size_t id_len,
-                                       uint32_t weight) {
+                                       uint32_t weight) noexcept {
     static const char *who = "chr_ring_set_weight";
     if (!ring) return null_arg(who, "ring");
     chr_change c = {CHR_OP_SET_WEIGHT, weight, id, id_len, nullptr, 0, 0};
-    return guarded(who, [&] { return impl(ring)->apply(&c, 1, nullptr, who); });
+    return guarded(who, [&] { return impl(ring)->apply_one(c, who); });
 }
 
 CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t key_len,
-                                   chr_node_ref *out) {
+                                   chr_node_ref *out) noexcept {
     static const char *who = "chr_ring_lookup";
     if (!ring) return null_arg(who, "ring");
     if (!out) return null_arg(who, "out");
@@ -191,7 +176,7 @@ CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t
 }
 
 CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size_t key_len,
-                                     size_t n, chr_node_ref *out, size_t *count) {
+                                     size_t n, chr_node_ref *out, size_t *count) noexcept {
     static const char *who = "chr_ring_replicas";
     if (!ring) return null_arg(who, "ring");
     if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
@@ -205,7 +190,7 @@ CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size
     });
 }
 
-CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count) {
+CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count) noexcept {
     static const char *who = "chr_ring_node_count";
     if (!ring) return null_arg(who, "ring");
     if (!count) return null_arg(who, "count");
@@ -215,7 +200,7 @@ CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count) {
     });
 }
 
-CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count) {
+CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count) noexcept {
     static const char *who = "chr_ring_token_count";
     if (!ring) return null_arg(who, "ring");
     if (!count) return null_arg(who, "count");
@@ -226,44 +211,40 @@ CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count) {
 }
 
 CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_t capacity,
-                                  size_t *count) {
+                                  size_t *count) noexcept {
     static const char *who = "chr_ring_nodes";
     if (!ring) return null_arg(who, "ring");
     if (!count) return null_arg(who, "count");
-    if (!out && capacity) return fail(CHR_EINVAL, "%s: out is NULL with capacity %zu", who, capacity);
+    if (chr_status st = check_buffer(who, out, capacity)) return st;
     return impl(ring)->read(who, [&](const Snapshot &s) {
         *count = s.node_count();
         if (capacity < s.node_count())
-            return fail(CHR_ERANGE, "%s: capacity %zu is less than the %zu members", who, capacity,
-                        s.node_count());
+            return too_small(who, capacity, s.node_count(), "members");
         for (size_t i = 0; i < s.node_count(); ++i) fill_ref(s, uint32_t(i), &out[i]);
         return CHR_OK;
     });
 }
 
 CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size_t id_len,
-                                      double *fraction) {
+                                      double *fraction) noexcept {
     static const char *who = "chr_ring_ownership";
     if (!ring) return null_arg(who, "ring");
     if (!fraction) return null_arg(who, "fraction");
-    if (!id && id_len) return fail(CHR_EINVAL, "%s: id is NULL with length %zu", who, id_len);
-    if (id_len == 0 || id_len > CHR_NODE_ID_MAX)
-        return fail(id_len ? CHR_ERANGE : CHR_EINVAL, "%s: node id is %zu bytes (1..%d allowed)", who,
-                    id_len, CHR_NODE_ID_MAX);
+    if (chr_status st = check_id(who, id, id_len)) return st;
     return guarded(who, [&] {
         std::string key(static_cast<const char *>(id), id_len);
         return impl(ring)->read(who, [&](const Snapshot &s) {
             int64_t i = s.find(key);
             if (i < 0)
-                return fail(CHR_ENOENT, "%s: no node '%.*s' in the ring", who,
-                            int(std::min<size_t>(id_len, 64)), key.data());
+                return fail(CHR_ENOENT, "%s: no node '%s' in the ring", who,
+                            chring::Quoted(key.data(), key.size()).c_str());
             *fraction = s.node(size_t(i)).ownership;
             return CHR_OK;
         });
     });
 }
 
-CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) {
+CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) noexcept {
     static const char *who = "chr_ring_fingerprint";
     if (!ring) return null_arg(who, "ring");
     if (!fingerprint) return null_arg(who, "fingerprint");
@@ -273,7 +254,7 @@ CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerpr
     });
 }
 
-CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out) {
+CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out) noexcept {
     static const char *who = "chr_ring_snapshot";
     if (!out) return null_arg(who, "out");
     *out = nullptr;
@@ -284,12 +265,12 @@ CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out) {
     return st;
 }
 
-CHR_API void chr_snapshot_release(chr_snapshot *snap) {
+CHR_API void chr_snapshot_release(chr_snapshot *snap) noexcept {
     if (snap) impl(snap)->release();
 }
 
 CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key, size_t key_len,
-                                       chr_node_view *out) {
+                                       chr_node_view *out) noexcept {
     static const char *who = "chr_snapshot_lookup";
     if (!snap) return null_arg(who, "snap");
     if (!out) return null_arg(who, "out");
@@ -302,7 +283,7 @@ CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key
 }
 
 CHR_API chr_status chr_snapshot_lookup_batch(const chr_snapshot *snap, const void *const *keys,
-                                             const size_t *key_lens, size_t n, uint32_t *indices) {
+                                             const size_t *key_lens, size_t n, uint32_t *indices) noexcept {
     static const char *who = "chr_snapshot_lookup_batch";
     if (!snap) return null_arg(who, "snap");
     if (n && (!keys || !key_lens || !indices))
@@ -319,7 +300,7 @@ CHR_API chr_status chr_snapshot_lookup_batch(const chr_snapshot *snap, const voi
 
 CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *key,
                                          size_t key_len, size_t n, chr_node_view *out,
-                                         size_t *count) {
+                                         size_t *count) noexcept {
     static const char *who = "chr_snapshot_replicas";
     if (!snap) return null_arg(who, "snap");
     if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
@@ -330,7 +311,7 @@ CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *k
     });
 }
 
-CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr_node_view *out) {
+CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr_node_view *out) noexcept {
     static const char *who = "chr_snapshot_node";
     if (!snap) return null_arg(who, "snap");
     if (!out) return null_arg(who, "out");
@@ -341,21 +322,21 @@ CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr
     return CHR_OK;
 }
 
-CHR_API chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count) {
+CHR_API chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count) noexcept {
     if (!snap) return null_arg("chr_snapshot_node_count", "snap");
     if (!count) return null_arg("chr_snapshot_node_count", "count");
     *count = impl(snap)->node_count();
     return CHR_OK;
 }
 
-CHR_API chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count) {
+CHR_API chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count) noexcept {
     if (!snap) return null_arg("chr_snapshot_token_count", "snap");
     if (!count) return null_arg("chr_snapshot_token_count", "count");
     *count = impl(snap)->token_count();
     return CHR_OK;
 }
 
-CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *fingerprint) {
+CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *fingerprint) noexcept {
     if (!snap) return null_arg("chr_snapshot_fingerprint", "snap");
     if (!fingerprint) return null_arg("chr_snapshot_fingerprint", "fingerprint");
     *fingerprint = impl(snap)->fingerprint();
@@ -363,7 +344,7 @@ CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *
 }
 
 CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, uint64_t *value,
-                                      uint32_t *node_index) {
+                                      uint32_t *node_index) noexcept {
     static const char *who = "chr_snapshot_token";
     if (!snap) return null_arg(who, "snap");
     if (!value) return null_arg(who, "value");
@@ -376,7 +357,7 @@ CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, ui
     return CHR_OK;
 }
 
-CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded) {
+CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded) noexcept {
     static const char *who = "chr_plugin_load";
     if (loaded) *loaded = 0;
     if (!path) return null_arg(who, "path");
@@ -384,17 +365,16 @@ CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded) {
 }
 
 CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out, size_t capacity,
-                                   size_t *count) {
+                                   size_t *count) noexcept {
     static const char *who = "chr_hasher_list";
     if (!count) return null_arg(who, "count");
-    if (!out && capacity) return fail(CHR_EINVAL, "%s: out is NULL with capacity %zu", who, capacity);
+    if (chr_status st = check_buffer(who, out, capacity)) return st;
     return guarded(who, [&] {
         chring::discover_plugins(plugin_dir);
         std::vector<chring::HasherPtr> all = chring::list_hashers();
         *count = all.size();
         if (capacity < all.size())
-            return fail(CHR_ERANGE, "%s: capacity %zu is less than the %zu hashers", who, capacity,
-                        all.size());
+            return too_small(who, capacity, all.size(), "hashers");
         for (size_t i = 0; i < all.size(); ++i) {
             // Registry entries are immutable and never removed: the strings stay valid.
             out[i].name = all[i]->name.c_str();
@@ -407,7 +387,7 @@ CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out,
     });
 }
 
-CHR_API chr_status chr_hasher_register(const chr_hasher *hasher) {
+CHR_API chr_status chr_hasher_register(const chr_hasher *hasher) noexcept {
     static const char *who = "chr_hasher_register";
     if (!hasher) return null_arg(who, "hasher");
     return guarded(who, [&] { return chring::register_hashers({hasher}, "registered", nullptr, who); });
@@ -415,17 +395,17 @@ CHR_API chr_status chr_hasher_register(const chr_hasher *hasher) {
 
 namespace {
 chr_status no_hasher(const char *who, const char *name) {
-    return fail(CHR_ENOHASHER, "%s: no hasher named '%.*s' is registered or found in a plugin", who,
-                CHR_HASHER_NAME_MAX, name);
+    return fail(CHR_ENOHASHER, "%s: no hasher named '%s' is registered or found in a plugin", who,
+                chring::Quoted(name, strnlen(name, CHR_HASHER_NAME_MAX + 1)).c_str());
 }
 }  // namespace
 
 CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed,
-                                   uint64_t *out) {
+                                   uint64_t *out) noexcept {
     static const char *who = "chr_hasher_hash";
     if (!name) return null_arg(who, "name");
     if (!out) return null_arg(who, "out");
-    if (!data && len) return fail(CHR_EINVAL, "%s: data is NULL with length %zu", who, len);
+    if (chr_status st = check_bytes(who, "data", data, len)) return st;
     return guarded(who, [&] {
         chring::HasherPtr h = chring::resolve_hasher(name, nullptr);
         if (!h) return no_hasher(who, name);
@@ -435,12 +415,12 @@ CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t le
 }
 
 CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t len,
-                                     unsigned char *out, size_t capacity, size_t *digest_size) {
+                                     unsigned char *out, size_t capacity, size_t *digest_size) noexcept {
     static const char *who = "chr_hasher_digest";
     if (!name) return null_arg(who, "name");
     if (!digest_size) return null_arg(who, "digest_size");
-    if (!out && capacity) return fail(CHR_EINVAL, "%s: out is NULL with capacity %zu", who, capacity);
-    if (!data && len) return fail(CHR_EINVAL, "%s: data is NULL with length %zu", who, len);
+    if (chr_status st = check_buffer(who, out, capacity)) return st;
+    if (chr_status st = check_bytes(who, "data", data, len)) return st;
     return guarded(who, [&] {
         chring::HasherPtr h = chring::resolve_hasher(name, nullptr);
         if (!h) return no_hasher(who, name);
