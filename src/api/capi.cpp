@@ -88,6 +88,28 @@ chr_status check_replica_args(const char *who, const void *key, size_t len, size
     return check_key(who, key, len);
 }
 
+// One value of the ring's current snapshot (a count, the fingerprint) into
+// *out, which the entry point calls `what`.
+template <class T, class Get>
+chr_status ring_value(const char *who, const chr_ring *ring, T *out, const char *what, Get &&get) {
+    if (!ring) return null_arg(who, "ring");
+    if (!out) return null_arg(who, what);
+    return impl(ring)->read(who, [&](const Snapshot &s) {
+        *out = get(s);
+        return CHR_OK;
+    });
+}
+
+// The same for a snapshot handle.
+template <class T, class Get>
+chr_status snapshot_value(const char *who, const chr_snapshot *snap, T *out, const char *what,
+                          Get &&get) {
+    if (!snap) return null_arg(who, "snap");
+    if (!out) return null_arg(who, what);
+    *out = get(*impl(snap));
+    return CHR_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -191,23 +213,13 @@ CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size
 }
 
 CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count) noexcept {
-    static const char *who = "chr_ring_node_count";
-    if (!ring) return null_arg(who, "ring");
-    if (!count) return null_arg(who, "count");
-    return impl(ring)->read(who, [&](const Snapshot &s) {
-        *count = s.node_count();
-        return CHR_OK;
-    });
+    return ring_value("chr_ring_node_count", ring, count, "count",
+                          [](const Snapshot &s) { return s.node_count(); });
 }
 
 CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count) noexcept {
-    static const char *who = "chr_ring_token_count";
-    if (!ring) return null_arg(who, "ring");
-    if (!count) return null_arg(who, "count");
-    return impl(ring)->read(who, [&](const Snapshot &s) {
-        *count = s.token_count();
-        return CHR_OK;
-    });
+    return ring_value("chr_ring_token_count", ring, count, "count",
+                          [](const Snapshot &s) { return s.token_count(); });
 }
 
 CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_t capacity,
@@ -245,13 +257,8 @@ CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size
 }
 
 CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) noexcept {
-    static const char *who = "chr_ring_fingerprint";
-    if (!ring) return null_arg(who, "ring");
-    if (!fingerprint) return null_arg(who, "fingerprint");
-    return impl(ring)->read(who, [&](const Snapshot &s) {
-        *fingerprint = s.fingerprint();
-        return CHR_OK;
-    });
+    return ring_value("chr_ring_fingerprint", ring, fingerprint, "fingerprint",
+                          [](const Snapshot &s) { return s.fingerprint(); });
 }
 
 CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out) noexcept {
@@ -311,36 +318,31 @@ CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *k
     });
 }
 
-CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr_node_view *out) noexcept {
+CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index,
+                                     chr_node_view *out) noexcept {
     static const char *who = "chr_snapshot_node";
     if (!snap) return null_arg(who, "snap");
     if (!out) return null_arg(who, "out");
     const Snapshot &s = *impl(snap);
-    if (index >= s.node_count())
-        return fail(CHR_ERANGE, "%s: index %zu is past the %zu members", who, index, s.node_count());
+    if (chr_status st = chring::check_index(who, index, s.node_count(), "members")) return st;
     *out = s.view(index);
     return CHR_OK;
 }
 
 CHR_API chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count) noexcept {
-    if (!snap) return null_arg("chr_snapshot_node_count", "snap");
-    if (!count) return null_arg("chr_snapshot_node_count", "count");
-    *count = impl(snap)->node_count();
-    return CHR_OK;
+    return snapshot_value("chr_snapshot_node_count", snap, count, "count",
+                          [](const Snapshot &s) { return s.node_count(); });
 }
 
 CHR_API chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count) noexcept {
-    if (!snap) return null_arg("chr_snapshot_token_count", "snap");
-    if (!count) return null_arg("chr_snapshot_token_count", "count");
-    *count = impl(snap)->token_count();
-    return CHR_OK;
+    return snapshot_value("chr_snapshot_token_count", snap, count, "count",
+                          [](const Snapshot &s) { return s.token_count(); });
 }
 
-CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *fingerprint) noexcept {
-    if (!snap) return null_arg("chr_snapshot_fingerprint", "snap");
-    if (!fingerprint) return null_arg("chr_snapshot_fingerprint", "fingerprint");
-    *fingerprint = impl(snap)->fingerprint();
-    return CHR_OK;
+CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap,
+                                            uint64_t *fingerprint) noexcept {
+    return snapshot_value("chr_snapshot_fingerprint", snap, fingerprint, "fingerprint",
+                          [](const Snapshot &s) { return s.fingerprint(); });
 }
 
 CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, uint64_t *value,
@@ -350,8 +352,7 @@ CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, ui
     if (!value) return null_arg(who, "value");
     if (!node_index) return null_arg(who, "node_index");
     const Snapshot &s = *impl(snap);
-    if (index >= s.token_count())
-        return fail(CHR_ERANGE, "%s: index %zu is past the %zu tokens", who, index, s.token_count());
+    if (chr_status st = chring::check_index(who, index, s.token_count(), "tokens")) return st;
     *value = s.token_value(index);
     *node_index = s.token_owner(index);
     return CHR_OK;

@@ -49,23 +49,21 @@ const char *status_text(chr_status status) noexcept {
 
 namespace {
 
-// Length of the valid UTF-8 sequence (2..4 bytes, no overlongs, no
-// surrogates) at s[i], or 0; its code point in *cp.
+// The valid UTF-8 sequence (2..4 bytes, no overlongs, no surrogates) at
+// s[i]: its length and code point in *cp, or 0.
 size_t utf8_sequence(const unsigned char *s, size_t n, size_t i, uint32_t *cp) noexcept {
-    const unsigned char b = s[i];
-    size_t len;
-    uint32_t c;
-    if (b >= 0xC2 && b <= 0xDF) { len = 2; c = b & 0x1Fu; }
-    else if (b >= 0xE0 && b <= 0xEF) { len = 3; c = b & 0x0Fu; }
-    else if (b >= 0xF0 && b <= 0xF4) { len = 4; c = b & 0x07u; }
-    else return 0;
-    if (i + len > n) return 0;
+    const unsigned char lead = s[i];
+    const size_t len = lead >= 0xF0 ? (lead <= 0xF4 ? 4 : 0) : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
+    if (len == 0 || i + len > n) return 0;
+    static constexpr uint32_t kLeadBits[5] = {0, 0, 0x1F, 0x0F, 0x07};
+    static constexpr uint32_t kSmallest[5] = {0, 0, 0x80, 0x800, 0x10000};
+    uint32_t c = lead & kLeadBits[len];
     for (size_t k = 1; k < len; ++k) {
         if ((s[i + k] & 0xC0) != 0x80) return 0;
-        c = (c << 6) | (s[i + k] & 0x3Fu);
+        c = c << 6 | (s[i + k] & 0x3Fu);
     }
-    if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10FFFF))) return 0;
-    if (c >= 0xD800 && c <= 0xDFFF) return 0;
+    const bool surrogate = c >= 0xD800 && c <= 0xDFFF;
+    if (c < kSmallest[len] || c > 0x10FFFF || surrogate) return 0;
     *cp = c;
     return len;
 }

@@ -33,6 +33,12 @@ chr_status empty_ring(const char *who) {
     return fail(CHR_EEMPTY, "%s: the ring has no node with tokens", who);
 }
 
+chr_status check_index(const char *who, size_t index, size_t count, const char *what) {
+    if (index >= count)
+        return fail(CHR_ERANGE, "%s: index %zu is past the %zu %s", who, index, count, what);
+    return CHR_OK;
+}
+
 chr_status check_change(const char *who, const chr_change &c, size_t index) {
     if (c.op != CHR_OP_ADD && c.op != CHR_OP_REMOVE && c.op != CHR_OP_SET_WEIGHT)
         return fail(CHR_EINVAL, "%s: change %zu has unknown op %u (1..3)", who, index, c.op);

@@ -40,6 +40,9 @@ chr_status too_small(const char *who, size_t capacity, size_t needed, const char
 
 chr_status empty_ring(const char *who);
 
+// CHR_ERANGE unless index < count (what: "members", "tokens").
+chr_status check_index(const char *who, size_t index, size_t count, const char *what);
+
 // A batch change's own fields (op, id, weight, zone), before the ring
 // checks it against the membership; `index` names it in messages.
 chr_status check_change(const char *who, const chr_change &c, size_t index);
