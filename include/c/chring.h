@@ -222,6 +222,51 @@ typedef struct chr_options {
  */
 CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) CHR_NOEXCEPT;
 
+#define CHR_PLACEMENT_INFO_VERSION 1
+
+/** Set in chr_placement_info.flags: seed and tokens_per_weight change the points. */
+#define CHR_PLACEMENT_SEEDED 0x1u
+
+/**
+ * What a placement is and what it requires: the one home of the rule
+ * "which hasher a placement needs". Set `version` (CHR_PLACEMENT_INFO_INIT)
+ * before the call; the library fills the fields of that version.
+ */
+typedef struct chr_placement_info {
+    uint32_t version;       /**< in: CHR_PLACEMENT_INFO_VERSION (1..current accepted) */
+    int32_t mode;           /**< CHR_PLACEMENT_* */
+    const char *name;       /**< "native", "ketama", "ketama-unweighted", "nginx" */
+    const char *summary;    /**< one line for help texts */
+    const char *hasher;     /**< the hasher it is defined with; NULL: any (NULL in
+                                 chr_options picks CHR_DEFAULT_HASHER) */
+    uint32_t digest_size;   /**< the exact digest size, bytes, it needs of that hasher; 0: none */
+    uint32_t flags;         /**< CHR_PLACEMENT_SEEDED, or 0 (seed and tokens_per_weight ignored) */
+} chr_placement_info;
+
+#define CHR_PLACEMENT_INFO_INIT { CHR_PLACEMENT_INFO_VERSION, 0, NULL, NULL, NULL, 0, 0 }
+
+/**
+ * Describes placement `mode`. Modes are numbered from 0 without gaps: ask
+ * 0, 1, 2, ... until CHR_ENOTSUP to list those this library provides.
+ * @param mode  CHR_PLACEMENT_*
+ * @param out   its `version` set by the caller; receives the description.
+ *              The strings are static: valid for the life of the process.
+ * @return CHR_OK; CHR_EINVAL (NULL out); CHR_EVERSION (out->version not in
+ *         1..CHR_PLACEMENT_INFO_VERSION); CHR_ENOTSUP (no such mode in this
+ *         library).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_placement_describe(int32_t mode, chr_placement_info *out) CHR_NOEXCEPT;
+
+/**
+ * The mode of the placement called `name` (as chr_placement_info.name,
+ * NUL-terminated, exact match).
+ * @return CHR_OK; CHR_EINVAL (NULL name or mode); CHR_ENOTSUP (no placement
+ *         of that name in this library).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_placement_find(const char *name, int32_t *mode) CHR_NOEXCEPT;
+
 /* ------------------------------------------------------------------------ */
 /* Nodes as returned to callers                                             */
 /* ------------------------------------------------------------------------ */

@@ -146,6 +146,33 @@ CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) noexcep
     });
 }
 
+CHR_API chr_status chr_placement_describe(int32_t mode, chr_placement_info *out) noexcept {
+    static const char *who = "chr_placement_describe";
+    if (!out) return null_arg(who, "out");
+    if (out->version < 1 || out->version > CHR_PLACEMENT_INFO_VERSION)
+        return fail(CHR_EVERSION, "%s: version %u is not supported (1..%d)", who, out->version,
+                    CHR_PLACEMENT_INFO_VERSION);
+    const chring::PlacementOps *ops = chring::find_placement(mode);
+    if (!ops) return chring::no_placement(who, mode);
+    // Version 1 is the whole struct today; later versions fill by version.
+    *out = {out->version, ops->mode,        ops->name,
+            ops->summary, ops->hasher,      ops->digest_size,
+            ops->seeded ? CHR_PLACEMENT_SEEDED : 0u};
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_placement_find(const char *name, int32_t *mode) noexcept {
+    static const char *who = "chr_placement_find";
+    if (!name) return null_arg(who, "name");
+    if (!mode) return null_arg(who, "mode");
+    const chring::PlacementOps *ops = chring::find_placement(name);
+    if (!ops)
+        return fail(CHR_ENOTSUP, "%s: no placement named '%s' in this library", who,
+                    chring::Quoted(name, std::strlen(name)).c_str());
+    *mode = ops->mode;
+    return CHR_OK;
+}
+
 CHR_API void chr_ring_free(chr_ring *ring) noexcept { delete impl(ring); }
 
 CHR_API chr_status chr_ring_apply(chr_ring *ring, const chr_change *changes, size_t count,

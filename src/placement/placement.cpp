@@ -30,12 +30,15 @@ const PlacementOps *find_placement(const char *name) noexcept {
     return nullptr;
 }
 
+chr_status no_placement(const char *who, int32_t mode) {
+    return fail(CHR_ENOTSUP, "%s: placement mode %d is not available in this build (0..%d)", who,
+                mode, kPlacementCount - 1);
+}
+
 chr_status make_placement(const chr_options *opts, PlacementPtr *out, const char *who) {
     const chr_options &o = *opts;
     const PlacementOps *ops = find_placement(o.placement);
-    if (!ops)
-        return fail(CHR_ENOTSUP, "%s: placement mode %d is not available in this build (0..%d)",
-                    who, o.placement, kPlacementCount - 1);
+    if (!ops) return no_placement(who, o.placement);
     const char *name = o.hasher ? o.hasher : CHR_DEFAULT_HASHER;
     if (ops->hasher) {
         if (o.hasher && std::strcmp(o.hasher, ops->hasher) != 0)

@@ -49,6 +49,8 @@ extern const PlacementOps nginx_placement;              // nginx.cpp
 // The row of `mode` / of the placement called `name`, or nullptr.
 const PlacementOps *find_placement(int32_t mode) noexcept;
 const PlacementOps *find_placement(const char *name) noexcept;
+// CHR_ENOTSUP: no placement `mode` in this library.
+chr_status no_placement(const char *who, int32_t mode);
 
 // What decides where tokens and keys land; fixed for a ring's lifetime.
 struct Placement {
