@@ -39,7 +39,19 @@
  *   code. On failure a message naming the function and the bad value is
  *   kept per thread (chr_last_error()); success leaves it untouched. No
  *   C++ exception crosses this API. Out of memory is CHR_ENOMEM. A failed
- *   update leaves the ring exactly as it was.
+ *   update leaves the ring exactly as it was. Ids and names from the
+ *   caller appear in messages spelled as the CLI spells ids: printable
+ *   ASCII and valid UTF-8 as they are; controls, bidirectional overrides,
+ *   space, '%', backslash and invalid UTF-8 as %XX; at most 64 bytes, then
+ *   "...".
+ *
+ * SIZE QUERIES
+ *   Calls that fill a caller buffer (chr_ring_nodes, chr_hasher_list,
+ *   chr_hasher_digest) take a capacity and report the size needed. Passing
+ *   out = NULL with capacity 0 asks only the size: the call returns
+ *   CHR_ERANGE with the size (CHR_OK if it is 0), and, being a question
+ *   rather than a failure, leaves chr_last_error() untouched. A real
+ *   buffer that is too small is a failure and sets the message.
  *
  * OWNERSHIP MODEL
  *   `_new(&out)` hands you an object to release with its `_free` /
@@ -273,7 +285,10 @@ CHR_API chr_status chr_placement_find(const char *name, int32_t *mode) CHR_NOEXC
 
 /**
  * A copy of one member, filled by calls on a ring. Owns its bytes: keep it
- * as long as you like. Only the first id_len / zone_len bytes are written.
+ * as long as you like. Written: every field before `id`; of `id`, the first
+ * id_len bytes, and when id_len <= 24 the first 24 bytes (the id, then zero
+ * bytes: the copy is one 64-byte line); of `zone`, the first zone_len
+ * bytes. The rest of `id` and `zone` is left as the caller had it.
  */
 typedef struct chr_node_ref {
     uint64_t tag;                     /**< the caller's tag given at add (e.g. a peer index) */
@@ -317,9 +332,12 @@ typedef struct chr_ring chr_ring;
  * @param opts  options, or NULL for the defaults (xxh3, 160 tokens per
  *              weight, seed 0, native placement). Copied: not kept.
  * @param out   receives the ring; set to NULL on failure.
- * @return CHR_OK; CHR_EINVAL (NULL out, reserved field set); CHR_EVERSION;
- *         CHR_ERANGE (tokens_per_weight); CHR_ENOHASHER; CHR_ENOTSUP
- *         (placement); CHR_ENOMEM.
+ * @return CHR_OK; CHR_EINVAL (NULL out, reserved field set, a compatibility
+ *         placement with a hasher other than its own: chr_placement_describe
+ *         names it); CHR_EVERSION; CHR_ERANGE (tokens_per_weight);
+ *         CHR_ENOHASHER (no hasher of that name, or a compatibility
+ *         placement's hasher without exactly the digest size it needs);
+ *         CHR_ENOTSUP (placement); CHR_ENOMEM.
  * Thread-safety: any thread. Ownership: release with chr_ring_free().
  * Since: 0.1.
  */
@@ -371,7 +389,12 @@ CHR_API chr_status chr_ring_set_weight(chr_ring *ring, const void *id, size_t id
 #define CHR_OP_REMOVE 2
 #define CHR_OP_SET_WEIGHT 3
 
-/** One change of a batch. Fields a given op does not use are ignored. */
+/**
+ * One change of a batch. Fields a given op does not use are ignored.
+ * Fields are only appended: chr_ring_apply2() takes sizeof(chr_change) as
+ * the caller compiled it, so a later version's larger struct keeps working
+ * with this library and this one's with a later library.
+ */
 typedef struct chr_change {
     uint32_t op;          /**< CHR_OP_* */
     uint32_t weight;      /**< ADD, SET_WEIGHT */
@@ -394,6 +417,22 @@ typedef struct chr_change {
  */
 CHR_API chr_status chr_ring_apply(chr_ring *ring, const chr_change *changes, size_t count,
                                   size_t *failed_index) CHR_NOEXCEPT;
+
+/**
+ * As chr_ring_apply, for an array whose elements are `change_size` bytes:
+ * pass sizeof(chr_change). Change i starts at (const char *)changes + i *
+ * change_size. A change_size larger than this library's chr_change is
+ * accepted when the bytes past it are all zero (fields it does not know,
+ * left at their defaults); a nonzero byte there is CHR_ENOTSUP for that
+ * change, since the library cannot honour a field it does not have.
+ * chr_ring_apply(r, c, n, f) is chr_ring_apply2(r, c, n, sizeof *c, f) for
+ * the chr_change of version 0.1 (48 bytes).
+ * @param change_size  bytes per element, at least 48 (version 0.1's struct)
+ * @return as chr_ring_apply; also CHR_EINVAL for change_size < 48.
+ * Thread-safety: as chr_ring_add. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_apply2(chr_ring *ring, const void *changes, size_t count,
+                                   size_t change_size, size_t *failed_index) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Lookups on the ring (readers)                                            */
@@ -433,7 +472,8 @@ CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count) CHR
 /**
  * Copies every member, ids in byte order, into `out` (room for `capacity`).
  * @param count  receives the number of members; on CHR_ERANGE, the
- *               capacity needed (out may be NULL with capacity 0 to ask).
+ *               capacity needed (out NULL with capacity 0 asks without
+ *               touching chr_last_error(): see SIZE QUERIES).
  * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (capacity too small); CHR_ENOMEM.
  * Thread-safety: as chr_ring_lookup. Since: 0.1.
  */
@@ -455,7 +495,9 @@ CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size
  * fingerprints route every key, and every replica list, the same; rings
  * built from the same options and membership have equal fingerprints
  * whatever the order of the calls that built them, on every platform.
- * Tags and zones are metadata and not included.
+ * Tags and zones are metadata and not included. A compatibility placement
+ * ignores seed and tokens_per_weight, so rings that differ only in those
+ * are the same ring and have equal fingerprints.
  * Thread-safety: as chr_ring_lookup. Since: 0.1.
  */
 CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) CHR_NOEXCEPT;
@@ -568,7 +610,8 @@ CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded) CHR_NOEXCEP
  * Lists the available hashers, after discovering plugins in the default
  * places and in `plugin_dir` (NULL for none).
  * @param count  receives the number of hashers; on CHR_ERANGE the capacity
- *               needed (out may be NULL with capacity 0 to ask).
+ *               needed (out NULL with capacity 0 asks without touching
+ *               chr_last_error(): see SIZE QUERIES).
  * @return CHR_OK; CHR_EINVAL; CHR_ERANGE; CHR_ENOMEM.
  * Thread-safety: any thread. Since: 0.1.
  */
@@ -598,7 +641,9 @@ CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t le
 /**
  * The named hasher's full digest of `data` (e.g. the 16 MD5 bytes).
  * @param out          room for `capacity` bytes
- * @param digest_size  receives the digest's size (also on CHR_ERANGE)
+ * @param digest_size  receives the digest's size (also on CHR_ERANGE; out
+ *                     NULL with capacity 0 asks without touching
+ *                     chr_last_error(): see SIZE QUERIES)
  * @return CHR_OK; CHR_EINVAL; CHR_ENOHASHER; CHR_ENOTSUP (the hasher has no
  *         digest); CHR_ERANGE (capacity too small).
  * Thread-safety: any thread. Since: 0.1.

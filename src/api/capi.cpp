@@ -88,6 +88,20 @@ chr_status check_replica_args(const char *who, const void *key, size_t len, size
     return check_key(who, key, len);
 }
 
+// chr_ring_apply and chr_ring_apply2: a batch of `change_size`-byte changes.
+chr_status apply_batch(const char *who, chr_ring *ring, const void *changes, size_t count,
+                       size_t change_size, size_t *failed_index) {
+    if (failed_index) *failed_index = count;
+    if (!ring) return null_arg(who, "ring");
+    if (!changes && count) return fail(CHR_EINVAL, "%s: changes is NULL with count %zu", who, count);
+    if (change_size < Ring::kChangeV1Size)
+        return fail(CHR_EINVAL, "%s: change_size %zu is less than the %zu bytes of chr_change 0.1",
+                    who, change_size, Ring::kChangeV1Size);
+    return guarded(who, [&] {
+        return impl(ring)->apply(changes, count, change_size, failed_index, who);
+    });
+}
+
 // One value of the ring's current snapshot (a count, the fingerprint) into
 // *out, which the entry point calls `what`.
 template <class T, class Get>
@@ -177,13 +191,12 @@ CHR_API void chr_ring_free(chr_ring *ring) noexcept { delete impl(ring); }
 
 CHR_API chr_status chr_ring_apply(chr_ring *ring, const chr_change *changes, size_t count,
                                   size_t *failed_index) noexcept {
-    static const char *who = "chr_ring_apply";
-    if (failed_index) *failed_index = count;
-    if (!ring) return null_arg(who, "ring");
-    if (!changes && count) return fail(CHR_EINVAL, "%s: changes is NULL with count %zu", who, count);
-    return guarded(who, [&] {
-        return impl(ring)->apply(changes, count, sizeof *changes, failed_index, who);
-    });
+    return apply_batch("chr_ring_apply", ring, changes, count, Ring::kChangeV1Size, failed_index);
+}
+
+CHR_API chr_status chr_ring_apply2(chr_ring *ring, const void *changes, size_t count,
+                                   size_t change_size, size_t *failed_index) noexcept {
+    return apply_batch("chr_ring_apply2", ring, changes, count, change_size, failed_index);
 }
 
 CHR_API chr_status chr_ring_add(chr_ring *ring, const void *id, size_t id_len, uint32_t weight,
@@ -258,7 +271,7 @@ CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_
     return impl(ring)->read(who, [&](const Snapshot &s) {
         *count = s.node_count();
         if (capacity < s.node_count())
-            return too_small(who, capacity, s.node_count(), "members");
+            return too_small(who, out, capacity, s.node_count(), "members");
         for (size_t i = 0; i < s.node_count(); ++i) fill_ref(s, uint32_t(i), &out[i]);
         return CHR_OK;
     });
@@ -402,7 +415,7 @@ CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out,
         std::vector<chring::HasherPtr> all = chring::list_hashers();
         *count = all.size();
         if (capacity < all.size())
-            return too_small(who, capacity, all.size(), "hashers");
+            return too_small(who, out, capacity, all.size(), "hashers");
         for (size_t i = 0; i < all.size(); ++i) {
             // Registry entries are immutable and never removed: the strings stay valid.
             out[i].name = all[i]->name.c_str();
@@ -456,8 +469,7 @@ CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t 
         if (!h->digest)
             return fail(CHR_ENOTSUP, "%s: hasher '%s' has no full digest", who, h->name.c_str());
         if (capacity < h->digest_size)
-            return fail(CHR_ERANGE, "%s: capacity %zu is less than the %u-byte digest of '%s'", who,
-                        capacity, h->digest_size, h->name.c_str());
+            return too_small(who, out, capacity, h->digest_size, "bytes of the digest");
         h->digest(data, len, out);
         return CHR_OK;
     });

@@ -25,7 +25,9 @@ chr_status check_buffer(const char *who, const void *out, size_t capacity) {
     return CHR_OK;
 }
 
-chr_status too_small(const char *who, size_t capacity, size_t needed, const char *what) {
+chr_status too_small(const char *who, const void *out, size_t capacity, size_t needed,
+                     const char *what) {
+    if (!out && capacity == 0) return CHR_ERANGE;  // a size query: chr_last_error() untouched
     return fail(CHR_ERANGE, "%s: capacity %zu is less than the %zu %s", who, capacity, needed, what);
 }
 

@@ -36,7 +36,9 @@ chr_status check_id(const char *who, const void *id, size_t len);
 chr_status check_buffer(const char *who, const void *out, size_t capacity);
 
 // CHR_ERANGE: `needed` entries do not fit in `capacity` (what: "members").
-chr_status too_small(const char *who, size_t capacity, size_t needed, const char *what);
+// A size query (out NULL, capacity 0) is not a failure: no message then.
+chr_status too_small(const char *who, const void *out, size_t capacity, size_t needed,
+                     const char *what);
 
 chr_status empty_ring(const char *who);
 
