@@ -583,6 +583,7 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_pool_cleanup_t                *cln;
     ngx_http_upstream_srv_conf_t      *uscf;
     ngx_http_compile_complex_value_t   ccv;
+    chr_placement_info                 info;
 
     if (ccf->configured) {
         return "is duplicate";
@@ -613,23 +614,31 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
-    if (ccf->options.placement == CHR_PLACEMENT_NGINX
+    /* What the placement requires comes from the library itself. */
+    info = (chr_placement_info) CHR_PLACEMENT_INFO_INIT;
+    if (chr_placement_describe(ccf->options.placement, &info) != CHR_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chring: %s", chr_last_error());
+        return NGX_CONF_ERROR;
+    }
+
+    if (!(info.flags & CHR_PLACEMENT_SEEDED)
         && (seen & (NGX_HTTP_CHRING_SEEN_TOKENS|NGX_HTTP_CHRING_SEEN_SEED)))
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "chring: \"tokens\" and \"seed\" have no effect "
-                           "with \"placement=nginx\" (nginx places 160 "
-                           "points per unit of weight, without a seed)");
+                           "with \"placement=%s\" (it places its own points, "
+                           "without a seed)", info.name);
         return NGX_CONF_ERROR;
     }
 
-    if (ccf->options.placement == CHR_PLACEMENT_NGINX
+    if (info.hasher != NULL
         && ccf->options.hasher != NULL
-        && ngx_strcmp(ccf->options.hasher, "crc32") != 0)
+        && ngx_strcmp(ccf->options.hasher, info.hasher) != 0)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "chring: \"placement=nginx\" hashes with crc32, "
-                           "as nginx does, not \"%s\"", ccf->options.hasher);
+                           "chring: \"placement=%s\" hashes with %s, "
+                           "as the original does, not \"%s\"",
+                           info.name, info.hasher, ccf->options.hasher);
         return NGX_CONF_ERROR;
     }
 

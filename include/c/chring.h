@@ -39,7 +39,19 @@
  *   code. On failure a message naming the function and the bad value is
  *   kept per thread (chr_last_error()); success leaves it untouched. No
  *   C++ exception crosses this API. Out of memory is CHR_ENOMEM. A failed
- *   update leaves the ring exactly as it was.
+ *   update leaves the ring exactly as it was. Ids and names from the
+ *   caller appear in messages spelled as the CLI spells ids: printable
+ *   ASCII and valid UTF-8 as they are; controls, bidirectional overrides,
+ *   space, '%', backslash and invalid UTF-8 as %XX; at most 64 bytes, then
+ *   "...".
+ *
+ * SIZE QUERIES
+ *   Calls that fill a caller buffer (chr_ring_nodes, chr_hasher_list,
+ *   chr_hasher_digest) take a capacity and report the size needed. Passing
+ *   out = NULL with capacity 0 asks only the size: the call returns
+ *   CHR_ERANGE with the size (CHR_OK if it is 0), and, being a question
+ *   rather than a failure, leaves chr_last_error() untouched. A real
+ *   buffer that is too small is a failure and sets the message.
  *
  * OWNERSHIP MODEL
  *   `_new(&out)` hands you an object to release with its `_free` /
@@ -69,6 +81,13 @@ extern "C" {
 #define CHR_API
 #endif
 
+/* No function of this API throws: C++ sees each as noexcept. */
+#if defined(__cplusplus)
+#define CHR_NOEXCEPT noexcept
+#else
+#define CHR_NOEXCEPT
+#endif
+
 /* ------------------------------------------------------------------------ */
 /* Version                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -86,7 +105,7 @@ extern "C" {
  * The version of the library actually loaded, as CHR_VERSION_NUMBER.
  * Thread-safety: any thread. Since: 0.1.
  */
-CHR_API uint32_t chr_version(void);
+CHR_API uint32_t chr_version(void) CHR_NOEXCEPT;
 
 /**
  * The version of the library actually loaded, as text "MAJOR.MINOR.PATCH"
@@ -95,7 +114,7 @@ CHR_API uint32_t chr_version(void);
  * Thread-safety: any thread. Ownership: static storage; never free it.
  * Since: 0.1.
  */
-CHR_API const char *chr_version_string(void);
+CHR_API const char *chr_version_string(void) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                   */
@@ -126,7 +145,7 @@ typedef int chr_status;
  * generic text). Thread-safety: any thread. Ownership: static storage.
  * Since: 0.1.
  */
-CHR_API const char *chr_strerror(chr_status status);
+CHR_API const char *chr_strerror(chr_status status) CHR_NOEXCEPT;
 
 /**
  * The message of the last failed call made by this thread, naming the
@@ -135,7 +154,7 @@ CHR_API const char *chr_strerror(chr_status status);
  * failing chring call. Successful calls do not change it.
  * Thread-safety: per thread. Since: 0.1.
  */
-CHR_API const char *chr_last_error(void);
+CHR_API const char *chr_last_error(void) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Limits                                                                   */
@@ -222,7 +241,52 @@ typedef struct chr_options {
  *         not in 1..CHR_OPTIONS_VERSION.
  * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
  */
-CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version);
+CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) CHR_NOEXCEPT;
+
+#define CHR_PLACEMENT_INFO_VERSION 1
+
+/** Set in chr_placement_info.flags: seed and tokens_per_weight change the points. */
+#define CHR_PLACEMENT_SEEDED 0x1u
+
+/**
+ * What a placement is and what it requires: the one home of the rule
+ * "which hasher a placement needs". Set `version` (CHR_PLACEMENT_INFO_INIT)
+ * before the call; the library fills the fields of that version.
+ */
+typedef struct chr_placement_info {
+    uint32_t version;       /**< in: CHR_PLACEMENT_INFO_VERSION (1..current accepted) */
+    int32_t mode;           /**< CHR_PLACEMENT_* */
+    const char *name;       /**< "native", "ketama", "ketama-unweighted", "nginx" */
+    const char *summary;    /**< one line for help texts */
+    const char *hasher;     /**< the hasher it is defined with; NULL: any (NULL in
+                                 chr_options picks CHR_DEFAULT_HASHER) */
+    uint32_t digest_size;   /**< the exact digest size, bytes, it needs of that hasher; 0: none */
+    uint32_t flags;         /**< CHR_PLACEMENT_SEEDED, or 0 (seed and tokens_per_weight ignored) */
+} chr_placement_info;
+
+#define CHR_PLACEMENT_INFO_INIT { CHR_PLACEMENT_INFO_VERSION, 0, NULL, NULL, NULL, 0, 0 }
+
+/**
+ * Describes placement `mode`. Modes are numbered from 0 without gaps: ask
+ * 0, 1, 2, ... until CHR_ENOTSUP to list those this library provides.
+ * @param mode  CHR_PLACEMENT_*
+ * @param out   its `version` set by the caller; receives the description.
+ *              The strings are static: valid for the life of the process.
+ * @return CHR_OK; CHR_EINVAL (NULL out); CHR_EVERSION (out->version not in
+ *         1..CHR_PLACEMENT_INFO_VERSION); CHR_ENOTSUP (no such mode in this
+ *         library).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_placement_describe(int32_t mode, chr_placement_info *out) CHR_NOEXCEPT;
+
+/**
+ * The mode of the placement called `name` (as chr_placement_info.name,
+ * NUL-terminated, exact match).
+ * @return CHR_OK; CHR_EINVAL (NULL name or mode); CHR_ENOTSUP (no placement
+ *         of that name in this library).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_placement_find(const char *name, int32_t *mode) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Nodes as returned to callers                                             */
@@ -230,7 +294,10 @@ CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version);
 
 /**
  * A copy of one member, filled by calls on a ring. Owns its bytes: keep it
- * as long as you like. Only the first id_len / zone_len bytes are written.
+ * as long as you like. Written: every field before `id`; of `id`, the first
+ * id_len bytes, and when id_len <= 24 the first 24 bytes (the id, then zero
+ * bytes: the copy is one 64-byte line); of `zone`, the first zone_len
+ * bytes. The rest of `id` and `zone` is left as the caller had it.
  */
 typedef struct chr_node_ref {
     uint64_t tag;                     /**< the caller's tag given at add (e.g. a peer index) */
@@ -274,20 +341,23 @@ typedef struct chr_ring chr_ring;
  * @param opts  options, or NULL for the defaults (xxh3, 160 tokens per
  *              weight, seed 0, native placement). Copied: not kept.
  * @param out   receives the ring; set to NULL on failure.
- * @return CHR_OK; CHR_EINVAL (NULL out, reserved field set); CHR_EVERSION;
- *         CHR_ERANGE (tokens_per_weight); CHR_ENOHASHER; CHR_ENOTSUP
- *         (placement); CHR_ENOMEM.
+ * @return CHR_OK; CHR_EINVAL (NULL out, reserved field set, a compatibility
+ *         placement with a hasher other than its own: chr_placement_describe
+ *         names it); CHR_EVERSION; CHR_ERANGE (tokens_per_weight);
+ *         CHR_ENOHASHER (no hasher of that name, or a compatibility
+ *         placement's hasher without exactly the digest size it needs);
+ *         CHR_ENOTSUP (placement); CHR_ENOMEM.
  * Thread-safety: any thread. Ownership: release with chr_ring_free().
  * Since: 0.1.
  */
-CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out);
+CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) CHR_NOEXCEPT;
 
 /**
  * Frees a ring. NULL is a no-op. No other call on this ring may run
  * concurrently or follow. Snapshots taken from it stay valid until released.
  * Thread-safety: exclusive. Since: 0.1.
  */
-CHR_API void chr_ring_free(chr_ring *ring);
+CHR_API void chr_ring_free(chr_ring *ring) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Membership changes (writers)                                             */
@@ -306,14 +376,14 @@ CHR_API void chr_ring_free(chr_ring *ring);
  * Since: 0.1.
  */
 CHR_API chr_status chr_ring_add(chr_ring *ring, const void *id, size_t id_len, uint32_t weight,
-                                const void *zone, size_t zone_len, uint64_t tag);
+                                const void *zone, size_t zone_len, uint64_t tag) CHR_NOEXCEPT;
 
 /**
  * Removes a member; only its keys move.
  * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (id length); CHR_ENOENT; CHR_ENOMEM.
  * Thread-safety: as chr_ring_add. Since: 0.1.
  */
-CHR_API chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len);
+CHR_API chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len) CHR_NOEXCEPT;
 
 /**
  * Changes a member's weight; keys move only to or from it (its token set
@@ -322,13 +392,18 @@ CHR_API chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len
  * Thread-safety: as chr_ring_add. Since: 0.1.
  */
 CHR_API chr_status chr_ring_set_weight(chr_ring *ring, const void *id, size_t id_len,
-                                       uint32_t weight);
+                                       uint32_t weight) CHR_NOEXCEPT;
 
 #define CHR_OP_ADD 1
 #define CHR_OP_REMOVE 2
 #define CHR_OP_SET_WEIGHT 3
 
-/** One change of a batch. Fields a given op does not use are ignored. */
+/**
+ * One change of a batch. Fields a given op does not use are ignored.
+ * Fields are only appended: chr_ring_apply2() takes sizeof(chr_change) as
+ * the caller compiled it, so a later version's larger struct keeps working
+ * with this library and this one's with a later library.
+ */
 typedef struct chr_change {
     uint32_t op;          /**< CHR_OP_* */
     uint32_t weight;      /**< ADD, SET_WEIGHT */
@@ -350,7 +425,23 @@ typedef struct chr_change {
  * Thread-safety: as chr_ring_add. Since: 0.1.
  */
 CHR_API chr_status chr_ring_apply(chr_ring *ring, const chr_change *changes, size_t count,
-                                  size_t *failed_index);
+                                  size_t *failed_index) CHR_NOEXCEPT;
+
+/**
+ * As chr_ring_apply, for an array whose elements are `change_size` bytes:
+ * pass sizeof(chr_change). Change i starts at (const char *)changes + i *
+ * change_size. A change_size larger than this library's chr_change is
+ * accepted when the bytes past it are all zero (fields it does not know,
+ * left at their defaults); a nonzero byte there is CHR_ENOTSUP for that
+ * change, since the library cannot honour a field it does not have.
+ * chr_ring_apply(r, c, n, f) is chr_ring_apply2(r, c, n, sizeof *c, f) for
+ * the chr_change of version 0.1 (48 bytes).
+ * @param change_size  bytes per element, at least 48 (version 0.1's struct)
+ * @return as chr_ring_apply; also CHR_EINVAL for change_size < 48.
+ * Thread-safety: as chr_ring_add. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_apply2(chr_ring *ring, const void *changes, size_t count,
+                                   size_t change_size, size_t *failed_index) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Lookups on the ring (readers)                                            */
@@ -365,7 +456,7 @@ CHR_API chr_status chr_ring_apply(chr_ring *ring, const chr_change *changes, siz
  * Ownership: writes caller memory only. Since: 0.1.
  */
 CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t key_len,
-                                   chr_node_ref *out);
+                                   chr_node_ref *out) CHR_NOEXCEPT;
 
 /**
  * Up to `n` distinct nodes for `key`, coordinator first: walks clockwise
@@ -378,24 +469,25 @@ CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t
  * Thread-safety: as chr_ring_lookup. Since: 0.1.
  */
 CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size_t key_len,
-                                     size_t n, chr_node_ref *out, size_t *count);
+                                     size_t n, chr_node_ref *out, size_t *count) CHR_NOEXCEPT;
 
 /**
  * Counts members (weight 0 included) / tokens of the current snapshot.
  * Thread-safety: as chr_ring_lookup. Since: 0.1.
  */
-CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count);
-CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count);
+CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count) CHR_NOEXCEPT;
+CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count) CHR_NOEXCEPT;
 
 /**
  * Copies every member, ids in byte order, into `out` (room for `capacity`).
  * @param count  receives the number of members; on CHR_ERANGE, the
- *               capacity needed (out may be NULL with capacity 0 to ask).
+ *               capacity needed (out NULL with capacity 0 asks without
+ *               touching chr_last_error(): see SIZE QUERIES).
  * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (capacity too small); CHR_ENOMEM.
  * Thread-safety: as chr_ring_lookup. Since: 0.1.
  */
 CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_t capacity,
-                                  size_t *count);
+                                  size_t *count) CHR_NOEXCEPT;
 
 /**
  * The fraction of the token circle (0..1) that member `id` owns: the sum of
@@ -404,7 +496,7 @@ CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_
  * Thread-safety: as chr_ring_lookup. Since: 0.1.
  */
 CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size_t id_len,
-                                      double *fraction);
+                                      double *fraction) CHR_NOEXCEPT;
 
 /**
  * A 64-bit digest of the placement options, the sorted token array (value
@@ -412,10 +504,12 @@ CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size
  * fingerprints route every key, and every replica list, the same; rings
  * built from the same options and membership have equal fingerprints
  * whatever the order of the calls that built them, on every platform.
- * Tags and zones are metadata and not included.
+ * Tags and zones are metadata and not included. A compatibility placement
+ * ignores seed and tokens_per_weight, so rings that differ only in those
+ * are the same ring and have equal fingerprints.
  * Thread-safety: as chr_ring_lookup. Since: 0.1.
  */
-CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint);
+CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Snapshots: many reads against one consistent view                        */
@@ -431,10 +525,10 @@ typedef struct chr_snapshot chr_snapshot;
  * Thread-safety: any thread; the snapshot itself may be used by many
  * threads at once and released by any. Since: 0.1.
  */
-CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out);
+CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out) CHR_NOEXCEPT;
 
 /** Releases a snapshot; NULL is a no-op. Since: 0.1. */
-CHR_API void chr_snapshot_release(chr_snapshot *snap);
+CHR_API void chr_snapshot_release(chr_snapshot *snap) CHR_NOEXCEPT;
 
 /**
  * As chr_ring_lookup, without copying: `out` borrows from the snapshot.
@@ -442,7 +536,7 @@ CHR_API void chr_snapshot_release(chr_snapshot *snap);
  * Since: 0.1.
  */
 CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key, size_t key_len,
-                                       chr_node_view *out);
+                                       chr_node_view *out) CHR_NOEXCEPT;
 
 /**
  * Looks up `n` keys at once, for callers whose per-call cost dominates
@@ -453,20 +547,20 @@ CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key
  * Since: 0.1.
  */
 CHR_API chr_status chr_snapshot_lookup_batch(const chr_snapshot *snap, const void *const *keys,
-                                             const size_t *key_lens, size_t n, uint32_t *indices);
+                                             const size_t *key_lens, size_t n, uint32_t *indices) CHR_NOEXCEPT;
 
 /** As chr_ring_replicas, borrowing from the snapshot. Since: 0.1. */
 CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *key,
                                          size_t key_len, size_t n, chr_node_view *out,
-                                         size_t *count);
+                                         size_t *count) CHR_NOEXCEPT;
 
 /** Member `index` (0..node_count-1, ids in byte order). CHR_ERANGE past the end. Since: 0.1. */
-CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr_node_view *out);
+CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr_node_view *out) CHR_NOEXCEPT;
 
 /** Counts and fingerprint of the snapshot, as the ring versions. Since: 0.1. */
-CHR_API chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count);
-CHR_API chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count);
-CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *fingerprint);
+CHR_API chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count) CHR_NOEXCEPT;
+CHR_API chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count) CHR_NOEXCEPT;
+CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *fingerprint) CHR_NOEXCEPT;
 
 /**
  * Token `index` of the sorted token array (0..token_count-1): its 64-bit
@@ -475,7 +569,7 @@ CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *
  * Since: 0.1.
  */
 CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, uint64_t *value,
-                                      uint32_t *node_index);
+                                      uint32_t *node_index) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Hashers and plugins                                                      */
@@ -519,18 +613,19 @@ typedef struct chr_hasher_info {
  *         CHR_ENOMEM.
  * Thread-safety: any thread. Since: 0.1.
  */
-CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded);
+CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded) CHR_NOEXCEPT;
 
 /**
  * Lists the available hashers, after discovering plugins in the default
  * places and in `plugin_dir` (NULL for none).
  * @param count  receives the number of hashers; on CHR_ERANGE the capacity
- *               needed (out may be NULL with capacity 0 to ask).
+ *               needed (out NULL with capacity 0 asks without touching
+ *               chr_last_error(): see SIZE QUERIES).
  * @return CHR_OK; CHR_EINVAL; CHR_ERANGE; CHR_ENOMEM.
  * Thread-safety: any thread. Since: 0.1.
  */
 CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out, size_t capacity,
-                                   size_t *count);
+                                   size_t *count) CHR_NOEXCEPT;
 
 /**
  * Registers a hasher in this process (see chring_plugin.h for the
@@ -541,7 +636,7 @@ CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out,
  *         CHR_EEXIST (name taken: the first one keeps working); CHR_ENOMEM.
  * Thread-safety: any thread. Since: 0.1.
  */
-CHR_API chr_status chr_hasher_register(const chr_hasher *hasher);
+CHR_API chr_status chr_hasher_register(const chr_hasher *hasher) CHR_NOEXCEPT;
 
 /**
  * Hashes bytes with the named hasher (discovering plugins if needed), as a
@@ -550,18 +645,20 @@ CHR_API chr_status chr_hasher_register(const chr_hasher *hasher);
  * Thread-safety: any thread. Since: 0.1.
  */
 CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed,
-                                   uint64_t *out);
+                                   uint64_t *out) CHR_NOEXCEPT;
 
 /**
  * The named hasher's full digest of `data` (e.g. the 16 MD5 bytes).
  * @param out          room for `capacity` bytes
- * @param digest_size  receives the digest's size (also on CHR_ERANGE)
+ * @param digest_size  receives the digest's size (also on CHR_ERANGE; out
+ *                     NULL with capacity 0 asks without touching
+ *                     chr_last_error(): see SIZE QUERIES)
  * @return CHR_OK; CHR_EINVAL; CHR_ENOHASHER; CHR_ENOTSUP (the hasher has no
  *         digest); CHR_ERANGE (capacity too small).
  * Thread-safety: any thread. Since: 0.1.
  */
 CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t len,
-                                     unsigned char *out, size_t capacity, size_t *digest_size);
+                                     unsigned char *out, size_t capacity, size_t *digest_size) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Ring files: membership and options as one text document                  */
@@ -648,7 +745,7 @@ typedef struct chr_ringfile_info {
  *         1..CHR_RINGFILE_INFO_VERSION).
  * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.2.
  */
-CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t version);
+CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t version) CHR_NOEXCEPT;
 
 /**
  * Creates a ring from a ring file's text.
@@ -670,7 +767,7 @@ CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t vers
  */
 CHR_API chr_status chr_ring_new_from_text(const char *text, size_t len, const char *name,
                                           const chr_options *base, chr_ring **out,
-                                          chr_ringfile_info *info);
+                                          chr_ringfile_info *info) CHR_NOEXCEPT;
 
 /**
  * As chr_ring_new_from_text, reading the file at `path` (named by its path
@@ -680,7 +777,7 @@ CHR_API chr_status chr_ring_new_from_text(const char *text, size_t len, const ch
  * Thread-safety: any thread. Since: 0.2.
  */
 CHR_API chr_status chr_ring_new_from_file(const char *path, const chr_options *base,
-                                          chr_ring **out, chr_ringfile_info *info);
+                                          chr_ring **out, chr_ringfile_info *info) CHR_NOEXCEPT;
 
 /**
  * Makes `ring` the ring the file describes, as ONE batch published as one
@@ -702,14 +799,14 @@ CHR_API chr_status chr_ring_new_from_file(const char *path, const chr_options *b
  * Since: 0.2.
  */
 CHR_API chr_status chr_ring_apply_text(chr_ring *ring, const char *text, size_t len,
-                                       const char *name, chr_ringfile_info *info);
+                                       const char *name, chr_ringfile_info *info) CHR_NOEXCEPT;
 
 /**
  * As chr_ring_apply_text, reading the file at `path`.
  * @return as chr_ring_apply_text, and CHR_EIO.
  * Thread-safety: as chr_ring_apply. Since: 0.2.
  */
-CHR_API chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_ringfile_info *info);
+CHR_API chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_ringfile_info *info) CHR_NOEXCEPT;
 
 /* chr_ring_export() flags */
 #define CHR_EXPORT_REVISION 0x1u /**< write a %%revision directive with the given value */
@@ -733,11 +830,11 @@ CHR_API chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_rin
  * memory only. Since: 0.2.
  */
 CHR_API chr_status chr_ring_export(const chr_ring *ring, uint32_t flags, uint64_t revision,
-                                   char *buf, size_t capacity, size_t *len);
+                                   char *buf, size_t capacity, size_t *len) CHR_NOEXCEPT;
 
 /** As chr_ring_export, for one snapshot (stable between calls). Since: 0.2. */
 CHR_API chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags, uint64_t revision,
-                                       char *buf, size_t capacity, size_t *len);
+                                       char *buf, size_t capacity, size_t *len) CHR_NOEXCEPT;
 
 #ifdef __cplusplus
 }

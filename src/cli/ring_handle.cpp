@@ -19,15 +19,19 @@ void check(chr_status st, const std::string &context) {
     throw CliError(context.empty() ? message : context + ": " + message);
 }
 
+// The library's placements (chr_placement_describe: modes 0, 1, ... until
+// CHR_ENOTSUP), so the CLI never restates which hasher each one needs.
 const std::vector<PlacementMode> &placement_modes() {
-    static const std::vector<PlacementMode> modes = {
-        {"native", CHR_PLACEMENT_NATIVE, CHR_DEFAULT_HASHER,
-         "weight x tokens_per_weight tokens at H(id \"#\" i); exact minimal disruption"},
-        {"ketama", CHR_PLACEMENT_KETAMA, "md5", "libmemcached weighted ketama / twemproxy ketama (md5)"},
-        {"ketama-unweighted", CHR_PLACEMENT_KETAMA_UNWEIGHTED, "md5",
-         "libmemcached ketama with MD5 hash, every weight 1 (or 0)"},
-        {"nginx", CHR_PLACEMENT_NGINX, "crc32", "nginx 'hash $key consistent' (crc32)"},
-    };
+    static const std::vector<PlacementMode> modes = [] {
+        std::vector<PlacementMode> all;
+        for (int32_t mode = 0;; ++mode) {
+            chr_placement_info info = CHR_PLACEMENT_INFO_INIT;
+            if (chr_placement_describe(mode, &info) != CHR_OK) break;
+            all.push_back({info.name, info.mode, info.hasher ? info.hasher : CHR_DEFAULT_HASHER,
+                           info.summary});
+        }
+        return all;
+    }();
     return modes;
 }
 

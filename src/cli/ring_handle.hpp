@@ -22,8 +22,7 @@ public:
 // Throws a CliError "<context>: <chr_last_error()>" unless st is CHR_OK.
 void check(chr_status st, const std::string &context);
 
-// Placement modes by name. A mode the core adds is one entry in the table
-// in ring_handle.cpp.
+// Placement modes by name, as the library describes them.
 struct PlacementMode {
     const char *name;
     int32_t value;         // CHR_PLACEMENT_*

@@ -3,10 +3,11 @@
 #include <cstring>
 #include <string>
 
-#include "compat.hpp"
 #include "errors.hpp"
+#include "placement.hpp"
 #include "plugins.hpp"
 #include "ring.hpp"
+#include "validate.hpp"
 #include "ringfile/ringfile.hpp"
 
 namespace chring {
@@ -26,7 +27,8 @@ std::string shown_id(const std::string &id) { return "'" + escape_field(id).subs
 // The hasher the file's options name: its %%hasher, or the placement's own.
 // A compatibility placement with another hasher is a malformed file.
 chr_status file_hasher(const File &f, Outcome &o, std::string &name) {
-    const char *required = compat::required_hasher(f.placement);
+    const PlacementOps *ops = find_placement(f.placement);
+    const char *required = ops ? ops->hasher : nullptr;
     if (required && !f.hasher.empty() && f.hasher != required)
         return at(f, f.hasher_line, o, CHR_EFORMAT,
                   "%%hasher " + f.hasher + ": placement " + placement_name(f.placement) +
@@ -48,10 +50,11 @@ chr_status same_options(const File &f, const Placement &p, Outcome &o) {
         return at(f, line ? line : f.options_line, o, CHR_EOPTIONS,
                   why + " differs from the ring's " + what + " " + ring);
     };
-    if (f.placement != p.mode)
+    if (f.placement != p.ops->mode)
         return differ("placement", f.placement_line, placement_name(f.placement),
-                      placement_name(p.mode));
+                      placement_name(p.ops->mode));
     if (hasher != p.hasher->name) return differ("hasher", f.hasher_line, hasher, p.hasher->name);
+    if (!p.ops->seeded) return CHR_OK;  // seed and tokens per weight do not move its points
     if (f.seed != p.seed)
         return differ("seed", f.seed_line, std::to_string(f.seed), std::to_string(p.seed));
     if (f.tokens_per_weight != p.tokens_per_weight)
@@ -65,12 +68,12 @@ chr_status same_options(const File &f, const Placement &p, Outcome &o) {
 chr_status within_limits(const File &f, const Placement &p, Outcome &o) {
     uint64_t total = 0;
     for (const Member &m : f.members) {
-        if (compat::check_weight(p, m.weight, kBatch) != CHR_OK)
+        if (p.ops->check_weight && p.ops->check_weight(m.weight, kBatch) != CHR_OK)
             return at(f, m.line, o, CHR_EFORMAT,
                       "weight " + std::to_string(m.weight) + " of " + shown_id(m.id) +
-                          " is out of range for placement " + placement_name(p.mode) +
+                          " is out of range for placement " + placement_name(p.ops->mode) +
                           " (0..1: use ketama for weighted servers)");
-        total += compat::point_bound(p, m.weight);
+        total += p.ops->point_bound(p, m.weight);
         if (total > CHR_TOKENS_MAX)
             return at(f, m.line, o, CHR_EFORMAT,
                       "member " + shown_id(m.id) + " brings the ring over " +
@@ -87,7 +90,7 @@ chr_status within_limits(const File &f, const Placement &p, Outcome &o) {
 // file line behind change i (0 for a remove).
 void plan_changes(const File &f, const Snapshot &base, std::vector<chr_change> &changes,
                   std::vector<size_t> &lines, Outcome &o) {
-    const bool by_position = base.placement()->mode != CHR_PLACEMENT_NATIVE;
+    const bool by_position = base.placement()->ops->mode != CHR_PLACEMENT_NATIVE;
     std::vector<uint8_t> kept(base.node_count(), 0);
     std::vector<chr_change> removes, lower, higher, adds;
     std::vector<size_t> lower_lines, higher_lines, add_lines;
@@ -200,15 +203,18 @@ chr_status create(const File &f, const chr_options *base, Ring **out, Outcome &o
         opts.plugin_dir = base ? base->plugin_dir : nullptr;
         use = &opts;
     }
-    Ring *ring = nullptr;
-    chr_status st = Ring::create(use, &ring);
+    chr_options checked;
+    chr_status st = read_options("chr_ring_new_from_text", use, &checked);
+    PlacementPtr placement;
+    if (st == CHR_OK) st = make_placement(&checked, &placement, "chr_ring_new_from_text");
     if (st == CHR_ENOHASHER && f.options_line)
         return at(f, f.hasher_line ? f.hasher_line : f.options_line, o, st,
                   "%%hasher " + hasher +
                       ": no hasher of that name is registered or found in a plugin (searched next "
                       "to libchring, CHRING_PLUGIN_PATH and plugin_dir)");
     if (st != CHR_OK) return st;
-    std::unique_ptr<Ring> owned(ring);
+    auto owned = std::make_unique<Ring>(std::move(placement));
+    Ring *ring = owned.get();
     st = apply_file(*ring, f, o, false);
     if (st != CHR_OK) return st;
     *out = owned.release();

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "errors.hpp"
+#include "placement.hpp"
 #include "ringfile/ringfile.hpp"
 
 namespace chring {
@@ -146,8 +147,8 @@ uint64_t directive_fingerprint(std::string_view text, size_t line) {
 }
 
 int32_t directive_placement(std::string_view text, size_t line) {
-    for (int32_t m = CHR_PLACEMENT_NATIVE; m <= CHR_PLACEMENT_NGINX; ++m)
-        if (text == placement_name(m)) return m;
+    const std::string name(text);
+    if (const PlacementOps *ops = find_placement(name.c_str())) return ops->mode;
     throw Bad{line, "%%placement '" + visible(text) +
                         "' is not one of native, ketama, ketama-unweighted, nginx"};
 }
@@ -302,13 +303,8 @@ void parse_lines(std::string_view text, File &f) {
 }  // namespace
 
 const char *placement_name(int32_t mode) noexcept {
-    switch (mode) {
-    case CHR_PLACEMENT_NATIVE: return "native";
-    case CHR_PLACEMENT_KETAMA: return "ketama";
-    case CHR_PLACEMENT_KETAMA_UNWEIGHTED: return "ketama-unweighted";
-    case CHR_PLACEMENT_NGINX: return "nginx";
-    default: return nullptr;
-    }
+    const PlacementOps *ops = find_placement(mode);
+    return ops ? ops->name : nullptr;
 }
 
 chr_status parse(std::string_view text, const std::string &name, File &out, size_t *error_line) {

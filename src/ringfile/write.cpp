@@ -37,7 +37,7 @@ size_t utf8_sequence(std::string_view s, size_t i) {
 std::vector<size_t> member_order(const Snapshot &s) {
     std::vector<size_t> order(s.node_count());
     std::iota(order.begin(), order.end(), size_t(0));
-    if (s.placement()->mode != CHR_PLACEMENT_NATIVE)
+    if (s.placement()->ops->mode != CHR_PLACEMENT_NATIVE)
         std::stable_sort(order.begin(), order.end(),
                          [&](size_t a, size_t b) { return s.node(a).tag < s.node(b).tag; });
     return order;
@@ -109,7 +109,7 @@ std::string canonical_text(const Snapshot &s, uint32_t flags, uint64_t revision)
     std::string out;
     out.reserve(160 + s.node_count() * 24);
     out += "%%ring-file " + std::to_string(CHR_RINGFILE_FORMAT_VERSION) + "\n";
-    out += std::string("%%placement ") + placement_name(p.mode) + "\n";
+    out += std::string("%%placement ") + placement_name(p.ops->mode) + "\n";
     out += "%%hasher " + p.hasher->name + "\n";
     out += "%%seed " + std::to_string(p.seed) + "\n";
     out += "%%tokens-per-weight " + std::to_string(p.tokens_per_weight) + "\n";
@@ -134,7 +134,7 @@ std::string json_text(const Snapshot &s, uint32_t flags, uint64_t revision) {
     std::string out;
     out.reserve(256 + s.node_count() * 64);
     out += "{\"format\":\"chring-ring-file\",\"version\":" + std::to_string(CHR_RINGFILE_FORMAT_VERSION);
-    out += std::string(",\"placement\":\"") + placement_name(p.mode) + "\"";
+    out += std::string(",\"placement\":\"") + placement_name(p.ops->mode) + "\"";
     out += ",\"hasher\":";
     json_string(out, p.hasher->name);
     out += ",\"seed\":\"" + std::to_string(p.seed) + "\"";

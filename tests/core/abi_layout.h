@@ -59,6 +59,14 @@
     FIELD(chr_hasher_info, origin, 16)               \
     FIELD(chr_hasher_info, digest_size, 24)          \
     FIELD(chr_hasher_info, reserved0, 28)            \
+    SIZE(chr_placement_info, 40)                     \
+    FIELD(chr_placement_info, version, 0)            \
+    FIELD(chr_placement_info, mode, 4)               \
+    FIELD(chr_placement_info, name, 8)               \
+    FIELD(chr_placement_info, summary, 16)           \
+    FIELD(chr_placement_info, hasher, 24)            \
+    FIELD(chr_placement_info, digest_size, 32)       \
+    FIELD(chr_placement_info, flags, 36)             \
     SIZE(chr_hasher, 56)                             \
     FIELD(chr_hasher, abi_version, 0)                \
     FIELD(chr_hasher, struct_size, 4)                \

@@ -383,6 +383,61 @@ static void test_batch_matches_one_by_one(void **state) {
     chr_ring_free(stepped);
 }
 
+/* chr_ring_apply2: the same batch at sizeof(chr_change) and at a larger
+ * stride with zeroed tail bytes gives the same ring as chr_ring_apply; a
+ * set tail byte (a field this library lacks) refuses the batch at that
+ * change; a stride below version 0.1's struct is refused outright. */
+typedef struct wide_change {
+    chr_change change;
+    uint64_t later_field; /* what a later chr_change might append */
+} wide_change;
+
+static void test_apply2_strides(void **state) {
+    batch_fixture *f = *state;
+    chr_change plain[2] = {
+        {CHR_OP_ADD, 2, f->ids[10], strlen(f->ids[10]), NULL, 0, 10},
+        {CHR_OP_REMOVE, 0, f->ids[0], strlen(f->ids[0]), NULL, 0, 0},
+    };
+    wide_change wide[2];
+    memset(wide, 0, sizeof wide);
+    wide[0].change = plain[0];
+    wide[1].change = plain[1];
+
+    chr_ring *a = ring_with_nodes(NULL, BASE_NODES, 1);
+    chr_ring *b = ring_with_nodes(NULL, BASE_NODES, 1);
+    chr_ring *c = ring_with_nodes(NULL, BASE_NODES, 1);
+    size_t failed = 99;
+    assert_chr_ok(chr_ring_apply(a, plain, 2, &failed));
+    assert_int_equal(failed, 2);
+    assert_chr_ok(chr_ring_apply2(b, plain, 2, sizeof plain[0], &failed));
+    assert_int_equal(failed, 2);
+    assert_chr_ok(chr_ring_apply2(c, wide, 2, sizeof wide[0], &failed));
+    assert_int_equal(failed, 2);
+    assert_int_equal(ring_fingerprint(a), ring_fingerprint(b));
+    assert_int_equal(ring_fingerprint(a), ring_fingerprint(c));
+    assert_int_not_equal(ring_fingerprint(a), f->fingerprint);
+
+    /* A later field set: refused at that change, nothing applied. */
+    wide[1].later_field = 1;
+    assert_chr_error(chr_ring_apply2(f->ring, wide, 2, sizeof wide[0], &failed), CHR_ENOTSUP,
+                     "chr_ring_apply2");
+    assert_int_equal(failed, 1);
+    assert_int_equal(ring_fingerprint(f->ring), f->fingerprint);
+
+    assert_chr_error(chr_ring_apply2(f->ring, plain, 2, sizeof plain[0] - 8, &failed), CHR_EINVAL,
+                     "chr_ring_apply2");
+    assert_int_equal(failed, 2);
+    assert_chr_error(chr_ring_apply2(NULL, plain, 2, sizeof plain[0], &failed), CHR_EINVAL,
+                     "chr_ring_apply2");
+    assert_chr_error(chr_ring_apply2(f->ring, NULL, 1, sizeof plain[0], &failed), CHR_EINVAL,
+                     "chr_ring_apply2");
+    assert_chr_ok(chr_ring_apply2(f->ring, NULL, 0, sizeof plain[0], NULL));
+    assert_int_equal(ring_fingerprint(f->ring), f->fingerprint);
+    chr_ring_free(a);
+    chr_ring_free(b);
+    chr_ring_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bad_change_anywhere_refuses_batch, setup, teardown),
@@ -391,6 +446,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_empty_batch, setup, teardown),
         cmocka_unit_test(test_large_batch_in_any_order),
         cmocka_unit_test(test_batch_matches_one_by_one),
+        cmocka_unit_test_setup_teardown(test_apply2_strides, setup, teardown),
     };
     return run_core_tests(tests);
 }

@@ -414,6 +414,29 @@ static void test_tokens_are_xxh3_of_id_and_index(void **state) {
     free(expected);
 }
 
+/* A compatibility placement ignores seed and tokens_per_weight: rings that
+ * differ only in those route alike and fingerprint equal; a native ring
+ * with the same members does not. */
+static void test_compat_fingerprint_ignores_seed(void **state) {
+    (void)state;
+    static const int32_t compat[] = {CHR_PLACEMENT_KETAMA, CHR_PLACEMENT_KETAMA_UNWEIGHTED,
+                                     CHR_PLACEMENT_NGINX};
+    for (size_t p = 0; p < sizeof compat / sizeof compat[0]; ++p) {
+        uint64_t prints[3];
+        for (int v = 0; v < 3; ++v) {
+            chr_options opts = CHR_OPTIONS_INIT;
+            opts.placement = compat[p];
+            opts.seed = v == 1 ? 12345 : 0;
+            opts.tokens_per_weight = v == 2 ? 7 : CHR_DEFAULT_TOKENS_PER_WEIGHT;
+            chr_ring *ring = ring_with_nodes(&opts, 4, 1);
+            prints[v] = ring_fingerprint(ring);
+            chr_ring_free(ring);
+        }
+        assert_int_equal(prints[0], prints[1]);
+        assert_int_equal(prints[0], prints[2]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_insertion_order_irrelevant, setup, teardown),
@@ -422,6 +445,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_fingerprint_distinguishes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_collisions_ordered_by_value_then_id, setup, teardown),
         cmocka_unit_test(test_xxh3_known_answers),
+        cmocka_unit_test(test_compat_fingerprint_ignores_seed),
         cmocka_unit_test_setup_teardown(test_tokens_are_xxh3_of_id_and_index, setup, teardown),
     };
     return run_core_tests(tests);

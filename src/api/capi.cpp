@@ -1,4 +1,6 @@
-// Every extern "C" entry point, each behind one exception firewall.
+// Every extern "C" entry point: each is noexcept (chring.h declares them
+// so for C++), checks its arguments with validate.hpp, and runs whatever can
+// throw through guarded() (firewall.hpp), so no exception reaches C.
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -7,65 +9,45 @@
 
 #include "chring.h"
 #include "errors.hpp"
+#include "firewall.hpp"
 #include "hashers.hpp"
+#include "placement.hpp"
 #include "plugins.hpp"
 #include "ring.hpp"
 #include "ringfile/ringfile.hpp"
+#include "validate.hpp"
 
 namespace {
 
+using chring::check_buffer;
+using chring::check_bytes;
+using chring::check_id;
+using chring::check_key;
+using chring::empty_ring;
 using chring::fail;
+using chring::guarded;
 using chring::Node;
+using chring::NodeCache;
+using chring::null_arg;
 using chring::Ring;
 using chring::Snapshot;
-
-// Runs `body` and maps anything it throws to a status: bad_alloc to
-// CHR_ENOMEM, anything else to CHR_EINTERNAL. Nothing escapes to C.
-template <class F>
-chr_status guarded(const char *who, F &&body) noexcept {
-    try {
-        return body();
-    } catch (const std::bad_alloc &) {
-        return fail(CHR_ENOMEM, "%s: out of memory", who);
-    } catch (const std::exception &e) {
-        return fail(CHR_EINTERNAL, "%s: internal error: %s", who, e.what());
-    } catch (...) {
-        return fail(CHR_EINTERNAL, "%s: internal error: unknown exception", who);
-    }
-}
+using chring::too_small;
 
 Ring *impl(chr_ring *r) { return reinterpret_cast<Ring *>(r); }
 const Ring *impl(const chr_ring *r) { return reinterpret_cast<const Ring *>(r); }
 const Snapshot *impl(const chr_snapshot *s) { return reinterpret_cast<const Snapshot *>(s); }
 
-chr_status null_arg(const char *who, const char *what) {
-    return fail(CHR_EINVAL, "%s: %s is NULL", who, what);
-}
-
-__attribute__((noinline, cold)) chr_status null_key(const char *who, size_t len) {
-    return fail(CHR_EINVAL, "%s: key is NULL with length %zu", who, len);
-}
-
-chr_status check_key(const char *who, const void *key, size_t len) {
-    if (__builtin_expect(!key && len, 0)) return null_key(who, len);
-    return CHR_OK;
-}
-
-chr_status empty_ring(const char *who) {
-    return fail(CHR_EEMPTY, "%s: the ring has no node with tokens", who);
-}
-
 // RefFields is chr_node_ref's first 64 bytes, field for field.
-static_assert(offsetof(chr_node_ref, tag) == offsetof(Snapshot::RefFields, tag) &&
-                  offsetof(chr_node_ref, ownership) == offsetof(Snapshot::RefFields, ownership) &&
-                  offsetof(chr_node_ref, weight) == offsetof(Snapshot::RefFields, weight) &&
-                  offsetof(chr_node_ref, tokens) == offsetof(Snapshot::RefFields, tokens) &&
-                  offsetof(chr_node_ref, index) == offsetof(Snapshot::RefFields, index) &&
-                  offsetof(chr_node_ref, id_len) == offsetof(Snapshot::RefFields, id_len) &&
-                  offsetof(chr_node_ref, zone_len) == offsetof(Snapshot::RefFields, zone_len) &&
-                  offsetof(chr_node_ref, reserved0) == offsetof(Snapshot::RefFields, reserved0) &&
-                  offsetof(chr_node_ref, id) == offsetof(Snapshot::RefFields, short_id) &&
-                  sizeof(Snapshot::RefFields) == 64,
+static_assert(offsetof(chr_node_ref, tag) == offsetof(NodeCache::RefFields, tag) &&
+                  offsetof(chr_node_ref, ownership) == offsetof(NodeCache::RefFields, ownership) &&
+                  offsetof(chr_node_ref, weight) == offsetof(NodeCache::RefFields, weight) &&
+                  offsetof(chr_node_ref, tokens) == offsetof(NodeCache::RefFields, tokens) &&
+                  offsetof(chr_node_ref, index) == offsetof(NodeCache::RefFields, index) &&
+                  offsetof(chr_node_ref, id_len) == offsetof(NodeCache::RefFields, id_len) &&
+                  offsetof(chr_node_ref, zone_len) == offsetof(NodeCache::RefFields, zone_len) &&
+                  offsetof(chr_node_ref, reserved0) == offsetof(NodeCache::RefFields, reserved0) &&
+                  offsetof(chr_node_ref, id) == offsetof(NodeCache::RefFields, short_id) &&
+                  sizeof(NodeCache::RefFields) == 64,
               "RefFields mirrors the head of chr_node_ref");
 
 // The rest of a chr_node_ref whose id is longer than the head holds, or
@@ -73,22 +55,22 @@ static_assert(offsetof(chr_node_ref, tag) == offsetof(Snapshot::RefFields, tag) 
 __attribute__((noinline)) void fill_ref_rest(const Snapshot &s, uint32_t index,
                                              chr_node_ref *out) noexcept {
     const chr_node_view &v = s.view(index);
-    if (v.id_len > Snapshot::kShortId) std::memcpy(out->id, v.id, v.id_len);
+    if (v.id_len > NodeCache::kShortId) std::memcpy(out->id, v.id, v.id_len);
     if (v.zone_len) std::memcpy(out->zone, v.zone, v.zone_len);
 }
 
-static_assert(offsetof(Snapshot::RefFields, zone_len) ==
-                  offsetof(Snapshot::RefFields, id_len) + sizeof(uint32_t),
+static_assert(offsetof(NodeCache::RefFields, zone_len) ==
+                  offsetof(NodeCache::RefFields, id_len) + sizeof(uint32_t),
               "fill_ref reads id_len and zone_len as one 64-bit word");
 
 void fill_ref(const Snapshot &s, uint32_t index, chr_node_ref *out) noexcept {
-    const Snapshot::RefFields &r = s.ref_fields(index);
+    const NodeCache::RefFields &r = s.ref_fields(index);
     std::memcpy(out, &r, sizeof r);  // one line, constant size: inlined
     // One test for both id_len <= kShortId and zone_len == 0 (on a big-endian
     // machine it always fails, and fill_ref_rest tests each: still right).
     uint64_t lengths;
     std::memcpy(&lengths, &r.id_len, sizeof lengths);
-    if (__builtin_expect(lengths > Snapshot::kShortId, 0)) fill_ref_rest(s, index, out);
+    if (__builtin_expect(lengths > NodeCache::kShortId, 0)) fill_ref_rest(s, index, out);
 }
 
 // Shared by the ring and snapshot versions of replicas; `emit(i, node_index)`
@@ -109,24 +91,60 @@ chr_status check_replica_args(const char *who, const void *key, size_t len, size
     return check_key(who, key, len);
 }
 
+// chr_ring_apply and chr_ring_apply2: a batch of `change_size`-byte changes.
+chr_status apply_batch(const char *who, chr_ring *ring, const void *changes, size_t count,
+                       size_t change_size, size_t *failed_index) {
+    if (failed_index) *failed_index = count;
+    if (!ring) return null_arg(who, "ring");
+    if (!changes && count) return fail(CHR_EINVAL, "%s: changes is NULL with count %zu", who, count);
+    if (change_size < Ring::kChangeV1Size)
+        return fail(CHR_EINVAL, "%s: change_size %zu is less than the %zu bytes of chr_change 0.1",
+                    who, change_size, Ring::kChangeV1Size);
+    return guarded(who, [&] {
+        return impl(ring)->apply(changes, count, change_size, failed_index, who);
+    });
+}
+
+// One value of the ring's current snapshot (a count, the fingerprint) into
+// *out, which the entry point calls `what`.
+template <class T, class Get>
+chr_status ring_value(const char *who, const chr_ring *ring, T *out, const char *what, Get &&get) {
+    if (!ring) return null_arg(who, "ring");
+    if (!out) return null_arg(who, what);
+    return impl(ring)->read(who, [&](const Snapshot &s) {
+        *out = get(s);
+        return CHR_OK;
+    });
+}
+
+// The same for a snapshot handle.
+template <class T, class Get>
+chr_status snapshot_value(const char *who, const chr_snapshot *snap, T *out, const char *what,
+                          Get &&get) {
+    if (!snap) return null_arg(who, "snap");
+    if (!out) return null_arg(who, what);
+    *out = get(*impl(snap));
+    return CHR_OK;
+}
+
 }  // namespace
 
 extern "C" {
 
-CHR_API uint32_t chr_version(void) { return CHR_VERSION_NUMBER; }
+CHR_API uint32_t chr_version(void) noexcept { return CHR_VERSION_NUMBER; }
 
 #define CHR_TEXT_OF_(x) #x
 #define CHR_TEXT_OF(x) CHR_TEXT_OF_(x)
-CHR_API const char *chr_version_string(void) {
+CHR_API const char *chr_version_string(void) noexcept {
     return CHR_TEXT_OF(CHR_VERSION_MAJOR) "." CHR_TEXT_OF(CHR_VERSION_MINOR) "." CHR_TEXT_OF(
         CHR_VERSION_PATCH);
 }
 
-CHR_API const char *chr_strerror(chr_status status) { return chring::status_text(status); }
+CHR_API const char *chr_strerror(chr_status status) noexcept { return chring::status_text(status); }
 
-CHR_API const char *chr_last_error(void) { return chring::last_error(); }
+CHR_API const char *chr_last_error(void) noexcept { return chring::last_error(); }
 
-CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) {
+CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) noexcept {
     static const char *who = "chr_options_init";
     if (!opts) return null_arg(who, "opts");
     if (version < 1 || version > CHR_OPTIONS_VERSION)
@@ -138,55 +156,84 @@ CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) {
     return CHR_OK;
 }
 
-CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) {
+CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) noexcept {
     static const char *who = "chr_ring_new";
-    // Checked here: Ring::create only ever sees the local `r` below.
     if (!out) return null_arg(who, "out");
-    *out = nullptr;  // also when create throws (CHR_ENOMEM)
+    *out = nullptr;  // also when the build throws (CHR_ENOMEM)
+    chr_options o;
+    if (chr_status st = chring::read_options(who, opts, &o)) return st;
     return guarded(who, [&] {
-        Ring *r = nullptr;
-        chr_status st = Ring::create(opts, &r);
-        *out = reinterpret_cast<chr_ring *>(r);
-        return st;
+        chring::PlacementPtr placement;
+        if (chr_status st = chring::make_placement(&o, &placement, who)) return st;
+        *out = reinterpret_cast<chr_ring *>(new Ring(std::move(placement)));
+        return CHR_OK;
     });
 }
 
-CHR_API void chr_ring_free(chr_ring *ring) { delete impl(ring); }
+CHR_API chr_status chr_placement_describe(int32_t mode, chr_placement_info *out) noexcept {
+    static const char *who = "chr_placement_describe";
+    if (!out) return null_arg(who, "out");
+    if (out->version < 1 || out->version > CHR_PLACEMENT_INFO_VERSION)
+        return fail(CHR_EVERSION, "%s: version %u is not supported (1..%d)", who, out->version,
+                    CHR_PLACEMENT_INFO_VERSION);
+    const chring::PlacementOps *ops = chring::find_placement(mode);
+    if (!ops) return chring::no_placement(who, mode);
+    // Version 1 is the whole struct today; later versions fill by version.
+    *out = {out->version, ops->mode,        ops->name,
+            ops->summary, ops->hasher,      ops->digest_size,
+            ops->seeded ? CHR_PLACEMENT_SEEDED : 0u};
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_placement_find(const char *name, int32_t *mode) noexcept {
+    static const char *who = "chr_placement_find";
+    if (!name) return null_arg(who, "name");
+    if (!mode) return null_arg(who, "mode");
+    const chring::PlacementOps *ops = chring::find_placement(name);
+    if (!ops)
+        return fail(CHR_ENOTSUP, "%s: no placement named '%s' in this library", who,
+                    chring::Quoted(name, std::strlen(name)).c_str());
+    *mode = ops->mode;
+    return CHR_OK;
+}
+
+CHR_API void chr_ring_free(chr_ring *ring) noexcept { delete impl(ring); }
 
 CHR_API chr_status chr_ring_apply(chr_ring *ring, const chr_change *changes, size_t count,
-                                  size_t *failed_index) {
-    static const char *who = "chr_ring_apply";
-    if (failed_index) *failed_index = count;
-    if (!ring) return null_arg(who, "ring");
-    if (!changes && count) return fail(CHR_EINVAL, "%s: changes is NULL with count %zu", who, count);
-    return guarded(who, [&] { return impl(ring)->apply(changes, count, failed_index, who); });
+                                  size_t *failed_index) noexcept {
+    return apply_batch("chr_ring_apply", ring, changes, count, Ring::kChangeV1Size, failed_index);
+}
+
+CHR_API chr_status chr_ring_apply2(chr_ring *ring, const void *changes, size_t count,
+                                   size_t change_size, size_t *failed_index) noexcept {
+    return apply_batch("chr_ring_apply2", ring, changes, count, change_size, failed_index);
 }
 
 CHR_API chr_status chr_ring_add(chr_ring *ring, const void *id, size_t id_len, uint32_t weight,
-                                const void *zone, size_t zone_len, uint64_t tag) {
+                                const void *zone, size_t zone_len, uint64_t tag) noexcept {
     static const char *who = "chr_ring_add";
     if (!ring) return null_arg(who, "ring");
     chr_change c = {CHR_OP_ADD, weight, id, id_len, zone, zone_len, tag};
-    return guarded(who, [&] { return impl(ring)->apply(&c, 1, nullptr, who); });
+    return guarded(who, [&] { return impl(ring)->apply_one(c, who); });
 }
 
-CHR_API chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len) {
+CHR_API chr_status chr_ring_remove(chr_ring *ring, const void *id, size_t id_len) noexcept {
     static const char *who = "chr_ring_remove";
     if (!ring) return null_arg(who, "ring");
     chr_change c = {CHR_OP_REMOVE, 0, id, id_len, nullptr, 0, 0};
-    return guarded(who, [&] { return impl(ring)->apply(&c, 1, nullptr, who); });
+    return guarded(who, [&] { return impl(ring)->apply_one(c, who); });
 }
 
 CHR_API chr_status chr_ring_set_weight(chr_ring *ring, const void *id, size_t id_len,
-                                       uint32_t weight) {
+                                       uint32_t weight) noexcept {
     static const char *who = "chr_ring_set_weight";
     if (!ring) return null_arg(who, "ring");
     chr_change c = {CHR_OP_SET_WEIGHT, weight, id, id_len, nullptr, 0, 0};
-    return guarded(who, [&] { return impl(ring)->apply(&c, 1, nullptr, who); });
+    return guarded(who, [&] { return impl(ring)->apply_one(c, who); });
 }
 
 CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t key_len,
-                                   chr_node_ref *out) {
+                                   chr_node_ref *out) noexcept {
     static const char *who = "chr_ring_lookup";
     if (!ring) return null_arg(who, "ring");
     if (!out) return null_arg(who, "out");
@@ -201,7 +248,7 @@ CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t
 }
 
 CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size_t key_len,
-                                     size_t n, chr_node_ref *out, size_t *count) {
+                                     size_t n, chr_node_ref *out, size_t *count) noexcept {
     static const char *who = "chr_ring_replicas";
     if (!ring) return null_arg(who, "ring");
     if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
@@ -215,75 +262,56 @@ CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size
     });
 }
 
-CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count) {
-    static const char *who = "chr_ring_node_count";
-    if (!ring) return null_arg(who, "ring");
-    if (!count) return null_arg(who, "count");
-    return impl(ring)->read(who, [&](const Snapshot &s) {
-        *count = s.node_count();
-        return CHR_OK;
-    });
+CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count) noexcept {
+    return ring_value("chr_ring_node_count", ring, count, "count",
+                          [](const Snapshot &s) { return s.node_count(); });
 }
 
-CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count) {
-    static const char *who = "chr_ring_token_count";
-    if (!ring) return null_arg(who, "ring");
-    if (!count) return null_arg(who, "count");
-    return impl(ring)->read(who, [&](const Snapshot &s) {
-        *count = s.token_count();
-        return CHR_OK;
-    });
+CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count) noexcept {
+    return ring_value("chr_ring_token_count", ring, count, "count",
+                          [](const Snapshot &s) { return s.token_count(); });
 }
 
 CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_t capacity,
-                                  size_t *count) {
+                                  size_t *count) noexcept {
     static const char *who = "chr_ring_nodes";
     if (!ring) return null_arg(who, "ring");
     if (!count) return null_arg(who, "count");
-    if (!out && capacity) return fail(CHR_EINVAL, "%s: out is NULL with capacity %zu", who, capacity);
+    if (chr_status st = check_buffer(who, out, capacity)) return st;
     return impl(ring)->read(who, [&](const Snapshot &s) {
         *count = s.node_count();
         if (capacity < s.node_count())
-            return fail(CHR_ERANGE, "%s: capacity %zu is less than the %zu members", who, capacity,
-                        s.node_count());
+            return too_small(who, out, capacity, s.node_count(), "members");
         for (size_t i = 0; i < s.node_count(); ++i) fill_ref(s, uint32_t(i), &out[i]);
         return CHR_OK;
     });
 }
 
 CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size_t id_len,
-                                      double *fraction) {
+                                      double *fraction) noexcept {
     static const char *who = "chr_ring_ownership";
     if (!ring) return null_arg(who, "ring");
     if (!fraction) return null_arg(who, "fraction");
-    if (!id && id_len) return fail(CHR_EINVAL, "%s: id is NULL with length %zu", who, id_len);
-    if (id_len == 0 || id_len > CHR_NODE_ID_MAX)
-        return fail(id_len ? CHR_ERANGE : CHR_EINVAL, "%s: node id is %zu bytes (1..%d allowed)", who,
-                    id_len, CHR_NODE_ID_MAX);
+    if (chr_status st = check_id(who, id, id_len)) return st;
     return guarded(who, [&] {
         std::string key(static_cast<const char *>(id), id_len);
         return impl(ring)->read(who, [&](const Snapshot &s) {
             int64_t i = s.find(key);
             if (i < 0)
-                return fail(CHR_ENOENT, "%s: no node '%.*s' in the ring", who,
-                            int(std::min<size_t>(id_len, 64)), key.data());
+                return fail(CHR_ENOENT, "%s: no node '%s' in the ring", who,
+                            chring::Quoted(key.data(), key.size()).c_str());
             *fraction = s.node(size_t(i)).ownership;
             return CHR_OK;
         });
     });
 }
 
-CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) {
-    static const char *who = "chr_ring_fingerprint";
-    if (!ring) return null_arg(who, "ring");
-    if (!fingerprint) return null_arg(who, "fingerprint");
-    return impl(ring)->read(who, [&](const Snapshot &s) {
-        *fingerprint = s.fingerprint();
-        return CHR_OK;
-    });
+CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) noexcept {
+    return ring_value("chr_ring_fingerprint", ring, fingerprint, "fingerprint",
+                          [](const Snapshot &s) { return s.fingerprint(); });
 }
 
-CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out) {
+CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out) noexcept {
     static const char *who = "chr_ring_snapshot";
     if (!out) return null_arg(who, "out");
     *out = nullptr;
@@ -294,12 +322,12 @@ CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out) {
     return st;
 }
 
-CHR_API void chr_snapshot_release(chr_snapshot *snap) {
+CHR_API void chr_snapshot_release(chr_snapshot *snap) noexcept {
     if (snap) impl(snap)->release();
 }
 
 CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key, size_t key_len,
-                                       chr_node_view *out) {
+                                       chr_node_view *out) noexcept {
     static const char *who = "chr_snapshot_lookup";
     if (!snap) return null_arg(who, "snap");
     if (!out) return null_arg(who, "out");
@@ -312,7 +340,7 @@ CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key
 }
 
 CHR_API chr_status chr_snapshot_lookup_batch(const chr_snapshot *snap, const void *const *keys,
-                                             const size_t *key_lens, size_t n, uint32_t *indices) {
+                                             const size_t *key_lens, size_t n, uint32_t *indices) noexcept {
     static const char *who = "chr_snapshot_lookup_batch";
     if (!snap) return null_arg(who, "snap");
     if (n && (!keys || !key_lens || !indices))
@@ -329,7 +357,7 @@ CHR_API chr_status chr_snapshot_lookup_batch(const chr_snapshot *snap, const voi
 
 CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *key,
                                          size_t key_len, size_t n, chr_node_view *out,
-                                         size_t *count) {
+                                         size_t *count) noexcept {
     static const char *who = "chr_snapshot_replicas";
     if (!snap) return null_arg(who, "snap");
     if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
@@ -340,53 +368,47 @@ CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *k
     });
 }
 
-CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index, chr_node_view *out) {
+CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index,
+                                     chr_node_view *out) noexcept {
     static const char *who = "chr_snapshot_node";
     if (!snap) return null_arg(who, "snap");
     if (!out) return null_arg(who, "out");
     const Snapshot &s = *impl(snap);
-    if (index >= s.node_count())
-        return fail(CHR_ERANGE, "%s: index %zu is past the %zu members", who, index, s.node_count());
+    if (chr_status st = chring::check_index(who, index, s.node_count(), "members")) return st;
     *out = s.view(index);
     return CHR_OK;
 }
 
-CHR_API chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count) {
-    if (!snap) return null_arg("chr_snapshot_node_count", "snap");
-    if (!count) return null_arg("chr_snapshot_node_count", "count");
-    *count = impl(snap)->node_count();
-    return CHR_OK;
+CHR_API chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count) noexcept {
+    return snapshot_value("chr_snapshot_node_count", snap, count, "count",
+                          [](const Snapshot &s) { return s.node_count(); });
 }
 
-CHR_API chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count) {
-    if (!snap) return null_arg("chr_snapshot_token_count", "snap");
-    if (!count) return null_arg("chr_snapshot_token_count", "count");
-    *count = impl(snap)->token_count();
-    return CHR_OK;
+CHR_API chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count) noexcept {
+    return snapshot_value("chr_snapshot_token_count", snap, count, "count",
+                          [](const Snapshot &s) { return s.token_count(); });
 }
 
-CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *fingerprint) {
-    if (!snap) return null_arg("chr_snapshot_fingerprint", "snap");
-    if (!fingerprint) return null_arg("chr_snapshot_fingerprint", "fingerprint");
-    *fingerprint = impl(snap)->fingerprint();
-    return CHR_OK;
+CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap,
+                                            uint64_t *fingerprint) noexcept {
+    return snapshot_value("chr_snapshot_fingerprint", snap, fingerprint, "fingerprint",
+                          [](const Snapshot &s) { return s.fingerprint(); });
 }
 
 CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, uint64_t *value,
-                                      uint32_t *node_index) {
+                                      uint32_t *node_index) noexcept {
     static const char *who = "chr_snapshot_token";
     if (!snap) return null_arg(who, "snap");
     if (!value) return null_arg(who, "value");
     if (!node_index) return null_arg(who, "node_index");
     const Snapshot &s = *impl(snap);
-    if (index >= s.token_count())
-        return fail(CHR_ERANGE, "%s: index %zu is past the %zu tokens", who, index, s.token_count());
+    if (chr_status st = chring::check_index(who, index, s.token_count(), "tokens")) return st;
     *value = s.token_value(index);
     *node_index = s.token_owner(index);
     return CHR_OK;
 }
 
-CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded) {
+CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded) noexcept {
     static const char *who = "chr_plugin_load";
     if (loaded) *loaded = 0;
     if (!path) return null_arg(who, "path");
@@ -394,17 +416,16 @@ CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded) {
 }
 
 CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out, size_t capacity,
-                                   size_t *count) {
+                                   size_t *count) noexcept {
     static const char *who = "chr_hasher_list";
     if (!count) return null_arg(who, "count");
-    if (!out && capacity) return fail(CHR_EINVAL, "%s: out is NULL with capacity %zu", who, capacity);
+    if (chr_status st = check_buffer(who, out, capacity)) return st;
     return guarded(who, [&] {
         chring::discover_plugins(plugin_dir);
         std::vector<chring::HasherPtr> all = chring::list_hashers();
         *count = all.size();
         if (capacity < all.size())
-            return fail(CHR_ERANGE, "%s: capacity %zu is less than the %zu hashers", who, capacity,
-                        all.size());
+            return too_small(who, out, capacity, all.size(), "hashers");
         for (size_t i = 0; i < all.size(); ++i) {
             // Registry entries are immutable and never removed: the strings stay valid.
             out[i].name = all[i]->name.c_str();
@@ -417,7 +438,7 @@ CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out,
     });
 }
 
-CHR_API chr_status chr_hasher_register(const chr_hasher *hasher) {
+CHR_API chr_status chr_hasher_register(const chr_hasher *hasher) noexcept {
     static const char *who = "chr_hasher_register";
     if (!hasher) return null_arg(who, "hasher");
     return guarded(who, [&] { return chring::register_hashers({hasher}, "registered", nullptr, who); });
@@ -425,17 +446,17 @@ CHR_API chr_status chr_hasher_register(const chr_hasher *hasher) {
 
 namespace {
 chr_status no_hasher(const char *who, const char *name) {
-    return fail(CHR_ENOHASHER, "%s: no hasher named '%.*s' is registered or found in a plugin", who,
-                CHR_HASHER_NAME_MAX, name);
+    return fail(CHR_ENOHASHER, "%s: no hasher named '%s' is registered or found in a plugin", who,
+                chring::Quoted(name, strnlen(name, CHR_HASHER_NAME_MAX + 1)).c_str());
 }
 }  // namespace
 
 CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed,
-                                   uint64_t *out) {
+                                   uint64_t *out) noexcept {
     static const char *who = "chr_hasher_hash";
     if (!name) return null_arg(who, "name");
     if (!out) return null_arg(who, "out");
-    if (!data && len) return fail(CHR_EINVAL, "%s: data is NULL with length %zu", who, len);
+    if (chr_status st = check_bytes(who, "data", data, len)) return st;
     return guarded(who, [&] {
         chring::HasherPtr h = chring::resolve_hasher(name, nullptr);
         if (!h) return no_hasher(who, name);
@@ -445,12 +466,12 @@ CHR_API chr_status chr_hasher_hash(const char *name, const void *data, size_t le
 }
 
 CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t len,
-                                     unsigned char *out, size_t capacity, size_t *digest_size) {
+                                     unsigned char *out, size_t capacity, size_t *digest_size) noexcept {
     static const char *who = "chr_hasher_digest";
     if (!name) return null_arg(who, "name");
     if (!digest_size) return null_arg(who, "digest_size");
-    if (!out && capacity) return fail(CHR_EINVAL, "%s: out is NULL with capacity %zu", who, capacity);
-    if (!data && len) return fail(CHR_EINVAL, "%s: data is NULL with length %zu", who, len);
+    if (chr_status st = check_buffer(who, out, capacity)) return st;
+    if (chr_status st = check_bytes(who, "data", data, len)) return st;
     return guarded(who, [&] {
         chring::HasherPtr h = chring::resolve_hasher(name, nullptr);
         if (!h) return no_hasher(who, name);
@@ -458,8 +479,7 @@ CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t 
         if (!h->digest)
             return fail(CHR_ENOTSUP, "%s: hasher '%s' has no full digest", who, h->name.c_str());
         if (capacity < h->digest_size)
-            return fail(CHR_ERANGE, "%s: capacity %zu is less than the %u-byte digest of '%s'", who,
-                        capacity, h->digest_size, h->name.c_str());
+            return too_small(who, out, capacity, h->digest_size, "bytes of the digest");
         h->digest(data, len, out);
         return CHR_OK;
     });
@@ -559,7 +579,7 @@ chr_status check_export(const char *who, uint32_t flags, const char *buf, size_t
 
 extern "C" {
 
-CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t version) {
+CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t version) noexcept {
     static const char *who = "chr_ringfile_info_init";
     if (!info) return null_arg(who, "info");
     if (version < 1 || version > CHR_RINGFILE_INFO_VERSION)
@@ -572,7 +592,7 @@ CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t vers
 
 CHR_API chr_status chr_ring_new_from_text(const char *text, size_t len, const char *name,
                                           const chr_options *base, chr_ring **out,
-                                          chr_ringfile_info *info) {
+                                          chr_ringfile_info *info) noexcept {
     static const char *who = "chr_ring_new_from_text";
     if (!out) return null_arg(who, "out");
     *out = nullptr;
@@ -586,7 +606,7 @@ CHR_API chr_status chr_ring_new_from_text(const char *text, size_t len, const ch
 }
 
 CHR_API chr_status chr_ring_new_from_file(const char *path, const chr_options *base,
-                                          chr_ring **out, chr_ringfile_info *info) {
+                                          chr_ring **out, chr_ringfile_info *info) noexcept {
     static const char *who = "chr_ring_new_from_file";
     if (!out) return null_arg(who, "out");
     *out = nullptr;
@@ -604,7 +624,7 @@ CHR_API chr_status chr_ring_new_from_file(const char *path, const chr_options *b
 }
 
 CHR_API chr_status chr_ring_apply_text(chr_ring *ring, const char *text, size_t len,
-                                       const char *name, chr_ringfile_info *info) {
+                                       const char *name, chr_ringfile_info *info) noexcept {
     static const char *who = "chr_ring_apply_text";
     if (!ring) return null_arg(who, "ring");
     if (chr_status st = check_text(who, text, len)) return st;
@@ -615,7 +635,7 @@ CHR_API chr_status chr_ring_apply_text(chr_ring *ring, const char *text, size_t 
     });
 }
 
-CHR_API chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_ringfile_info *info) {
+CHR_API chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_ringfile_info *info) noexcept {
     static const char *who = "chr_ring_apply_file";
     if (!ring) return null_arg(who, "ring");
     if (!path) return null_arg(who, "path");
@@ -631,7 +651,7 @@ CHR_API chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_rin
 }
 
 CHR_API chr_status chr_ring_export(const chr_ring *ring, uint32_t flags, uint64_t revision,
-                                   char *buf, size_t capacity, size_t *len) {
+                                   char *buf, size_t capacity, size_t *len) noexcept {
     static const char *who = "chr_ring_export";
     if (!ring) return null_arg(who, "ring");
     if (chr_status st = check_export(who, flags, buf, capacity, len)) return st;
@@ -645,7 +665,7 @@ CHR_API chr_status chr_ring_export(const chr_ring *ring, uint32_t flags, uint64_
 }
 
 CHR_API chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags, uint64_t revision,
-                                       char *buf, size_t capacity, size_t *len) {
+                                       char *buf, size_t capacity, size_t *len) noexcept {
     static const char *who = "chr_snapshot_export";
     if (!snap) return null_arg(who, "snap");
     if (chr_status st = check_export(who, flags, buf, capacity, len)) return st;

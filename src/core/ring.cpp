@@ -4,25 +4,11 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "compat.hpp"
 #include "errors.hpp"
-#include "plugins.hpp"
+#include "validate.hpp"
 
 namespace chring {
 namespace {
-
-chr_status check_bytes(const void *p, size_t len, const char *what, const char *who) {
-    if (!p && len) return fail(CHR_EINVAL, "%s: %s is NULL with length %zu", who, what, len);
-    return CHR_OK;
-}
-
-chr_status check_id(const void *id, size_t len, const char *who) {
-    if (chr_status st = check_bytes(id, len, "id", who)) return st;
-    if (len == 0) return fail(CHR_EINVAL, "%s: node id is empty (1..%d bytes)", who, CHR_NODE_ID_MAX);
-    if (len > CHR_NODE_ID_MAX)
-        return fail(CHR_ERANGE, "%s: node id is %zu bytes (1..%d allowed)", who, len, CHR_NODE_ID_MAX);
-    return CHR_OK;
-}
 
 // Where `id` is in the working table, or where it would go.
 size_t position(const std::vector<Node> &nodes, const std::string &id) {
@@ -31,49 +17,23 @@ size_t position(const std::vector<Node> &nodes, const std::string &id) {
                   nodes.begin());
 }
 
-}  // namespace
-
-chr_status Ring::create(const chr_options *opts, Ring **out) {
-    static const char *who = "chr_ring_new";
-    if (!out) return fail(CHR_EINVAL, "%s: out is NULL", who);
-    *out = nullptr;
-    chr_options o = CHR_OPTIONS_INIT;
-    if (opts) {
-        if (opts->version < 1 || opts->version > CHR_OPTIONS_VERSION)
-            return fail(CHR_EVERSION, "%s: options version %u is not supported (1..%d)", who,
-                        opts->version, CHR_OPTIONS_VERSION);
-        o = *opts;  // version 1 is the whole struct today; later versions copy by version
-    }
-    if (o.tokens_per_weight < 1 || o.tokens_per_weight > CHR_TOKENS_PER_WEIGHT_MAX)
-        return fail(CHR_ERANGE, "%s: tokens_per_weight %u is out of range (1..%u)", who,
-                    o.tokens_per_weight, CHR_TOKENS_PER_WEIGHT_MAX);
-    if (o.reserved0 != 0) return fail(CHR_EINVAL, "%s: options.reserved0 must be 0", who);
-    if (o.placement < CHR_PLACEMENT_NATIVE || o.placement > CHR_PLACEMENT_NGINX)
-        return fail(CHR_ENOTSUP, "%s: placement mode %d is not available in this build (0..%d)",
-                    who, o.placement, CHR_PLACEMENT_NGINX);
-    const char *name = o.hasher ? o.hasher : CHR_DEFAULT_HASHER;
-    if (const char *required = compat::required_hasher(o.placement)) {
-        if (o.hasher && std::strcmp(o.hasher, required) != 0)
-            return fail(CHR_EINVAL, "%s: placement mode %d is defined with hasher '%s', not '%.*s'",
-                        who, o.placement, required, CHR_HASHER_NAME_MAX, o.hasher);
-        name = required;
-    }
-    auto placement = std::make_shared<Placement>();
-    placement->hasher = resolve_hasher(name, o.plugin_dir);
-    if (!placement->hasher)
-        return fail(CHR_ENOHASHER,
-                    "%s: no hasher named '%.*s' is registered or found in a plugin (searched next "
-                    "to libchring, CHRING_PLUGIN_PATH and plugin_dir)",
-                    who, CHR_HASHER_NAME_MAX, name);
-    if (compat::required_hasher(o.placement) && !placement->hasher->digest)
-        return fail(CHR_ENOHASHER, "%s: hasher '%s' has no full digest, which placement mode %d needs",
-                    who, name, o.placement);
-    placement->seed = o.seed;
-    placement->tokens_per_weight = o.tokens_per_weight;
-    placement->mode = o.placement;
-    *out = new Ring(std::move(placement));
+// Change c of a batch of `change_size`-byte changes, as this library's
+// chr_change; CHR_ENOTSUP if the caller's struct sets a field past it.
+chr_status read_change(const void *changes, size_t c, size_t change_size, chr_change *out,
+                       const char *who) {
+    const unsigned char *p = static_cast<const unsigned char *>(changes) + c * change_size;
+    *out = chr_change{};
+    std::memcpy(out, p, std::min(change_size, sizeof *out));
+    for (size_t i = sizeof *out; i < change_size; ++i)
+        if (p[i] != 0)
+            return fail(CHR_ENOTSUP,
+                        "%s: change %zu sets byte %zu of a %zu-byte chr_change; this library's "
+                        "chr_change has %zu bytes and cannot honour later fields",
+                        who, c, i, change_size, sizeof *out);
     return CHR_OK;
 }
+
+}  // namespace
 
 Ring::Ring(PlacementPtr placement)
     : placement_(std::move(placement)), key_hash_(*placement_), current_(new Snapshot(placement_)) {}
@@ -98,13 +58,13 @@ chr_status Ring::acquire(const Snapshot **out, const char *who) const {
     });
 }
 
-chr_status Ring::apply(const chr_change *changes, size_t count, size_t *failed_index,
-                       const char *who) {
+chr_status Ring::apply(const void *changes, size_t count, size_t change_size,
+                       size_t *failed_index, const char *who) {
     if (failed_index) *failed_index = count;
     std::lock_guard<std::mutex> lock(writer_);
     Snapshot *next = nullptr;
     if (chr_status st = build(*current_.load(std::memory_order_relaxed), changes, count,
-                              failed_index, who, &next))
+                              change_size, failed_index, who, &next))
         return st;
     publish(next);
     return CHR_OK;
@@ -119,7 +79,8 @@ chr_status Ring::apply_planned(const Plan &plan, const Check &check, size_t *fai
     if (chr_status st = plan(base, changes)) return st;
     if (failed_index) *failed_index = changes.size();
     Snapshot *next = nullptr;
-    if (chr_status st = build(base, changes.data(), changes.size(), failed_index, who, &next))
+    if (chr_status st = build(base, changes.data(), changes.size(), sizeof(chr_change), failed_index,
+                              who, &next))
         return st;
     chr_status st;
     try {
@@ -136,9 +97,10 @@ chr_status Ring::apply_planned(const Plan &plan, const Check &check, size_t *fai
     return CHR_OK;
 }
 
-chr_status Ring::build(const Snapshot &base, const chr_change *changes, size_t count,
+chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, size_t change_size,
                        size_t *failed_index, const char *who, Snapshot **next) {
     const Placement &placement = *base.placement();
+    const PlacementOps &ops = *placement.ops;
 
     // The batch runs change by change against a working membership without
     // moving any element: the base table (sorted by id) is edited in place
@@ -158,17 +120,18 @@ chr_status Ring::build(const Snapshot &base, const chr_change *changes, size_t c
     size_t live = table.size();
     // Running bound on the tokens of the working membership (exact for native).
     uint64_t total_tokens = 0;
-    for (const Node &n : table) total_tokens += compat::point_bound(placement, n.weight);
+    for (const Node &n : table) total_tokens += ops.point_bound(placement, n.weight);
 
     for (size_t c = 0; c < count; ++c) {
-        const chr_change &ch = changes[c];
         auto reject = [&](chr_status st) {
             if (failed_index) *failed_index = c;
             return st;
         };
-        if (ch.op != CHR_OP_ADD && ch.op != CHR_OP_REMOVE && ch.op != CHR_OP_SET_WEIGHT)
-            return reject(fail(CHR_EINVAL, "%s: change %zu has unknown op %u (1..3)", who, c, ch.op));
-        if (chr_status st = check_id(ch.id, ch.id_len, who)) return reject(st);
+        chr_change ch;
+        if (chr_status st = read_change(changes, c, change_size, &ch, who)) return reject(st);
+        if (chr_status st = check_change(who, ch, c)) return reject(st);
+        if (ch.op != CHR_OP_REMOVE && ops.check_weight)
+            if (chr_status st = ops.check_weight(ch.weight, who)) return reject(st);
         std::string id(static_cast<const char *>(ch.id), ch.id_len);
         // The id's node in the working membership, if any: a base slot or an added entry.
         size_t pos = position(table, id);
@@ -182,20 +145,10 @@ chr_status Ring::build(const Snapshot &base, const chr_change *changes, size_t c
         }
         const bool present = node != nullptr;
 
-        if (ch.op != CHR_OP_REMOVE) {
-            if (ch.weight > CHR_WEIGHT_MAX)
-                return reject(fail(CHR_ERANGE, "%s: weight %u is out of range (0..%u)", who,
-                                   ch.weight, CHR_WEIGHT_MAX));
-            if (chr_status st = compat::check_weight(placement, ch.weight, who)) return reject(st);
-        }
         if (ch.op == CHR_OP_ADD) {
             if (present)
-                return reject(fail(CHR_EEXIST, "%s: node '%.*s' is already in the ring", who,
-                                   int(std::min<size_t>(id.size(), 64)), id.data()));
-            if (chr_status st = check_bytes(ch.zone, ch.zone_len, "zone", who)) return reject(st);
-            if (ch.zone_len > CHR_ZONE_MAX)
-                return reject(fail(CHR_ERANGE, "%s: zone is %zu bytes (0..%d allowed)", who,
-                                   ch.zone_len, CHR_ZONE_MAX));
+                return reject(fail(CHR_EEXIST, "%s: node '%s' is already in the ring", who,
+                                   Quoted(id.data(), id.size()).c_str()));
             if (live >= CHR_NODES_MAX)
                 return reject(fail(CHR_ERANGE, "%s: the ring already has %u nodes, the limit", who,
                                    CHR_NODES_MAX));
@@ -215,12 +168,12 @@ chr_status Ring::build(const Snapshot &base, const chr_change *changes, size_t c
                 added_live.push_back(true);
             }
             ++live;
-            total_tokens += compat::point_bound(placement, ch.weight);
+            total_tokens += ops.point_bound(placement, ch.weight);
         } else {
             if (!present)
-                return reject(fail(CHR_ENOENT, "%s: no node '%.*s' in the ring", who,
-                                   int(std::min<size_t>(id.size(), 64)), id.data()));
-            total_tokens -= compat::point_bound(placement, node->weight);
+                return reject(fail(CHR_ENOENT, "%s: no node '%s' in the ring", who,
+                                   Quoted(id.data(), id.size()).c_str()));
+            total_tokens -= ops.point_bound(placement, node->weight);
             if (ch.op == CHR_OP_REMOVE) {
                 if (in_table) {
                     table_live[pos] = false;
@@ -231,7 +184,7 @@ chr_status Ring::build(const Snapshot &base, const chr_change *changes, size_t c
                 --live;
             } else {
                 node->weight = ch.weight;
-                total_tokens += compat::point_bound(placement, ch.weight);
+                total_tokens += ops.point_bound(placement, ch.weight);
             }
         }
         if (total_tokens > CHR_TOKENS_MAX)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <functional>
 #include <mutex>
 #include <vector>
@@ -14,13 +15,20 @@ namespace chring {
 
 class Ring {
 public:
-    // Validates `opts` (NULL = defaults) and creates an empty ring.
-    static chr_status create(const chr_options *opts, Ring **out);
+    // An empty ring (make_placement() builds and checks the placement).
+    explicit Ring(PlacementPtr placement);
     ~Ring();
 
     // Applies a batch and publishes it as one snapshot, or changes nothing.
-    chr_status apply(const chr_change *changes, size_t count, size_t *failed_index,
+    // Change c starts at changes + c * change_size; change_size is at least
+    // kChangeV1Size, and the bytes of a change past what this library's
+    // chr_change holds must be zero (fields of a later version it cannot honour).
+    static constexpr size_t kChangeV1Size = offsetof(chr_change, tag) + sizeof(uint64_t);
+    chr_status apply(const void *changes, size_t count, size_t change_size, size_t *failed_index,
                      const char *who);
+    chr_status apply_one(const chr_change &change, const char *who) {
+        return apply(&change, 1, sizeof change, nullptr, who);
+    }
 
     // A batch that depends on the current state: under the writer lock,
     // plan(base, changes) fills the batch from the current snapshot, which
@@ -49,10 +57,10 @@ public:
     chr_status acquire(const Snapshot **out, const char *who) const;
 
 private:
-    explicit Ring(PlacementPtr placement);
     static chr_status out_of_slots(const char *who);
     // The batch on top of `base` as an unpublished snapshot (under writer_).
-    chr_status build(const Snapshot &base, const chr_change *changes, size_t count,
+    // `changes` holds `count` chr_change structs of `change_size` bytes each.
+    chr_status build(const Snapshot &base, const void *changes, size_t count, size_t change_size,
                      size_t *failed_index, const char *who, Snapshot **next);
     void publish(Snapshot *next);  // under writer_; cannot fail
     void collect() noexcept;       // under writer_

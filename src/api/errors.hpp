@@ -1,5 +1,9 @@
-// Status texts and the per-thread error message behind chr_last_error().
+// The error model every layer reports through: status texts, the
+// per-thread message behind chr_last_error(), and how bytes from a caller
+// (ids, names) are spelled inside a message.
 #pragma once
+
+#include <cstddef>
 
 #include "chring.h"
 
@@ -26,5 +30,21 @@ private:
     char saved_[512];
 };
 const char *status_text(chr_status status) noexcept;
+
+// Caller bytes as a message shows them, spelled as the CLI spells ids (a
+// membership file reads them back): printable ASCII and valid UTF-8 stay
+// as they are; C0 and C1 controls, DEL, space, '%', '\\', bidirectional
+// overrides and isolates, and bytes that are not valid UTF-8 become %XX.
+// At most kQuotedInput bytes are spelled, then "...": a message stays
+// bounded whatever the id. Never allocates.
+class Quoted {
+public:
+    static constexpr size_t kQuotedInput = 64;
+    Quoted(const void *bytes, size_t len) noexcept;
+    const char *c_str() const noexcept { return text_; }
+
+private:
+    char text_[kQuotedInput * 3 + 4];
+};
 
 }  // namespace chring

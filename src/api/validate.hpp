@@ -1,0 +1,56 @@
+// Argument checks of the C API, in one place: each returns CHR_OK or
+// records the message and returns the status (see errors.hpp). The entry
+// points (capi.cpp) and the batch (Ring::apply, which checks each change
+// as it reaches it) both use these.
+#pragma once
+
+#include <cstddef>
+
+#include "chring.h"
+#include "errors.hpp"
+
+namespace chring {
+
+chr_status null_arg(const char *who, const char *what);
+
+// A NULL pointer with a nonzero length; `what` names the argument.
+chr_status null_bytes(const char *who, const char *what, size_t len);
+
+__attribute__((noinline, cold)) chr_status null_key(const char *who, size_t len);
+
+// Inline: on every lookup.
+inline chr_status check_key(const char *who, const void *key, size_t len) {
+    if (__builtin_expect(!key && len, 0)) return null_key(who, len);
+    return CHR_OK;
+}
+
+inline chr_status check_bytes(const char *who, const char *what, const void *p, size_t len) {
+    if (!p && len) return null_bytes(who, what, len);
+    return CHR_OK;
+}
+
+// A node id: not NULL with a length, 1..CHR_NODE_ID_MAX bytes.
+chr_status check_id(const char *who, const void *id, size_t len);
+
+// A caller buffer of `capacity` entries: NULL only with capacity 0.
+chr_status check_buffer(const char *who, const void *out, size_t capacity);
+
+// CHR_ERANGE: `needed` entries do not fit in `capacity` (what: "members").
+// A size query (out NULL, capacity 0) is not a failure: no message then.
+chr_status too_small(const char *who, const void *out, size_t capacity, size_t needed,
+                     const char *what);
+
+chr_status empty_ring(const char *who);
+
+// CHR_ERANGE unless index < count (what: "members", "tokens").
+chr_status check_index(const char *who, size_t index, size_t count, const char *what);
+
+// A batch change's own fields (op, id, weight, zone), before the ring
+// checks it against the membership; `index` names it in messages.
+chr_status check_change(const char *who, const chr_change &c, size_t index);
+
+// `opts` (NULL: the defaults) as a current chr_options: version, ranges and
+// reserved fields checked. The placement is checked by make_placement().
+chr_status read_options(const char *who, const chr_options *opts, chr_options *out);
+
+}  // namespace chring

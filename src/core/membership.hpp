@@ -1,0 +1,38 @@
+// A ring's members as the core keeps them, a change of membership as the
+// snapshot build takes it, and a token as placements produce them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace chring {
+
+struct Node {
+    std::string id;  // bytes, compared as unsigned bytes (std::string's order)
+    std::string zone;
+    uint64_t tag = 0;
+    uint32_t weight = 0;
+    uint32_t tokens = 0;     // filled by the snapshot build
+    double ownership = 0.0;  // filled by the snapshot build
+};
+
+// The new node table plus, for each new node, where it was in the old
+// table (-1 if new) and whether its tokens must be generated again.
+struct MembershipDelta {
+    std::vector<Node> nodes;           // sorted by id
+    std::vector<int64_t> old_index;    // per node: index in the old snapshot, or -1
+    std::vector<uint8_t> regenerate;   // per node: 1 if added or reweighted
+};
+
+// A point on the circle and the node (index in the node table) it belongs
+// to, ordered by (value, owner): the order of a ring's token array.
+struct Token {
+    uint64_t value;
+    uint32_t owner;
+    bool operator<(const Token &o) const noexcept {
+        return value < o.value || (value == o.value && owner < o.owner);
+    }
+};
+
+}  // namespace chring

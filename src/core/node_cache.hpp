@@ -1,0 +1,50 @@
+// Each member of a snapshot as the C API returns it, prepared once per
+// snapshot so a lookup copies one cache line instead of gathering fields.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "chring.h"
+#include "membership.hpp"
+
+namespace chring {
+
+class NodeCache {
+public:
+    // chr_node_ref's first 64 bytes: the fields, then the id zero-padded to
+    // kShortId bytes when it fits. A ring lookup copies this one line as it
+    // is (constant size: inlined), and only a longer id or a zone needs a
+    // second copy (api/capi.cpp pins the layout against chring.h).
+    static constexpr size_t kShortId = 24;
+    struct RefFields {
+        uint64_t tag;
+        double ownership;
+        uint32_t weight, tokens, index, id_len, zone_len, reserved0;
+        unsigned char short_id[kShortId];  // valid when id_len <= kShortId
+    };
+
+    // `nodes` must not change or move afterwards: the views borrow its strings.
+    void build(const std::vector<Node> &nodes);
+
+    const chr_node_view &view(size_t i) const noexcept { return views_[i].view; }
+    const RefFields &ref_fields(size_t i) const noexcept { return ref_lines_[i].ref; }
+
+private:
+    // One cache line per node in each table: a lookup reads the line its
+    // result type needs, and a table holds only lines of its kind, so the
+    // adjacent line the L2 prefetcher pairs with a miss is another node's
+    // record of the same kind.
+    struct alignas(64) ViewLine {
+        chr_node_view view;
+    };
+    struct alignas(64) RefLine {
+        RefFields ref;
+    };
+    static_assert(sizeof(ViewLine) == 64 && sizeof(RefLine) == 64, "one line each");
+    std::vector<ViewLine> views_;
+    std::vector<RefLine> ref_lines_;
+};
+
+}  // namespace chring
