@@ -5,8 +5,9 @@
 
 #include "chring.h"
 #include "errors.hpp"
-#include "hashers.hpp"
-#include "plugins.hpp"
+#include "plugin/discovery.hpp"
+#include "plugin/loader.hpp"
+#include "plugin/registry.hpp"
 #include "ring.hpp"
 
 namespace {
@@ -389,7 +390,7 @@ CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out,
     if (!count) return null_arg(who, "count");
     if (!out && capacity) return fail(CHR_EINVAL, "%s: out is NULL with capacity %zu", who, capacity);
     return guarded(who, [&] {
-        chring::discover_plugins(plugin_dir);
+        chring::discover_plugins(plugin_dir, nullptr);
         std::vector<chring::HasherPtr> all = chring::list_hashers();
         *count = all.size();
         if (capacity < all.size())
@@ -415,8 +416,10 @@ CHR_API chr_status chr_hasher_register(const chr_hasher *hasher) {
 
 namespace {
 chr_status no_hasher(const char *who, const char *name) {
-    return fail(CHR_ENOHASHER, "%s: no hasher named '%.*s' is registered or found in a plugin", who,
-                CHR_HASHER_NAME_MAX, name);
+    std::string skipped = chring::skipped_plugins();
+    return fail(CHR_ENOHASHER, "%s: no hasher named '%.*s' is registered or found in a plugin%s%s",
+                who, CHR_HASHER_NAME_MAX, name, skipped.empty() ? "" : "; skipped: ",
+                skipped.c_str());
 }
 }  // namespace
 

@@ -5,7 +5,7 @@
 
 #include "compat.hpp"
 #include "errors.hpp"
-#include "plugins.hpp"
+#include "plugin/discovery.hpp"
 
 namespace chring {
 namespace {
@@ -59,11 +59,14 @@ chr_status Ring::create(const chr_options *opts, Ring **out) {
     }
     auto placement = std::make_shared<Placement>();
     placement->hasher = resolve_hasher(name, o.plugin_dir);
-    if (!placement->hasher)
+    if (!placement->hasher) {
+        std::string skipped = skipped_plugins();
         return fail(CHR_ENOHASHER,
                     "%s: no hasher named '%.*s' is registered or found in a plugin (searched next "
-                    "to libchring, CHRING_PLUGIN_PATH and plugin_dir)",
-                    who, CHR_HASHER_NAME_MAX, name);
+                    "to libchring, CHRING_PLUGIN_PATH and plugin_dir)%s%s",
+                    who, CHR_HASHER_NAME_MAX, name, skipped.empty() ? "" : "; skipped: ",
+                    skipped.c_str());
+    }
     if (compat::required_hasher(o.placement) && !placement->hasher->digest)
         return fail(CHR_ENOHASHER, "%s: hasher '%s' has no full digest, which placement mode %d needs",
                     who, name, o.placement);

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "hashers.hpp"
+#include "plugin/registry.hpp"
 #include "window.hpp"
 
 namespace chring {

@@ -11,8 +11,9 @@ CHECK is one of:
   collateral      `sim` moves keys only onto grown / off shrunk nodes (native), and says so
   bad-input       bad arguments and files: a clear one-line message and a non-zero exit, no crash
 
-chring runs without CHRING_PLUGIN_PATH and LD_LIBRARY_PATH, as a user would run it:
-it must find libchring through its rpath and the build tree's plugins next to it.
+chring runs without LD_LIBRARY_PATH, as a user would run it: it must find libchring
+through its rpath; plugins come from CHRING_PLUGIN_PATH as `meson test` sets it (the
+library never looks for its build tree).
 """
 import argparse
 import json
@@ -52,7 +53,6 @@ GOLDEN = {
 
 def run_chring(args, chring, cwd, stdin_path=None):
     env = dict(os.environ)
-    env.pop("CHRING_PLUGIN_PATH", None)
     env.pop("LD_LIBRARY_PATH", None)  # load libchring through chring's own rpath, as installed
     stdin = open(os.path.join(cwd, stdin_path), "rb") if stdin_path else subprocess.DEVNULL
     try:

@@ -101,7 +101,7 @@ static char *run_chring(const char *args, int with_keys) {
     assert_int_equal(fclose(keys), 0);
 
     char command[4096];
-    snprintf(command, sizeof command, "env -u CHRING_PLUGIN_PATH -u LD_LIBRARY_PATH '%s' %s -m '%s' < '%s'", chring_path, args,
+    snprintf(command, sizeof command, "env -u LD_LIBRARY_PATH '%s' %s -m '%s' < '%s'", chring_path, args,
              members_path, keys_path);
     FILE *p = popen(command, "r");
     assert_non_null(p);
