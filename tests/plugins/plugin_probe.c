@@ -4,6 +4,7 @@
  * (options.plugin_dir from --plugin-dir; "-" means chr_ring_new(NULL), the
  * default options), looks a key up in it, and prints
  *   library <path of the libchring this process loaded>
+ *   secure <AT_SECURE: 1 in a setuid process, where CHRING_PLUGIN_PATH is ignored>
  *   loaded <name> <plugin objects mapped after the lookup, before listing>
  *   hasher <name> <origin from chr_hasher_list>
  * or, on the first failure,
@@ -13,6 +14,7 @@
 #define _GNU_SOURCE /* dl_iterate_phdr */
 #include <link.h>
 #include <stdio.h>
+#include <sys/auxv.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +93,7 @@ int main(int argc, char **argv) {
         first = 3;
     }
     printf("library %s\n", loaded_library());
+    printf("secure %lu\n", getauxval(AT_SECURE));
     for (int i = first; i < argc; ++i)
         if (probe(argv[i], plugin_dir) != 0) return 1;
     return 0;
