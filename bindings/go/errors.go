@@ -19,21 +19,22 @@ type Status int
 
 // The library's statuses (include/c/chring.h). Values are never reused.
 const (
-	ErrInvalid      Status = C.CHR_EINVAL         // bad argument (empty id, n == 0, ...)
-	ErrNoMemory     Status = C.CHR_ENOMEM         // an allocation failed; nothing changed
-	ErrRange        Status = C.CHR_ERANGE         // a value over a documented limit
-	ErrExists       Status = C.CHR_EEXIST         // the node id is already present
-	ErrNotFound     Status = C.CHR_ENOENT         // no node with that id
-	ErrEmpty        Status = C.CHR_EEMPTY         // no node with tokens: nothing to route to
-	ErrVersion      Status = C.CHR_EVERSION       // unknown versioned-struct version
-	ErrNoHasher     Status = C.CHR_ENOHASHER      // no hasher of that name, built in or in a plugin
-	ErrNotSupported Status = C.CHR_ENOTSUP        // not provided by this build
-	ErrInternal     Status = C.CHR_EINTERNAL      // a bug in chring
-	ErrPluginFile   Status = C.CHR_EPLUGIN_NOFILE // plugin file missing or unreadable
-	ErrPluginNotSO  Status = C.CHR_EPLUGIN_NOTSO  // plugin is not a loadable shared object
-	ErrPluginSymbol Status = C.CHR_EPLUGIN_SYMBOL // plugin lacks its entry point
-	ErrPluginABI    Status = C.CHR_EPLUGIN_ABI    // plugin built for another ABI
-	ErrPluginDesc   Status = C.CHR_EPLUGIN_DESC   // malformed hasher descriptor
+	ErrInvalid         Status = C.CHR_EINVAL            // bad argument (empty id, n == 0, ...)
+	ErrNoMemory        Status = C.CHR_ENOMEM            // an allocation failed; nothing changed
+	ErrRange           Status = C.CHR_ERANGE            // a value over a documented limit
+	ErrExists          Status = C.CHR_EEXIST            // the node id is already present
+	ErrNotFound        Status = C.CHR_ENOENT            // no node with that id
+	ErrEmpty           Status = C.CHR_EEMPTY            // no node with tokens: nothing to route to
+	ErrVersion         Status = C.CHR_EVERSION          // unknown versioned-struct version
+	ErrNoHasher        Status = C.CHR_ENOHASHER         // no hasher of that name, built in or in a plugin
+	ErrNotSupported    Status = C.CHR_ENOTSUP           // not provided by this build
+	ErrInternal        Status = C.CHR_EINTERNAL         // a bug in chring
+	ErrPluginFile      Status = C.CHR_EPLUGIN_NOFILE    // plugin file missing or unreadable
+	ErrPluginNotSO     Status = C.CHR_EPLUGIN_NOTSO     // plugin is not a loadable shared object
+	ErrPluginSymbol    Status = C.CHR_EPLUGIN_SYMBOL    // plugin lacks its entry point
+	ErrPluginABI       Status = C.CHR_EPLUGIN_ABI       // plugin built for another ABI
+	ErrPluginDesc      Status = C.CHR_EPLUGIN_DESC      // malformed hasher descriptor
+	ErrPluginUntrusted Status = C.CHR_EPLUGIN_UNTRUSTED // plugin file or directory refused by the trust rules
 )
 
 // Error returns the library's static text for the status (chr_strerror).

@@ -139,6 +139,7 @@ typedef int chr_status;
 #define CHR_EPLUGIN_SYMBOL (-13)  /**< plugin lacks the CHR_PLUGIN_ENTRY_SYMBOL entry point */
 #define CHR_EPLUGIN_ABI (-14)     /**< plugin built for an ABI version this library does not accept */
 #define CHR_EPLUGIN_DESC (-15)    /**< a hasher descriptor is malformed (size, name, function, digest) */
+#define CHR_EPLUGIN_UNTRUSTED (-16) /**< plugin file or directory refused by the trust rules (owner, mode, relative path) */
 
 /**
  * Static English text for a status (never NULL; unknown codes get a
@@ -228,7 +229,7 @@ typedef struct chr_options {
     const char *hasher;         /**< NUL-terminated hasher name; NULL = CHR_DEFAULT_HASHER */
     int32_t placement;          /**< CHR_PLACEMENT_*; default CHR_PLACEMENT_NATIVE */
     uint32_t reserved0;         /**< must be 0 */
-    const char *plugin_dir;     /**< extra directory searched for hash plugins; NULL = none */
+    const char *plugin_dir;     /**< extra directory searched for hash plugins (absolute); NULL = none */
 } chr_options;
 
 #define CHR_OPTIONS_INIT \
@@ -577,19 +578,54 @@ CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, ui
 
 /*
  * A ring hashes keys and tokens with a named hasher (chr_options.hasher).
- * Hashers come from plugins (see chring_plugin.h) or chr_hasher_register().
- * Plugins are found without configuration when a name is first missed,
- * searching, in this order:
- *   1. next to the loaded libchring: <libdir>/chring/plugins/ when
- *      installed, and <libdir>/../plugins/<any>/ in a Meson build tree
- *      (recognised by <libdir>/../meson-info);
+ * The default, CHR_DEFAULT_HASHER ("xxh3"), is compiled into the library:
+ * a ring with the default hasher never loads a plugin or calls dlopen, so
+ * it works from a static build, in a sandboxed process (no /proc, no file
+ * access) and from an install moved to another prefix. Every other hasher
+ * comes from a plugin (see chring_plugin.h) or chr_hasher_register().
+ *
+ * Plugins are found without configuration when a name is not registered
+ * yet, searching, in this order:
+ *   1. next to the loaded libchring: <libdir>/chring/plugins/;
  *   2. each directory of the CHRING_PLUGIN_PATH environment variable
- *      (':'-separated);
+ *      (':'-separated, in order), which is ignored in a setuid, setgid or
+ *      capability-raised process (secure_getenv);
  *   3. chr_options.plugin_dir (or the plugin_dir argument below).
- * Discovery loads files named chring-*.so; an earlier directory wins a name
- * clash; missing or unreadable directories and files that fail to load are
- * skipped. A plugin whose hashers are registered stays loaded for the rest
- * of the process: function pointers taken from it never dangle.
+ * The library never looks for a build tree: `meson test` and `meson
+ * devenv` set CHRING_PLUGIN_PATH to the build's plugin folders.
+ * Within a directory, files named chring-*.so are tried in byte order of
+ * their names. Discovery stops as soon as the wanted name is registered,
+ * so later files are not loaded; chr_hasher_list() loads every file.
+ * A name belongs to the first file loaded with it (a later file exporting
+ * it is refused whole, CHR_EEXIST); so an earlier directory wins a clash.
+ * Missing directories, and files or directories that fail a check below,
+ * are skipped; a name still not found gets CHR_ENOHASHER with what was
+ * skipped and why in chr_last_error().
+ *
+ * Trust rules, checked on the opened file before any of its code runs
+ * (the rules ld.so, sudo and PAM apply); a refusal is CHR_EPLUGIN_UNTRUSTED:
+ *  - every search directory must be an absolute path (a relative entry
+ *    such as CHRING_PLUGIN_PATH=plugins would follow the working directory);
+ *  - the plugin file, the directory holding it and every directory above
+ *    it must be owned by root or by the process's effective user;
+ *  - the file and the directory holding it must not be writable by group
+ *    or others (mode 1777 too: anyone could add a file); a directory above
+ *    may be only if it is sticky (like /tmp: no one else can rename what
+ *    is in it).
+ * Symbolic links are resolved first, and the rules apply to the target and
+ * its directories. The file is then loaded through that same open file
+ * (/proc/self/fd/N), so it cannot be swapped between check and load.
+ *
+ * Before the dynamic loader sees a file, its ELF header and program
+ * headers are checked against the file: class, byte order and machine of
+ * this host, ET_DYN, every PT_LOAD inside the file (a truncated copy is
+ * refused, not mapped), the dynamic section inside a PT_LOAD. A file that
+ * fails is CHR_EPLUGIN_NOTSO. After loading, the entry point, its table and
+ * every descriptor pointer must lie in the plugin's own segments (strings
+ * readable and NUL-terminated inside them, functions executable), else
+ * CHR_EPLUGIN_DESC. A plugin whose hashers are registered stays loaded for
+ * the rest of the process: function pointers taken from it never dangle.
+ * docs/plugins.md has the details.
  */
 
 /** One available hasher. The strings live as long as the process. */
@@ -606,8 +642,12 @@ typedef struct chr_hasher_info {
  * nothing: if any descriptor is refused, none is registered and the file
  * is unloaded.
  * @param loaded  if not NULL, receives the number of hashers registered.
+ * `path` may be relative to the working directory (the caller's own choice);
+ * the trust rules above apply to the file it resolves to.
  * @return CHR_OK; CHR_EINVAL; CHR_EPLUGIN_NOFILE (missing, unreadable or not
- *         a regular file); CHR_EPLUGIN_NOTSO; CHR_EPLUGIN_SYMBOL;
+ *         a regular file); CHR_EPLUGIN_UNTRUSTED (a trust rule);
+ *         CHR_EPLUGIN_NOTSO (not ELF, another machine, truncated or
+ *         malformed headers, or refused by the dynamic loader); CHR_EPLUGIN_SYMBOL;
  *         CHR_EPLUGIN_ABI; CHR_EPLUGIN_DESC (no hashers, or a bad field);
  *         CHR_EEXIST (a name is already registered: the first keeps working);
  *         CHR_ENOMEM.
@@ -616,8 +656,9 @@ typedef struct chr_hasher_info {
 CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded) CHR_NOEXCEPT;
 
 /**
- * Lists the available hashers, after discovering plugins in the default
- * places and in `plugin_dir` (NULL for none).
+ * Lists the available hashers, after loading every plugin found in the
+ * default places and in `plugin_dir` (NULL for none): the one call that
+ * loads everything.
  * @param count  receives the number of hashers; on CHR_ERANGE the capacity
  *               needed (out NULL with capacity 0 asks without touching
  *               chr_last_error(): see SIZE QUERIES).

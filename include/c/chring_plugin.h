@@ -56,6 +56,9 @@ extern "C" {
 /** Longest hasher name accepted, in bytes, without the terminating NUL. */
 #define CHR_HASHER_NAME_MAX 63
 
+/** Longest hasher description accepted, in bytes, without the terminating NUL. */
+#define CHR_HASHER_DESCRIPTION_MAX 1023
+
 /** Largest full digest a hasher may declare, in bytes (SHA-512 fits). */
 #define CHR_DIGEST_MAX 64
 
@@ -74,12 +77,18 @@ typedef uint64_t (*chr_hash64_fn)(const void *data, size_t len, uint64_t seed);
  */
 typedef void (*chr_digest_fn)(const void *data, size_t len, unsigned char *out);
 
-/** One hasher. All pointers must stay valid while the plugin is loaded. */
+/**
+ * One hasher. All pointers must stay valid while the plugin is loaded. In a
+ * plugin, the descriptor, its strings and the table pointing to it must lie
+ * in the plugin's own readable segments (static data), each string ending
+ * with a NUL inside its segment, and its functions in the plugin's own code;
+ * the loader checks this and refuses the plugin (CHR_EPLUGIN_DESC) otherwise.
+ */
 typedef struct chr_hasher {
     uint32_t abi_version;      /**< CHR_PLUGIN_ABI_VERSION the plugin was built with */
     uint32_t struct_size;      /**< sizeof(chr_hasher) as the plugin saw it */
     const char *name;          /**< unique, 1..CHR_HASHER_NAME_MAX bytes of [a-z0-9_.-] */
-    const char *description;   /**< one line for listings; may be NULL */
+    const char *description;   /**< one line for listings, at most CHR_HASHER_DESCRIPTION_MAX bytes; may be NULL */
     chr_hash64_fn hash64;      /**< required */
     uint32_t digest_size;      /**< 0 when there is no digest, else 1..CHR_DIGEST_MAX */
     chr_digest_fn digest;      /**< required when digest_size > 0, else NULL */

@@ -10,9 +10,10 @@
 #include "chring.h"
 #include "errors.hpp"
 #include "firewall.hpp"
-#include "hashers.hpp"
+#include "plugin/registry.hpp"
 #include "placement.hpp"
-#include "plugins.hpp"
+#include "plugin/discovery.hpp"
+#include "plugin/loader.hpp"
 #include "ring.hpp"
 #include "ringfile/ringfile.hpp"
 #include "validate.hpp"
@@ -421,7 +422,7 @@ CHR_API chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out,
     if (!count) return null_arg(who, "count");
     if (chr_status st = check_buffer(who, out, capacity)) return st;
     return guarded(who, [&] {
-        chring::discover_plugins(plugin_dir);
+        chring::discover_plugins(plugin_dir, nullptr);
         std::vector<chring::HasherPtr> all = chring::list_hashers();
         *count = all.size();
         if (capacity < all.size())
@@ -446,8 +447,10 @@ CHR_API chr_status chr_hasher_register(const chr_hasher *hasher) noexcept {
 
 namespace {
 chr_status no_hasher(const char *who, const char *name) {
-    return fail(CHR_ENOHASHER, "%s: no hasher named '%s' is registered or found in a plugin", who,
-                chring::Quoted(name, strnlen(name, CHR_HASHER_NAME_MAX + 1)).c_str());
+    std::string skipped = chring::skipped_plugins();
+    return fail(CHR_ENOHASHER, "%s: no hasher named '%s' is registered or found in a plugin%s%s",
+                who, chring::Quoted(name, strnlen(name, CHR_HASHER_NAME_MAX + 1)).c_str(),
+                skipped.empty() ? "" : "; skipped: ", skipped.c_str());
 }
 }  // namespace
 

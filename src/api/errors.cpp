@@ -43,6 +43,7 @@ const char *status_text(chr_status status) noexcept {
     case CHR_EPLUGIN_SYMBOL: return "plugin entry point not found";
     case CHR_EPLUGIN_ABI: return "plugin ABI version not supported";
     case CHR_EPLUGIN_DESC: return "malformed hasher descriptor";
+    case CHR_EPLUGIN_UNTRUSTED: return "plugin refused: file or directory not trusted";
     case CHR_EFORMAT: return "malformed ring file";
     case CHR_EOPTIONS: return "ring file options differ from the ring's";
     case CHR_EIO: return "ring file cannot be read";

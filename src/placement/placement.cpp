@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "errors.hpp"
-#include "plugins.hpp"
+#include "plugin/discovery.hpp"
 
 namespace chring {
 namespace {
@@ -50,11 +50,14 @@ chr_status make_placement(const chr_options *opts, PlacementPtr *out, const char
     }
     auto placement = std::make_shared<Placement>();
     placement->hasher = resolve_hasher(name, o.plugin_dir);
-    if (!placement->hasher)
+    if (!placement->hasher) {
+        std::string skipped = skipped_plugins();
         return fail(CHR_ENOHASHER,
                     "%s: no hasher named '%s' is registered or found in a plugin (searched next "
-                    "to libchring, CHRING_PLUGIN_PATH and plugin_dir)",
-                    who, Quoted(name, strnlen(name, CHR_HASHER_NAME_MAX + 1)).c_str());
+                    "to libchring, CHRING_PLUGIN_PATH and plugin_dir)%s%s",
+                    who, Quoted(name, strnlen(name, CHR_HASHER_NAME_MAX + 1)).c_str(),
+                    skipped.empty() ? "" : "; skipped: ", skipped.c_str());
+    }
     // Exactly the original's digest size: the points read that many bytes.
     if (ops->digest_size && placement->hasher->digest_size != ops->digest_size)
         return fail(CHR_ENOHASHER,

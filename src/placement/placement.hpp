@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "chring.h"
-#include "hashers.hpp"
+#include "plugin/registry.hpp"
 #include "membership.hpp"
 
 namespace chring {

@@ -5,7 +5,7 @@
 
 #include "errors.hpp"
 #include "placement.hpp"
-#include "plugins.hpp"
+#include "plugin/discovery.hpp"
 #include "ring.hpp"
 #include "validate.hpp"
 #include "ringfile/ringfile.hpp"

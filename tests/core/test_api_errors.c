@@ -5,8 +5,10 @@
  */
 #define _POSIX_C_SOURCE 200809L /* mkstemp, write, unlink */
 
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -661,9 +663,13 @@ static void test_plugin_load_errors(void **state) {
     assert_int_equal(loaded, 0);
     assert_chr_error(chr_plugin_load("/", NULL), CHR_EPLUGIN_NOFILE, "chr_plugin_load");
 
-    /* A regular file that is not a shared object. */
-    char path[] = "/tmp/chring-not-elf-XXXXXX";
-    int fd = mkstemp(path);
+    /* A regular file that is not a shared object, in a directory of our own
+     * (the loader refuses files in a world-writable one such as /tmp). */
+    char dir[] = "/tmp/chring-not-elf-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[sizeof dir + 16];
+    snprintf(path, sizeof path, "%s/plugin.so", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, "not an ELF file\n", 16), 16);
     close(fd);
@@ -671,6 +677,7 @@ static void test_plugin_load_errors(void **state) {
     assert_chr_error(chr_plugin_load(path, &loaded), CHR_EPLUGIN_NOTSO, "chr_plugin_load");
     assert_int_equal(loaded, 0);
     unlink(path);
+    rmdir(dir);
 }
 
 /* ---- error texts --------------------------------------------------------- */
@@ -682,9 +689,10 @@ static void test_strerror_every_code(void **state) {
                                 CHR_EEMPTY,    CHR_EVERSION,       CHR_ENOHASHER,
                                 CHR_ENOTSUP,   CHR_EINTERNAL,      CHR_EPLUGIN_NOFILE,
                                 CHR_EPLUGIN_NOTSO, CHR_EPLUGIN_SYMBOL, CHR_EPLUGIN_ABI,
-                                CHR_EPLUGIN_DESC};
+                                CHR_EPLUGIN_DESC, CHR_EPLUGIN_UNTRUSTED, CHR_EFORMAT,
+                                CHR_EOPTIONS,  CHR_EIO};
     const size_t n = sizeof known / sizeof known[0];
-    const char *unknown = chr_strerror(CHR_EPLUGIN_DESC - 1);
+    const char *unknown = chr_strerror(CHR_EIO - 1);
     assert_non_null(unknown);
     assert_true(unknown[0] != '\0');
 

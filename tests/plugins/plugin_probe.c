@@ -4,12 +4,17 @@
  * (options.plugin_dir from --plugin-dir; "-" means chr_ring_new(NULL), the
  * default options), looks a key up in it, and prints
  *   library <path of the libchring this process loaded>
+ *   secure <AT_SECURE: 1 in a setuid process, where CHRING_PLUGIN_PATH is ignored>
+ *   loaded <name> <plugin objects mapped after the lookup, before listing>
  *   hasher <name> <origin from chr_hasher_list>
  * or, on the first failure,
  *   error <name> <status> <chr_last_error()>
  * exiting 1.
  */
+#define _GNU_SOURCE /* dl_iterate_phdr */
+#include <link.h>
 #include <stdio.h>
+#include <sys/auxv.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +36,23 @@ static const char *loaded_library(void) {
     }
     fclose(maps);
     return found;
+}
+
+/* Loaded objects that are plugins: the loader opens them as
+ * /proc/self/fd/N (or by path where /proc is missing: chring-*.so). */
+static int count_plugin(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    const char *base = strrchr(name, '/');
+    if (strncmp(name, "/proc/self/fd/", 14) == 0 || (base && strncmp(base, "/chring-", 8) == 0))
+        ++*(int *)data;
+    return 0;
+}
+
+static int plugins_loaded(void) {
+    int n = 0;
+    dl_iterate_phdr(count_plugin, &n);
+    return n;
 }
 
 static const char *origin_of(const char *hasher, const char *plugin_dir) {
@@ -58,6 +80,7 @@ static int probe(const char *hasher, const char *plugin_dir) {
         printf("error %s %d %s\n", hasher, st, chr_last_error());
         return 1;
     }
+    printf("loaded %s %d\n", hasher, plugins_loaded());
     printf("hasher %s %s\n", hasher, origin_of(defaults ? CHR_DEFAULT_HASHER : hasher, plugin_dir));
     return 0;
 }
@@ -70,6 +93,7 @@ int main(int argc, char **argv) {
         first = 3;
     }
     printf("library %s\n", loaded_library());
+    printf("secure %lu\n", getauxval(AT_SECURE));
     for (int i = first; i < argc; ++i)
         if (probe(argv[i], plugin_dir) != 0) return 1;
     return 0;

@@ -3,9 +3,13 @@
  * program linking libchring) in an environment this test controls, and
  * reads back which libchring it loaded and where each hasher came from.
  *
- *  - build tree: with no configuration, the build tree's libchring creates
- *    a ring with the default options and finds every shipped plugin in
- *    ../plugins/<folder>/;
+ *  - the default hasher is compiled in: a default ring works and maps no
+ *    plugin with CHRING_PLUGIN_PATH naming an empty directory, or naming a
+ *    directory with a plugin in it (nothing is searched for a name that is
+ *    already registered);
+ *  - build tree: the library never looks at its build tree; with
+ *    CHRING_PLUGIN_PATH as `meson test` sets it, every shipped plugin is
+ *    found in <build>/plugins/<folder>/, and without it none is;
  *  - isolated library: a copy of libchring alone in a directory (found via
  *    LD_LIBRARY_PATH) finds no plugin by itself, which the next cases
  *    rely on to show that CHRING_PLUGIN_PATH and options.plugin_dir do
@@ -34,7 +38,7 @@
 
 /* Paths from meson (meson.build beside this file). */
 #ifndef BUILD_ROOT
-#error "BUILD_ROOT, PROBE, LIBCHRING, EXAMPLE_PLUGIN, EXAMPLE_SOURCE, MESON, PKG_CONFIG, CC_COMMAND, PREFIX and LIBDIR come from meson"
+#error "BUILD_ROOT, BUILD_PLUGIN_PATH, PROBE, LIBCHRING, EXAMPLE_PLUGIN, EXAMPLE_SOURCE, MESON, PKG_CONFIG, CC_COMMAND, PREFIX and LIBDIR come from meson"
 #endif
 
 enum { PATH_SIZE = 4096, MAX_ARGS = 32 };
@@ -190,40 +194,97 @@ static int group_teardown(void **state) {
     return 0;
 }
 
+/* ---- the built-in default ---------------------------------------------------- */
+
+static int loaded_count(const child_result *result, const char *hasher) {
+    char key[128], value[PATH_SIZE];
+    snprintf(key, sizeof key, "loaded %s", hasher);
+    return atoi(line_value(result, key, value));
+}
+
+/* A default ring, with `plugin_path` as CHRING_PLUGIN_PATH: works, hashes
+ * with the built-in xxh3, and maps no plugin. */
+static void expect_default_ring_loads_nothing(const char *library_dir, const char *plugin_path) {
+    /* one process each: the probe lists every hasher after the lookup */
+    const char *const cases[] = {"-", CHR_DEFAULT_HASHER};
+    for (size_t i = 0; i < 2; ++i) {
+        const char *hashers[] = {cases[i], NULL};
+        probe_run run = {library_dir, plugin_path, NULL, 0, NULL};
+        child_result result;
+        run_probe(&run, hashers, &result);
+        expect_success(&result);
+        assert_int_equal(loaded_count(&result, cases[i]), 0);
+        expect_origin(&result, cases[i], "builtin");
+    }
+}
+
+static void test_default_ring_loads_no_plugin(void **state) {
+    discovery_fixture *f = *state;
+    char empty[PATH_SIZE], full[PATH_SIZE];
+    path_join(empty, f->root, "default-empty");
+    path_join(full, f->root, "default-full");
+    make_dir(empty, 0755);
+    make_dir(full, 0755);
+    copy_example_into(full, NULL);
+    expect_default_ring_loads_nothing(f->isolated_lib, empty);  /* discovery finds nothing */
+    expect_default_ring_loads_nothing(f->isolated_lib, full);   /* it would find a plugin */
+    expect_default_ring_loads_nothing(NULL, BUILD_PLUGIN_PATH); /* every shipped plugin */
+}
+
 /* ---- build tree ------------------------------------------------------------------ */
 
-static void test_build_tree_needs_no_configuration(void **state) {
+static void test_build_tree_with_meson_plugin_path(void **state) {
     (void)state;
     const char *hashers[16] = {"-"}; /* the default options first */
     for (size_t i = 0; i < catalog_count; ++i) hashers[i + 1] = catalog[i].name;
-    probe_run run = {0};
+    probe_run run = {NULL, BUILD_PLUGIN_PATH, NULL, 0, NULL};
     child_result result;
     run_probe(&run, hashers, &result);
     expect_success(&result);
     expect_library_in(&result, BUILD_ROOT "/src");
-    expect_origin(&result, "-", BUILD_ROOT "/plugins/xxhash/chring-xxhash.so");
+    expect_origin(&result, "-", "builtin");
     for (size_t i = 0; i < catalog_count; ++i) {
         char key[128], origin[PATH_SIZE];
         snprintf(key, sizeof key, "hasher %s", catalog[i].name);
         line_value(&result, key, origin);
+        if (strcmp(catalog[i].name, CHR_DEFAULT_HASHER) == 0) {
+            assert_string_equal(origin, "builtin");
+            continue;
+        }
         if (strncmp(origin, BUILD_ROOT "/plugins/", strlen(BUILD_ROOT "/plugins/")) != 0 ||
             !strstr(origin, "/chring-"))
             fail_msg("%s came from %s, not from the build tree's plugins", catalog[i].name, origin);
     }
 }
 
+/* The build tree's own libchring, with no CHRING_PLUGIN_PATH: the default
+ * ring works, and no plugin is found (<build>/meson-info is not looked at). */
+static void test_build_tree_is_not_searched(void **state) {
+    (void)state;
+    const char *hashers[] = {"-", "xxh64", NULL};
+    probe_run run = {0};
+    child_result result;
+    run_probe(&run, hashers, &result);
+    expect_library_in(&result, BUILD_ROOT "/src");
+    assert_int_equal(result.exit_code, 1);
+    expect_origin(&result, "-", "builtin");
+    char status[PATH_SIZE];
+    line_value(&result, "error xxh64", status);
+    assert_int_equal(atoi(status), CHR_ENOHASHER);
+}
+
 /* ---- an isolated copy of the library ------------------------------------------- */
 
 static void test_isolated_library_finds_no_plugin(void **state) {
     discovery_fixture *f = *state;
-    const char *hashers[] = {"xxh3", NULL};
+    const char *hashers[] = {"xxh64", NULL};
     probe_run run = {f->isolated_lib, NULL, NULL, 0, NULL};
     child_result result;
     run_probe(&run, hashers, &result);
     expect_library_in(&result, f->isolated_lib);
     assert_int_equal(result.exit_code, 1);
     char status[PATH_SIZE];
-    line_value(&result, "error xxh3", status);
+    line_value(&result, "error xxh64", status);
     assert_int_equal(atoi(status), CHR_ENOHASHER);
 }
 
@@ -288,20 +349,23 @@ static void test_bad_directories_are_skipped(void **state) {
     expect_example_from(&run, b.good_origin);
 }
 
-/* With the build tree's library: a hasher it finds by itself still works
- * when CHRING_PLUGIN_PATH and plugin_dir hold only bad entries. */
-static void test_bad_directories_do_not_stop_builtin_discovery(void **state) {
+/* With an installed library: the built-in default and the plugins next to
+ * the library still work when CHRING_PLUGIN_PATH and plugin_dir hold only
+ * bad entries. */
+static void test_bad_directories_do_not_stop_the_library_dir(void **state) {
     discovery_fixture *f = *state;
     bad_dirs b;
-    make_bad_dirs(f, "bad-build-tree", &b);
-    const char *hashers[] = {"xxh3", "crc32", NULL};
-    probe_run run = {NULL, b.path, b.missing_too, 1, b.unreadable};
+    make_bad_dirs(f, "bad-installed", &b);
+    const char *hashers[] = {"-", "crc32", NULL};
+    probe_run run = {f->installed_lib, b.path, b.missing_too, 1, b.unreadable};
     child_result result;
     run_probe(&run, hashers, &result);
     expect_success(&result);
-    expect_library_in(&result, BUILD_ROOT "/src");
-    expect_origin(&result, "xxh3", BUILD_ROOT "/plugins/xxhash/chring-xxhash.so");
-    expect_origin(&result, "crc32", BUILD_ROOT "/plugins/crc32/chring-crc32.so");
+    expect_library_in(&result, f->installed_lib);
+    expect_origin(&result, "-", "builtin");
+    char origin[PATH_SIZE], want[PATH_SIZE];
+    path_join(want, f->installed_lib, "chring/plugins/chring-crc32.so");
+    assert_string_equal(line_value(&result, "hasher crc32", origin), want);
 }
 
 /* ---- the installed tree ----------------------------------------------------------------- */
@@ -324,6 +388,10 @@ static void test_installed_tree_needs_no_configuration(void **state) {
         char key[128], origin[PATH_SIZE];
         snprintf(key, sizeof key, "hasher %s", hashers[i]);
         line_value(&result, key, origin);
+        if (strcmp(hashers[i], "-") == 0 || strcmp(hashers[i], CHR_DEFAULT_HASHER) == 0) {
+            assert_string_equal(origin, "builtin");
+            continue;
+        }
         if (strncmp(origin, plugin_dir, strlen(plugin_dir)) != 0)
             fail_msg("%s came from %s, not from %s", hashers[i], origin, plugin_dir);
     }
@@ -366,12 +434,14 @@ static void test_example_builds_out_of_tree(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_build_tree_needs_no_configuration),
+        cmocka_unit_test(test_default_ring_loads_no_plugin),
+        cmocka_unit_test(test_build_tree_with_meson_plugin_path),
+        cmocka_unit_test(test_build_tree_is_not_searched),
         cmocka_unit_test(test_isolated_library_finds_no_plugin),
         cmocka_unit_test(test_plugin_path_finds_a_copied_plugin),
         cmocka_unit_test(test_plugin_dir_option_finds_a_copied_plugin),
         cmocka_unit_test(test_bad_directories_are_skipped),
-        cmocka_unit_test(test_bad_directories_do_not_stop_builtin_discovery),
+        cmocka_unit_test(test_bad_directories_do_not_stop_the_library_dir),
         cmocka_unit_test(test_installed_tree_needs_no_configuration),
         cmocka_unit_test(test_example_builds_out_of_tree),
     };

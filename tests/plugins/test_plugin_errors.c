@@ -164,6 +164,33 @@ static void test_reserved_flags(void **state) {
     expect_refused(fixture("broken-flags.so"), CHR_EPLUGIN_DESC, "reserved flags");
 }
 
+/* Pointers a valid shared object gets wrong: each would be read (or called)
+ * by a loader that trusted it; each is checked against the plugin's own
+ * segments instead. */
+static void test_wild_name_pointer(void **state) {
+    (void)state;
+    expect_refused(fixture("broken-wild-name.so"), CHR_EPLUGIN_DESC,
+                   "name pointer 0x1000 is outside the plugin's readable segments");
+}
+
+static void test_wild_description_pointer(void **state) {
+    (void)state;
+    expect_refused(fixture("broken-wild-desc.so"), CHR_EPLUGIN_DESC,
+                   "description pointer 0x1000 is outside the plugin's readable segments");
+}
+
+static void test_wild_hash_function(void **state) {
+    (void)state;
+    expect_refused(fixture("broken-wild-hash.so"), CHR_EPLUGIN_DESC,
+                   "hash64 function 0x1000 is outside the plugin's executable segments");
+}
+
+static void test_name_running_off_its_segment(void **state) {
+    (void)state;
+    expect_refused(fixture("broken-name-at-end.so"), CHR_EPLUGIN_DESC,
+                   "runs off the end of its segment");
+}
+
 /* ---- duplicate names ------------------------------------------------------------ */
 
 /* Two descriptors with one name in one plugin: all or nothing, so neither. */
@@ -272,6 +299,10 @@ int main(void) {
         cmocka_unit_test(test_bad_name_characters),
         cmocka_unit_test(test_digest_size_without_function),
         cmocka_unit_test(test_reserved_flags),
+        cmocka_unit_test(test_wild_name_pointer),
+        cmocka_unit_test(test_wild_description_pointer),
+        cmocka_unit_test(test_wild_hash_function),
+        cmocka_unit_test(test_name_running_off_its_segment),
         cmocka_unit_test(test_duplicate_within_one_plugin),
         cmocka_unit_test(test_duplicate_across_plugins),
         cmocka_unit_test(test_duplicate_of_a_shipped_name),

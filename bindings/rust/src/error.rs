@@ -40,6 +40,8 @@ pub enum ErrorKind {
     PluginAbi,
     /// CHR_EPLUGIN_DESC: a malformed hasher descriptor.
     PluginDescriptor,
+    /// CHR_EPLUGIN_UNTRUSTED: a plugin file or directory refused by the trust rules.
+    PluginUntrusted,
     /// A status this binding does not know (a newer library).
     Other,
 }
@@ -62,6 +64,7 @@ impl ErrorKind {
             sys::CHR_EPLUGIN_SYMBOL => ErrorKind::PluginSymbol,
             sys::CHR_EPLUGIN_ABI => ErrorKind::PluginAbi,
             sys::CHR_EPLUGIN_DESC => ErrorKind::PluginDescriptor,
+            sys::CHR_EPLUGIN_UNTRUSTED => ErrorKind::PluginUntrusted,
             _ => ErrorKind::Other,
         }
     }

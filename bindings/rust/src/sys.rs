@@ -30,6 +30,7 @@ pub const CHR_EPLUGIN_NOTSO: chr_status = -12;
 pub const CHR_EPLUGIN_SYMBOL: chr_status = -13;
 pub const CHR_EPLUGIN_ABI: chr_status = -14;
 pub const CHR_EPLUGIN_DESC: chr_status = -15;
+pub const CHR_EPLUGIN_UNTRUSTED: chr_status = -16;
 
 pub const CHR_NODE_ID_MAX: usize = 256;
 pub const CHR_ZONE_MAX: usize = 64;
@@ -52,6 +53,7 @@ pub const CHR_OP_SET_WEIGHT: u32 = 3;
 pub const CHR_PLUGIN_ABI_VERSION: u32 = 1;
 pub const CHR_HASHER_NAME_MAX: usize = 63;
 pub const CHR_DIGEST_MAX: usize = 64;
+pub const CHR_HASHER_DESCRIPTION_MAX: usize = 1023;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
