@@ -4,7 +4,10 @@
 #   2. ASan+UBSan build: every suite that runs in-process (bindings and the
 #      install check skip themselves there);
 #   3. TSan build: the concurrency suite.
-# Ends with one line "N passed, N failed" and exits non-zero if anything failed.
+# Counts come from each run's meson-logs/testlog.json (one JSON object per
+# test), not from meson's text output. Ends with one line
+# "N passed, N failed, N skipped" and exits non-zero if anything failed; a
+# build dir whose setup, build or meson test did not run counts as a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,26 +15,57 @@ bash scripts/deps.sh || { echo "deps: installing packages failed"; echo "0 passe
 
 passed=0
 failed=0
+skipped=0
+
+# count_results TESTLOG: prints "passed failed skipped" from meson's testlog.json.
+count_results() {
+  python3 - "$1" <<'PY'
+import json, sys
+passed = failed = skipped = 0
+with open(sys.argv[1]) as log:
+    for line in log:
+        if not line.strip():
+            continue
+        result = json.loads(line).get("result")
+        if result in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif result == "SKIP":
+            skipped += 1
+        else:  # FAIL, TIMEOUT, UNEXPECTEDPASS, ERROR, or anything unknown
+            failed += 1
+print(passed, failed, skipped)
+PY
+}
 
 # run_build DIR "MESON SETUP ARGS" "MESON TEST ARGS"
 run_build() {
-  local dir=$1 setup_args=$2 test_args=$3 log
+  local dir=$1 setup_args=$2 test_args=$3 log testlog rc counts ok fail skip
   log=$(mktemp)
   echo "=== $dir: meson setup $setup_args"
   if [ ! -f "$dir/build.ninja" ]; then
     # shellcheck disable=SC2086
-    meson setup "$dir" $setup_args >"$log" 2>&1 || { cat "$log"; failed=$((failed + 1)); return; }
+    meson setup "$dir" $setup_args >"$log" 2>&1 || { cat "$log"; failed=$((failed + 1)); rm -f "$log"; return; }
   fi
   if ! ninja -C "$dir" >"$log" 2>&1; then
-    tail -50 "$log"; echo "=== $dir: build FAILED"; failed=$((failed + 1)); return
+    tail -50 "$log"; echo "=== $dir: build FAILED"; failed=$((failed + 1)); rm -f "$log"; return
   fi
-  # shellcheck disable=SC2086
-  meson test -C "$dir" --print-errorlogs --num-processes 2 $test_args 2>&1 | tee "$log"
-  local ok fail
-  ok=$(awk '/^Ok:/ {print $2}' "$log"); fail=$(awk '/^(Fail|Timeout|Unexpected Pass):/ {s += $NF} END {print s + 0}' "$log")
-  if [ -z "$ok" ]; then fail=$((fail + 1)); ok=0; fi   # meson test itself did not run
-  passed=$((passed + ok)); failed=$((failed + fail))
   rm -f "$log"
+  testlog=$dir/meson-logs/testlog.json
+  rm -f "$testlog"   # a stale log from an earlier run must not count
+  # shellcheck disable=SC2086
+  meson test -C "$dir" --print-errorlogs --num-processes 2 $test_args
+  rc=$?
+  if [ ! -s "$testlog" ] || ! counts=$(count_results "$testlog"); then
+    echo "=== $dir: meson test did not run (exit $rc, no $testlog)"
+    failed=$((failed + 1)); return
+  fi
+  read -r ok fail skip <<<"$counts"
+  if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
+    echo "=== $dir: meson test exited $rc with no failed test in $testlog"
+    fail=1
+  fi
+  echo "=== $dir: $ok passed, $fail failed, $skip skipped"
+  passed=$((passed + ok)); failed=$((failed + fail)); skipped=$((skipped + skip))
 }
 
 export CHR_STRESS_SECONDS=${CHR_STRESS_SECONDS:-3}
@@ -43,5 +77,5 @@ run_build build "" ""
 run_build build-asan "-Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=disabled" "--no-suite install"
 run_build build-tsan "-Db_sanitize=thread -Db_lundef=false -Dbenchmarks=disabled -Dcli=disabled" "--suite concurrency"
 
-echo "${passed} passed, ${failed} failed"
+echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 [ "$failed" -eq 0 ]

@@ -115,6 +115,13 @@ extern "C" {
 
 CHR_API uint32_t chr_version(void) { return CHR_VERSION_NUMBER; }
 
+#define CHR_TEXT_OF_(x) #x
+#define CHR_TEXT_OF(x) CHR_TEXT_OF_(x)
+CHR_API const char *chr_version_string(void) {
+    return CHR_TEXT_OF(CHR_VERSION_MAJOR) "." CHR_TEXT_OF(CHR_VERSION_MINOR) "." CHR_TEXT_OF(
+        CHR_VERSION_PATCH);
+}
+
 CHR_API const char *chr_strerror(chr_status status) { return chring::status_text(status); }
 
 CHR_API const char *chr_last_error(void) { return chring::last_error(); }

@@ -69,7 +69,7 @@ void for_each_ketama_digest(const Placement &p, const std::string &id, uint32_t 
 }
 
 // libmemcached weighted ketama: the points of each live server in IEEE
-// single precision, as hosts.cc computes them (see compat-algorithms.md).
+// single precision, as hosts.cc computes them (see docs/compat.md).
 uint32_t ketama_weighted_points(uint32_t weight, float total_weight, float live_servers) {
     volatile float pct = float(weight) / total_weight;  // volatile: round to float at each step
     volatile float per4 = (pct * float(kKetamaPointsPerServer)) / 4.0f;

@@ -1,6 +1,6 @@
 // Epoch-based reclamation of ring snapshots.
 //
-// Why this scheme (numbers: shared/reference/measurements.md, this machine):
+// Why this scheme (the ordering argument and costs: docs/design/reclamation.md):
 // a reader announces itself in a per-thread slot (a plain store; the writer
 // pays the store-load fence for it with membarrier(2), see reclaim.cpp; no
 // shared cache line written), so readers never lock, never wait and scale

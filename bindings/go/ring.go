@@ -25,8 +25,16 @@ const (
 	DefaultTokensWeight = C.CHR_DEFAULT_TOKENS_PER_WEIGHT
 )
 
+// BindingVersion is this package's version, which is the version of the
+// libchring it was written for (the project's version in meson.build; a
+// test checks both).
+const BindingVersion = "0.1.0"
+
 // Version is the version of the loaded libchring, as MAJOR*10000 + MINOR*100 + PATCH.
 func Version() uint32 { return uint32(C.chr_version()) }
+
+// VersionString is the version of the loaded libchring as text, "MAJOR.MINOR.PATCH".
+func VersionString() string { return C.GoString(C.chr_version_string()) }
 
 // Options configure a new Ring. The zero value means the library defaults.
 type Options struct {

@@ -3,6 +3,7 @@ package chring
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -12,6 +13,17 @@ import (
 func TestVersion(t *testing.T) {
 	if v := Version(); v < 100 {
 		t.Fatalf("Version() = %d, want >= 0.1.0 (100)", v)
+	}
+	// The loaded library is the one this package was written for, in both spellings.
+	if s := VersionString(); s != BindingVersion {
+		t.Fatalf("VersionString() = %q, want BindingVersion %q", s, BindingVersion)
+	}
+	var major, minor, patch uint32
+	if n, err := fmt.Sscanf(BindingVersion, "%d.%d.%d", &major, &minor, &patch); n != 3 || err != nil {
+		t.Fatalf("BindingVersion %q is not MAJOR.MINOR.PATCH: %v", BindingVersion, err)
+	}
+	if v, want := Version(), major*10000+minor*100+patch; v != want {
+		t.Fatalf("Version() = %d, want %d from BindingVersion %q", v, want, BindingVersion)
 	}
 }
 

@@ -3,8 +3,8 @@
 #
 #   build.sh PKG_CONFIG_DIR WORK_DIR OUTPUT
 #
-# PKG_CONFIG_DIR  directory holding chring.pc (a Meson build's pkgconfig/,
-#                 whose chring-uninstalled.pc pkg-config then prefers)
+# PKG_CONFIG_DIR  directory holding chring.pc or chring-uninstalled.pc (a
+#                 Meson build's meson-uninstalled/)
 # WORK_DIR        scratch copy of nginx's source tree (configure and make
 #                 write into it; /usr/share/nginx/src is never written)
 # OUTPUT          where the module .so goes
@@ -32,7 +32,7 @@ if [ ! -x "$nginx_src/configure" ]; then
 fi
 
 export PKG_CONFIG_PATH="$pc_dir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-pkg-config --exists chring || { echo "$0: chring.pc not found in $pc_dir" >&2; exit 1; }
+pkg-config --exists chring || { echo "$0: chring.pc (or chring-uninstalled.pc) not found in $pc_dir" >&2; exit 1; }
 
 # Debian's own configure flags: the module signature (PCRE, gzip, SSL, ...)
 # must match the nginx binary that loads the module.

@@ -1,8 +1,10 @@
 //! Finds libchring through the `pkg-config` command (no crate): link
-//! search paths, libraries and rpath from `--libs`, the header directory
-//! from `--cflags` (for the test that checks `sys` against chring.h).
+//! search paths and libraries from `--libs` (each -L directory also as this
+//! package's rpath, so its tests run against that library), the header
+//! directory from the `--cflags` directory holding chring.h (for the test
+//! that checks `sys` against it).
 //!
-//! PKG_CONFIG_PATH=<build>/pkgconfig selects the build tree's
+//! PKG_CONFIG_PATH=<build>/meson-uninstalled selects the build tree's
 //! chring-uninstalled.pc; the `PKG_CONFIG` variable names another command.
 use std::env;
 use std::process::Command;
@@ -38,19 +40,20 @@ fn main() {
             // DEP_CHRING_LIBDIR for dependents' build scripts: link args
             // (the rpath below) reach only this package's own targets.
             println!("cargo:libdir={}", dir);
+            println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir);
         } else if let Some(lib) = flag.strip_prefix("-l") {
             println!("cargo:rustc-link-lib={}", lib);
         } else if flag.starts_with("-Wl,") || flag == "-pthread" {
-            // The uninstalled .pc carries -Wl,-rpath,<build>/src so that
-            // tests and examples run against the build tree.
             println!("cargo:rustc-link-arg={}", flag);
         }
     }
+    // Not the includedir variable: in Meson's uninstalled .pc it names no
+    // real directory.
     let include = pkg_config(&["--cflags-only-I"])
         .split_whitespace()
         .filter_map(|f| f.strip_prefix("-I"))
+        .find(|dir| std::path::Path::new(dir).join("chring.h").is_file())
         .map(str::to_string)
-        .next()
         .unwrap_or_else(|| "/usr/include".to_string());
     println!("cargo:rustc-env=CHRING_INCLUDE_DIR={}", include);
     println!("cargo:include={}", include);

@@ -88,6 +88,15 @@ extern "C" {
  */
 CHR_API uint32_t chr_version(void);
 
+/**
+ * The version of the library actually loaded, as text "MAJOR.MINOR.PATCH"
+ * (for example "0.1.0"), the same version as chr_version().
+ * @return a NUL-terminated string, never NULL.
+ * Thread-safety: any thread. Ownership: static storage; never free it.
+ * Since: 0.1.
+ */
+CHR_API const char *chr_version_string(void);
+
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                   */
 /* ------------------------------------------------------------------------ */

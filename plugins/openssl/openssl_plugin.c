@@ -1,7 +1,7 @@
 /*
  * OpenSSL plugin (libcrypto 3, EVP): hashers "md5" and "sha1".
  *
- * Cost model (shared/reference/measurements.md): with OpenSSL 3 an implicit
+ * Cost model (tests/bench/hashers/RESULTS.md): with OpenSSL 3 an implicit
  * fetch per call (EVP_Digest, MD5()) costs 3-4x a digest through a
  * pre-fetched EVP_MD and a reused EVP_MD_CTX. So each algorithm is fetched
  * once, when the plugin is loaded, and each thread keeps one EVP_MD_CTX per

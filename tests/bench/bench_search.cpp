@@ -14,7 +14,7 @@
 //   eytzinger           values in BFS (Eytzinger) order, branchless descent
 //                       with the next levels prefetched (Khuong & Morin)
 //   prefix_plus2        a bucket table on the top ceil(log2 T)+2 bits, then
-//                       lower_bound in the bucket (the reference measurement)
+//                       lower_bound in the bucket (4-8 buckets a token)
 //   prefix_window       floor(log2 T) bits (<= 4 bytes per token), then a
 //                       branchless count over a 4-value window, owners in
 //                       their own array (chring's first fast path)

@@ -7,18 +7,19 @@ CHECK is one of:
   golden NAME     run a fixed command and compare stdout with golden/NAME.out
   update-golden   rewrite every golden file from the current build (then review the diff)
   demo            the demo's hash % N figures match the closed form within 0.2 points, ketama's
-                  collateral is above 0 and native's 0, the run stays quick, and more
+                  collateral is above 0 and native's 0, and more (its run time is the benchmark
+                  cli_demo in tests/bench, never a pass/fail figure)
   collateral      `sim` moves keys only onto grown / off shrunk nodes (native), and says so
   bad-input       bad arguments and files: a clear one-line message and a non-zero exit, no crash
 
-chring runs without CHRING_PLUGIN_PATH and LD_LIBRARY_PATH, as a user would run it:
-it must find libchring through its rpath and the build tree's plugins next to it.
+chring runs without LD_LIBRARY_PATH, as a user would run it: it must find libchring
+through its rpath. The library does not look for its build tree, so the build's plugins
+come from CHRING_PLUGIN_PATH, which meson test sets.
 """
 import argparse
 import json
 import math
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -52,7 +53,6 @@ GOLDEN = {
 
 def run_chring(args, chring, cwd, stdin_path=None):
     env = dict(os.environ)
-    env.pop("CHRING_PLUGIN_PATH", None)
     env.pop("LD_LIBRARY_PATH", None)  # load libchring through chring's own rpath, as installed
     stdin = open(os.path.join(cwd, stdin_path), "rb") if stdin_path else subprocess.DEVNULL
     try:
@@ -95,11 +95,6 @@ def json_of(opts, args):
     if r.returncode != 0:
         raise AssertionError(f"{args}: exit {r.returncode}: {r.stderr.decode(errors='replace')}")
     return json.loads(r.stdout)
-
-
-def child_cpu_seconds():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 # The demo's section 5 cluster as `sim` spells it: 10.0.0.N:11211 of weight N, and its changes.
@@ -155,12 +150,7 @@ def demo_ketama(opts, d, keys):
 def demo(opts):
     """The demo's story holds: the closed form, collateral 0, 1/sqrt(V), blast radius, replicas, ketama."""
     failures = []
-    cpu_before = child_cpu_seconds()
     d = json_of(opts, ["demo"])
-    cpu = child_cpu_seconds() - cpu_before
-    # About 0.5 s of CPU on this 2-core machine; "a few seconds" is the promise.
-    if cpu > 4:
-        failures.append(f"demo took {cpu:.1f} s of CPU, want at most 4")
     failures += demo_ketama(opts, d, 1000000)
     failures += demo_ketama(opts, json_of(opts, ["demo", "--keys", "20000"]), 20000)
     if d["setup"]["keys"] != 1000000:

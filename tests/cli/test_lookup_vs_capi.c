@@ -20,21 +20,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
-#include <chring.h>
+#include "chr_assert.h"
 
 static const char *chring_path;
 static const char *members_path;
-
-#define assert_chr_ok(expr) check_chr_ok((expr), #expr, __FILE__, __LINE__)
-
-static void check_chr_ok(chr_status st, const char *expr, const char *file, int line) {
-    if (st != CHR_OK) {
-        print_error("%s: %s (%d): %s\n", expr, chr_strerror(st), st, chr_last_error());
-        _fail(file, line);
-    }
-}
 
 /* data/mixed.members, decoded: id, weight, zone; tags are file positions. */
 static const struct {
@@ -101,7 +90,7 @@ static char *run_chring(const char *args, int with_keys) {
     assert_int_equal(fclose(keys), 0);
 
     char command[4096];
-    snprintf(command, sizeof command, "env -u CHRING_PLUGIN_PATH -u LD_LIBRARY_PATH '%s' %s -m '%s' < '%s'", chring_path, args,
+    snprintf(command, sizeof command, "env -u LD_LIBRARY_PATH '%s' %s -m '%s' < '%s'", chring_path, args,
              members_path, keys_path);
     FILE *p = popen(command, "r");
     assert_non_null(p);

@@ -198,7 +198,7 @@ void compare_random_lists(Mode mode, uint64_t seed) {
                 kLibmemcachedMaxServers);
 }
 
-// ---- the libmemcached fixture (compat-algorithms.md §1) ----------------------------
+// ---- the libmemcached fixture (its test/fixtures/ketama.hpp; docs/compat.md) -------
 
 const uint32_t kFixtureWeights[] = {600, 300, 200, 350, 1000, 800, 950, 100};
 const uint32_t kFixturePoints[] = {176, 88, 56, 104, 296, 236, 280, 28};

@@ -1,44 +1,18 @@
 /*
- * conc_test.h — helpers shared by the concurrency and allocation-failure
- * tests (C and C++): status assertions that report the caller's line and
- * chr_last_error(), a failure log that worker threads can write to (cmocka
- * assertions must only run on the test's own thread), and the stress
- * duration.
+ * conc_test.h — helpers of the concurrency tests (C and C++), over the
+ * common assertions (tests/common/chr_assert.h): a failure log that worker
+ * threads can write to (cmocka assertions must only run on the test's own
+ * thread), and the stress duration.
  */
 #ifndef CHRING_CONC_TEST_H
 #define CHRING_CONC_TEST_H
 
 #include <pthread.h>
-#include <setjmp.h>
 #include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#ifdef __cplusplus
-extern "C" { /* cmocka.h declares its functions without linkage */
-#include <cmocka.h>
-}
-#else
-#include <cmocka.h>
-#endif
-
-#include <chring.h>
-
-/* Fails the test at the caller's line unless `expr` returns `expected`,
- * naming the expression, both statuses and chr_last_error(). */
-#define assert_chr_status(expr, expected) \
-    conc_check_status((expr), (expected), #expr, __FILE__, __LINE__)
-#define assert_chr_ok(expr) assert_chr_status((expr), CHR_OK)
-
-static inline void conc_check_status(chr_status got, chr_status expected, const char *expr,
-                                     const char *file, int line) {
-    if (got == expected) return;
-    print_error("%s returned %d (%s), expected %d (%s); chr_last_error: \"%s\"\n", expr, got,
-                chr_strerror(got), expected, chr_strerror(expected), chr_last_error());
-    _fail(file, line);
-}
+#include "chr_assert.h"
 
 /* Seconds a stress test runs: CHR_STRESS_SECONDS, default 3 (0.1..3600). */
 static inline double stress_seconds(void) {

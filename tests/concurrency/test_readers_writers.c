@@ -1,5 +1,5 @@
 /*
- * Readers against writers on one shared ring (DESIGN §2): every read sees
+ * Readers against writers on one shared ring (docs/semantics.md): every read sees
  * exactly one state that a writer published, never a mix, never a state
  * half built, and readers fail with nothing but CHR_EEMPTY.
  *

@@ -1,4 +1,4 @@
-// Snapshot reclamation (DESIGN §2), white-box: chring::Snapshot::live_count()
+// Snapshot reclamation (docs/design/reclamation.md), white-box: chring::Snapshot::live_count()
 // counts the snapshots alive in this process, so the tests can say exactly
 // how many must exist: the ring's current one, the ones explicit chr_snapshot
 // handles hold, and the ones a reader inside a read section may still hold.

@@ -86,8 +86,10 @@ def main():
     data = os.path.join(args.work, "data.txt")
     out = {lang: os.path.join(args.work, f"out-{lang}.txt") for lang in ("c", "go", "rust", "lua")}
     env = dict(os.environ)
-    pkg_libdir = subprocess.run(["pkg-config", "--variable=libdir", "chring"], env=env,
-                                stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+    # The -L directory: the libdir variable of Meson's uninstalled .pc names no real directory.
+    libs = subprocess.run(["pkg-config", "--libs-only-L", "chring"], env=env,
+                          stdout=subprocess.PIPE, text=True, check=True).stdout.split()
+    pkg_libdir = next(f[2:] for f in libs if os.path.exists(os.path.join(f[2:], "libchring.so")))
 
     run("gen", [args.gen, data])
     keys = keys_of(data)

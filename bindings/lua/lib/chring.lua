@@ -91,6 +91,7 @@ typedef struct chr_hasher_info {
 typedef struct chr_ring chr_ring;
 typedef struct chr_snapshot chr_snapshot;
 uint32_t chr_version(void);
+const char *chr_version_string(void);
 const char *chr_strerror(chr_status status);
 const char *chr_last_error(void);
 chr_status chr_options_init(chr_options *opts, uint32_t version);
@@ -303,6 +304,11 @@ end
 
 function _M.version()
     return tonumber(C.chr_version())
+end
+
+-- The loaded library's version as text, "MAJOR.MINOR.PATCH".
+function _M.version_string()
+    return ffi_string(C.chr_version_string())
 end
 
 function _M.strerror(status)

@@ -5,6 +5,11 @@ local S = chring.status
 return {
     { "version", function()
         T.ok(chring.version() >= 100, "version below 0.1.0")
+        -- The loaded library is the one this module was written for, in both spellings.
+        T.eq(chring.version_string(), chring._VERSION, "chr_version_string()")
+        local major, minor, patch = chring._VERSION:match("^(%d+)%.(%d+)%.(%d+)$")
+        T.eq(chring.version(), tonumber(major) * 10000 + tonumber(minor) * 100 + tonumber(patch),
+             "chr_version()")
     end },
 
     { "lookup on an empty ring is EEMPTY", function()

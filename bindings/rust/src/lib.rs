@@ -57,10 +57,22 @@ pub use options::{Options, Placement};
 pub use ring::{Change, Member, Ring};
 pub use snapshot::Snapshot;
 
+/// This crate's version, which is the version of the libchring it was
+/// written for (the project's version in meson.build; a test checks both).
+pub const BINDING_VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The version of the loaded libchring, as MAJOR*10000 + MINOR*100 + PATCH.
 pub fn version() -> u32 {
     // SAFETY: no arguments, no state.
     unsafe { sys::chr_version() }
+}
+
+/// The version of the loaded libchring as text, "MAJOR.MINOR.PATCH".
+pub fn version_string() -> &'static str {
+    // SAFETY: a NUL-terminated string in static storage, never NULL.
+    unsafe { std::ffi::CStr::from_ptr(sys::chr_version_string()) }
+        .to_str()
+        .expect("chr_version_string is ASCII")
 }
 
 /// (pointer, length) of a byte string for the C API, which accepts NULL

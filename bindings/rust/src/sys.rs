@@ -149,6 +149,7 @@ pub struct chr_snapshot {
 #[rustfmt::skip]
 extern "C" {
     pub fn chr_version() -> u32;
+    pub fn chr_version_string() -> *const c_char;
     pub fn chr_strerror(status: chr_status) -> *const c_char;
     pub fn chr_last_error() -> *const c_char;
     pub fn chr_options_init(opts: *mut chr_options, version: u32) -> chr_status;

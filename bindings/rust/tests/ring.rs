@@ -1,11 +1,22 @@
 mod common;
 
-use chring::{hash, version, Change, ErrorKind, Member, Options, Placement, Ring};
+use chring::{
+    hash, version, version_string, Change, ErrorKind, Member, Options, Placement, Ring,
+    BINDING_VERSION,
+};
 use common::{expect_error, key, node_id, ring_with};
 
 #[test]
 fn version_is_at_least_0_1() {
     assert!(version() >= 100);
+}
+
+#[test]
+fn loaded_library_is_the_crates_version() {
+    assert_eq!(version_string(), BINDING_VERSION);
+    let parts: Vec<u32> = BINDING_VERSION.split('.').map(|p| p.parse().unwrap()).collect();
+    assert_eq!(parts.len(), 3);
+    assert_eq!(version(), parts[0] * 10000 + parts[1] * 100 + parts[2]);
 }
 
 #[test]

@@ -24,12 +24,13 @@ import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+# The e2e tests' nginx harness, beside the module.
+sys.path.insert(0, os.path.join(SOURCE_ROOT, "bindings", "nginx", "tests"))
 import harness  # noqa: E402
 from test_e2e import LuaFlavor, ModuleFlavor, Server, Upstream  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
 LUA_MODULES = "/usr/lib/nginx/modules"
 
 # Distinct URIs: each wrk thread numbers its own requests.
@@ -163,7 +164,7 @@ def main():
             sys.exit("bench: nginx logged trouble:\n" + "\n".join(bad))
 
     print("Machine: %s." % machine())
-    print("Command: `bash tests/nginx/bench.sh %s` (wrk -t%d -c%d -d%ds per run, %d rounds, "
+    print("Command: `bash tests/bench/nginx/bench.sh %s` (wrk -t%d -c%d -d%ds per run, %d rounds, "
           "%d backends, one balancer worker, one backend worker)."
           % (os.path.relpath(args.build, SOURCE_ROOT), args.threads, args.connections,
              args.seconds, args.rounds, args.backends))

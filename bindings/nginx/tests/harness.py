@@ -273,7 +273,7 @@ def route(port, paths):
 
 
 class Predictor:
-    """tests/nginx/chring_predict: the C API's answer for a membership."""
+    """bindings/nginx/tests/chring_predict: the C API's answer for a membership."""
 
     def __init__(self, program, root):
         self.program = program

@@ -1,7 +1,7 @@
 /*
- * test_util.h — helpers shared by the chring core suites (tests/core).
+ * test_util.h — helpers shared by the black-box suites (tests/common).
  *
- * Status assertions that report the caller's line and chr_last_error(), a
+ * The status assertions of chr_assert.h plus error assertions, a
  * deterministic PRNG, node and key generators, and plain reference
  * versions of what the ring computes (successor search over a token dump),
  * so that each suite states its property instead of re-deriving plumbing.
@@ -9,24 +9,9 @@
 #ifndef CHRING_TEST_UTIL_H
 #define CHRING_TEST_UTIL_H
 
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "chr_assert.h" /* assert_chr_ok, assert_chr_status */
 
-#include <cmocka.h>
-
-#include <chring.h>
-
-/* ---- status assertions ------------------------------------------------- */
-
-/* Fails the test at the caller's line unless `expr` returns CHR_OK; the
- * failure names the expression, the status and chr_last_error(). */
-#define assert_chr_ok(expr) check_chr_status((expr), CHR_OK, #expr, __FILE__, __LINE__)
-
-/* As assert_chr_ok, for an expected status. */
-#define assert_chr_status(expr, expected) \
-    check_chr_status((expr), (expected), #expr, __FILE__, __LINE__)
+/* ---- error assertions --------------------------------------------------- */
 
 /* Expects `expr` to fail with `expected` and to leave in chr_last_error() a
  * fresh message naming `function`. The message is overwritten with a
@@ -35,8 +20,6 @@
     (prime_last_error(function),                                                   \
      check_chr_error((expr), (expected), (function), #expr, __FILE__, __LINE__))
 
-void check_chr_status(chr_status got, chr_status expected, const char *expr, const char *file,
-                      int line);
 void check_chr_error(chr_status got, chr_status expected, const char *function, const char *expr,
                      const char *file, int line);
 /* Makes some function other than `function` fail, so chr_last_error() holds

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "alloc_countdown.hpp"
-#include "conc_test.h"
+#include "chr_assert.h"
 
 namespace {
 

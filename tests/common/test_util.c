@@ -4,16 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- status assertions ------------------------------------------------- */
-
-void check_chr_status(chr_status got, chr_status expected, const char *expr, const char *file,
-                      int line) {
-    if (got == expected) return;
-    print_error("%s:%d: %s returned %d (%s), expected %d (%s)\n  chr_last_error: %s\n", file,
-                line, expr, got, chr_strerror(got), expected, chr_strerror(expected),
-                chr_last_error());
-    _fail(file, line);
-}
+/* ---- error assertions -------------------------------------------------- */
 
 static int is_name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -36,7 +27,7 @@ void prime_last_error(const char *function) {
 
 void check_chr_error(chr_status got, chr_status expected, const char *function, const char *expr,
                      const char *file, int line) {
-    check_chr_status(got, expected, expr, file, line);
+    chr_check_status(got, expected, expr, file, line);
     const char *message = chr_last_error();
     if (message == NULL) {
         print_error("%s:%d: %s: chr_last_error() is NULL\n", file, line, expr);

@@ -9,7 +9,7 @@ own `server` text; the balancer is a second nginx with either the chring
 upstream module (`chring $request_uri ...;`) or OpenResty's
 balancer_by_lua_block running bindings/nginx/openresty/chring_balancer.lua
 on the Lua binding. Every routing check compares what nginx did with what
-the C API says (tests/nginx/chring_predict) for the same membership and
+the C API says (bindings/nginx/tests/chring_predict) for the same membership and
 options, key by key. Cases:
 
   routing    every key reaches the predicted backend, twice, in two orders;
@@ -665,7 +665,7 @@ class Context:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nginx", required=True)
-    parser.add_argument("--predict", required=True, help="tests/nginx/chring_predict")
+    parser.add_argument("--predict", required=True, help="bindings/nginx/tests/chring_predict")
     parser.add_argument("--case", required=True, choices=sorted(CASES))
     parser.add_argument("--flavor", default="module", choices=sorted(FLAVORS))
     parser.add_argument("--module", help="module flavor: ngx_http_upstream_chring_module.so")

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""The repository stands alone.
+
+1. Every relative link in every Markdown file of the repository -- inline
+   `[text](target)`, images, and reference definitions `[label]: target` --
+   resolves to a file or directory inside the repository. For links to a
+   Markdown file with a `#fragment`, the fragment must be one of that file's
+   heading anchors (GitHub's rule: lower case, punctuation dropped, spaces
+   to hyphens). URLs with a scheme (https:, mailto:) are not checked.
+2. No tracked file refers to anything outside the repository: the patterns
+   below are the ways such references were written.
+
+Usage: check_docs.py [REPO_ROOT]   (default: the repository holding this file)
+Files: those git tracks or would track (`git ls-files --cached --others
+--exclude-standard`) when REPO_ROOT is a git checkout, else a walk that skips
+build trees. Exit status 0 if every check holds, 1 otherwise, with one
+line per problem: file:line: what.
+"""
+import os
+import re
+import subprocess
+import sys
+
+# References to material that lives outside the repository. Each pattern is
+# written so that it does not match its own source text (no exemption for
+# this file is needed, and a plain grep for the words finds nothing here).
+OUTSIDE = [
+    (re.compile(r"\.\./shar[e]d\b"), "a '../' path to the shared folder"),
+    (re.compile(r"\bshar[e]d/"), "a path into the shared folder"),
+    (re.compile(r"\bDESIG[N]\b"), "the design-contracts file"),
+    (re.compile(r"\bSTYL[E]\.md\b"), "the house-style file"),
+    (re.compile(r"\bcompat-algorithm[s]\.md\b"), "the compatibility reference"),
+    (re.compile(r"(?<![\w/.-])measurement[s]\.md\b"), "the measurements reference"),
+    (re.compile(r"/wor[k]/(?:shared|wt|main|baseline)\b"), "a path of the development machine"),
+]
+SKIP_DIRS = {".git", "target", "node_modules", "__pycache__"}
+
+# [text](target "title") and ![alt](target); target may be <...>.
+INLINE = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+\"[^\"]*\")?\s*\)")
+# [label]: target   at the start of a line
+REFDEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)")
+SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+
+
+def repository_files(root):
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files", "-z", "--cached", "--others",
+                              "--exclude-standard"], check=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+        files = [f for f in out.decode("utf-8", "surrogateescape").split("\0") if f]
+        return [f for f in files if os.path.isfile(os.path.join(root, f))]
+    except (OSError, subprocess.CalledProcessError):
+        files = []
+        for d, dirs, names in os.walk(root):
+            dirs[:] = [x for x in dirs if x not in SKIP_DIRS and not x.startswith("build")]
+            for n in names:
+                files.append(os.path.relpath(os.path.join(d, n), root))
+        return files
+
+
+def strip_code(lines):
+    """Yields (line number, text) outside fenced blocks, inline code removed:
+    a path in a code sample is not a link."""
+    in_fence = None
+    for n, line in enumerate(lines, 1):
+        m = FENCE.match(line)
+        if m:
+            if in_fence is None:
+                in_fence = m.group(1)
+            elif m.group(1) == in_fence:
+                in_fence = None
+            continue
+        if in_fence is None:
+            yield n, re.sub(r"`+[^`]*`+", "", line)
+
+
+def anchors(path, cache={}):
+    if path not in cache:
+        seen = {}
+        result = set()
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for _, line in strip_code(f.read().splitlines()):
+                m = HEADING.match(line)
+                if not m:
+                    continue
+                text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1))  # links: their text
+                slug = re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+                k = seen.get(slug, 0)
+                seen[slug] = k + 1
+                result.add(slug if k == 0 else "%s-%d" % (slug, k))
+        cache[path] = result
+    return cache[path]
+
+
+def check_links(root, md, problems):
+    checked = 0
+    path = os.path.join(root, md)
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.read().splitlines()
+    real_root = os.path.realpath(root)
+    for n, line in strip_code(lines):
+        targets = [m.group(1) for m in INLINE.finditer(line)]
+        m = REFDEF.match(line)
+        if m:
+            targets.append(m.group(1))
+        for target in targets:
+            target = target.strip("<>")
+            if SCHEME.match(target) or target.startswith("//"):
+                continue
+            checked += 1
+            file_part, _, fragment = target.partition("#")
+            if not file_part:
+                dest = path  # a link within the same file
+            elif file_part.startswith("/"):
+                problems.append("%s:%d: absolute link '%s' (write it relative)" % (md, n, target))
+                continue
+            else:
+                dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part))
+            real = os.path.realpath(dest)
+            if real != real_root and not real.startswith(real_root + os.sep):
+                problems.append("%s:%d: link '%s' leaves the repository" % (md, n, target))
+            elif not os.path.exists(dest):
+                problems.append("%s:%d: link '%s': no such file or directory" % (md, n, target))
+            elif fragment and dest.endswith(".md") and os.path.isfile(dest):
+                if fragment.lower() not in anchors(dest):
+                    problems.append("%s:%d: link '%s': no heading '#%s' in %s"
+                                    % (md, n, target, fragment, os.path.relpath(dest, root)))
+    return checked
+
+
+def check_outside_references(root, name, problems):
+    try:
+        with open(os.path.join(root, name), "rb") as f:
+            data = f.read()
+    except OSError as e:
+        problems.append("%s: cannot read: %s" % (name, e))
+        return
+    if b"\0" in data[:8192]:
+        return  # binary: nothing a reader follows
+    text = data.decode("utf-8", "replace")
+    for n, line in enumerate(text.splitlines(), 1):
+        for pattern, what in OUTSIDE:
+            if pattern.search(line):
+                problems.append("%s:%d: refers outside the repository (%s)" % (name, n, what))
+
+
+def main(argv):
+    root = os.path.abspath(argv[1] if len(argv) > 1 else
+                           os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    files = repository_files(root)
+    problems = []
+    markdown = [f for f in files if f.lower().endswith(".md")]
+    links = sum(check_links(root, md, problems) for md in markdown)
+    for name in files:
+        check_outside_references(root, name, problems)
+    for p in problems:
+        print(p)
+    print("docs: %d relative links in %d Markdown files, %d files checked, %d problems"
+          % (links, len(markdown), len(files), len(problems)))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
