@@ -30,6 +30,9 @@ pub const CHR_EPLUGIN_NOTSO: chr_status = -12;
 pub const CHR_EPLUGIN_SYMBOL: chr_status = -13;
 pub const CHR_EPLUGIN_ABI: chr_status = -14;
 pub const CHR_EPLUGIN_DESC: chr_status = -15;
+pub const CHR_EFORMAT: chr_status = -17;
+pub const CHR_EOPTIONS: chr_status = -18;
+pub const CHR_EIO: chr_status = -19;
 
 pub const CHR_NODE_ID_MAX: usize = 256;
 pub const CHR_ZONE_MAX: usize = 64;
@@ -48,6 +51,16 @@ pub const CHR_DEFAULT_TOKENS_PER_WEIGHT: u32 = 160;
 pub const CHR_OP_ADD: u32 = 1;
 pub const CHR_OP_REMOVE: u32 = 2;
 pub const CHR_OP_SET_WEIGHT: u32 = 3;
+
+pub const CHR_RINGFILE_FORMAT_VERSION: u32 = 1;
+pub const CHR_RINGFILE_LINE_MAX: u32 = 65536;
+pub const CHR_RINGFILE_SIZE_MAX: u32 = 268435456;
+pub const CHR_RINGFILE_HAS_REVISION: u32 = 0x1;
+pub const CHR_RINGFILE_HAS_FINGERPRINT: u32 = 0x2;
+pub const CHR_RINGFILE_HAS_OPTIONS: u32 = 0x4;
+pub const CHR_RINGFILE_INFO_VERSION: u32 = 1;
+pub const CHR_EXPORT_REVISION: u32 = 0x1;
+pub const CHR_EXPORT_JSON: u32 = 0x2;
 
 pub const CHR_PLUGIN_ABI_VERSION: u32 = 1;
 pub const CHR_HASHER_NAME_MAX: usize = 63;
@@ -133,6 +146,23 @@ pub struct chr_hasher_info {
     pub reserved0: u32,
 }
 
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_ringfile_info {
+    pub version: u32,
+    pub flags: u32,
+    pub revision: u64,
+    pub fingerprint: u64,
+    pub format_version: u32,
+    pub members: u32,
+    pub added: u32,
+    pub removed: u32,
+    pub reweighted: u32,
+    pub replaced: u32,
+    pub error_line: u32,
+    pub reserved0: u32,
+}
+
 /// Opaque ring handle.
 #[repr(C)]
 pub struct chr_ring {
@@ -180,5 +210,12 @@ extern "C" {
     pub fn chr_hasher_list(plugin_dir: *const c_char, out: *mut chr_hasher_info, capacity: usize, count: *mut usize) -> chr_status;
     pub fn chr_hasher_register(hasher: *const chr_hasher) -> chr_status;
     pub fn chr_hasher_hash(name: *const c_char, data: *const c_void, len: usize, seed: u64, out: *mut u64) -> chr_status;
+    pub fn chr_ringfile_info_init(info: *mut chr_ringfile_info, version: u32) -> chr_status;
+    pub fn chr_ring_new_from_text(text: *const c_char, len: usize, name: *const c_char, base: *const chr_options, out: *mut *mut chr_ring, info: *mut chr_ringfile_info) -> chr_status;
+    pub fn chr_ring_new_from_file(path: *const c_char, base: *const chr_options, out: *mut *mut chr_ring, info: *mut chr_ringfile_info) -> chr_status;
+    pub fn chr_ring_apply_text(ring: *mut chr_ring, text: *const c_char, len: usize, name: *const c_char, info: *mut chr_ringfile_info) -> chr_status;
+    pub fn chr_ring_apply_file(ring: *mut chr_ring, path: *const c_char, info: *mut chr_ringfile_info) -> chr_status;
+    pub fn chr_ring_export(ring: *const chr_ring, flags: u32, revision: u64, buf: *mut c_char, capacity: usize, len: *mut usize) -> chr_status;
+    pub fn chr_snapshot_export(snap: *const chr_snapshot, flags: u32, revision: u64, buf: *mut c_char, capacity: usize, len: *mut usize) -> chr_status;
     pub fn chr_hasher_digest(name: *const c_char, data: *const c_void, len: usize, out: *mut c_uchar, capacity: usize, digest_size: *mut usize) -> chr_status;
 }
