@@ -178,7 +178,9 @@ impl Snapshot {
 
 /// Asks the size, then exports; a writer may grow the ring in between
 /// (CHR_ERANGE with the new size), so it asks again.
-fn export_with(mut call: impl FnMut(*mut std::os::raw::c_char, usize, &mut usize) -> sys::chr_status) -> Result<Vec<u8>> {
+fn export_with(
+    mut call: impl FnMut(*mut std::os::raw::c_char, usize, &mut usize) -> sys::chr_status,
+) -> Result<Vec<u8>> {
     let mut len = 0usize;
     let mut buf: Vec<u8> = Vec::new();
     loop {
@@ -206,7 +208,9 @@ enum Stamp {
 
 fn stamp(path: &Path) -> Stamp {
     match std::fs::metadata(path) {
-        Ok(m) => Stamp::Present { dev: m.dev(), ino: m.ino(), size: m.size(), mtime: m.mtime(), mtime_ns: m.mtime_nsec() },
+        Ok(m) => {
+            Stamp::Present { dev: m.dev(), ino: m.ino(), size: m.size(), mtime: m.mtime(), mtime_ns: m.mtime_nsec() }
+        }
         Err(e) => Stamp::Missing(e.kind()),
     }
 }
@@ -272,4 +276,3 @@ impl Drop for Watcher {
         self.shutdown();
     }
 }
-

@@ -69,7 +69,10 @@ fn errors_carry_status_message_and_line() {
     assert_eq!(err.kind(), ErrorKind::Io);
     assert!(err.message().contains("missing"), "{}", err.message());
     assert_eq!(Ring::from_file(&dir, &Options::default()).unwrap_err().kind(), ErrorKind::Io);
-    assert_eq!(Ring::from_text("a 1\n", Some("n\0ul"), &Options::default()).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        Ring::from_text("a 1\n", Some("n\0ul"), &Options::default()).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
     let (empty, info) = Ring::from_text("", None, &Options::default()).unwrap();
     assert_eq!((empty.node_count().unwrap(), info.members), (0, 0));
     std::fs::remove_dir_all(&dir).ok();
