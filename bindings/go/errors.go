@@ -54,6 +54,10 @@ type Error struct {
 	// Index is, for Ring.Apply, the index of the change that failed
 	// (len(changes) for a batch-wide error); -1 for every other call.
 	Index int
+	// Line is, for the ring-file calls, the line at fault (ErrFormat,
+	// ErrOptions, ErrNoHasher); 0 for the file as a whole and for every
+	// other call.
+	Line int
 }
 
 func (e *Error) Error() string { return "chring: " + e.Message }

@@ -110,9 +110,22 @@ func (h *handle[T]) take() *T { return h.p.Swap(nil) }
 
 // New creates an empty ring; opts may be nil for the defaults.
 func New(opts *Options) (*Ring, error) {
+	var p *C.chr_ring
+	err := withCOptions(opts, "New", func(o *C.chr_options) error {
+		return check(C.gochr_ring_new(o, &p))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return wrapRing(p), nil
+}
+
+// withCOptions calls f with opts as a chr_options (nil = the defaults),
+// whose strings live during the call; who names the Go function in errors.
+func withCOptions(opts *Options, who string, f func(*C.chr_options) error) error {
 	var o C.chr_options
 	if err := check(C.gochr_result{status: C.chr_options_init(&o, C.CHR_OPTIONS_VERSION)}); err != nil {
-		return nil, err
+		return err
 	}
 	if opts != nil {
 		if opts.TokensPerWeight != 0 {
@@ -121,24 +134,25 @@ func New(opts *Options) (*Ring, error) {
 		o.seed = C.uint64_t(opts.Seed)
 		o.placement = C.int32_t(opts.Placement)
 		var err error
-		if o.hasher, err = cStringOrNil(opts.Hasher, "New: Options.Hasher"); err != nil {
-			return nil, err
+		if o.hasher, err = cStringOrNil(opts.Hasher, who+": Options.Hasher"); err != nil {
+			return err
 		}
 		defer C.free(unsafe.Pointer(o.hasher))
-		if o.plugin_dir, err = cStringOrNil(opts.PluginDir, "New: Options.PluginDir"); err != nil {
-			return nil, err
+		if o.plugin_dir, err = cStringOrNil(opts.PluginDir, who+": Options.PluginDir"); err != nil {
+			return err
 		}
 		defer C.free(unsafe.Pointer(o.plugin_dir))
 	}
-	var p *C.chr_ring
-	if err := check(C.gochr_ring_new(&o, &p)); err != nil {
-		return nil, err
-	}
+	return f(&o)
+}
+
+// wrapRing owns p from now on.
+func wrapRing(p *C.chr_ring) *Ring {
 	r := &Ring{}
 	r.ptr.p.Store(p)
 	// A safety net only: call Close. Close removes the finalizer.
 	runtime.SetFinalizer(r, (*Ring).Close)
-	return r, nil
+	return r
 }
 
 // Close frees the ring. Snapshots taken from it stay valid until their own

@@ -61,3 +61,20 @@ WRAP(hasher_digest,
      (const char *name, const void *data, size_t len, unsigned char *out, size_t capacity,
       size_t *digest_size),
      (name, data, len, out, capacity, digest_size))
+WRAP(ring_new_from_text,
+     (const void *text, size_t len, const char *name, const chr_options *base, chr_ring **out,
+      chr_ringfile_info *info),
+     ((const char *)text, len, name, base, out, info))
+WRAP(ring_new_from_file,
+     (const char *path, const chr_options *base, chr_ring **out, chr_ringfile_info *info),
+     (path, base, out, info))
+WRAP(ring_apply_text,
+     (void *ring, const void *text, size_t len, const char *name, chr_ringfile_info *info),
+     (ring, (const char *)text, len, name, info))
+WRAP(ring_apply_file, (void *ring, const char *path, chr_ringfile_info *info), (ring, path, info))
+WRAP(ring_export,
+     (const void *ring, uint32_t flags, uint64_t revision, void *buf, size_t capacity, size_t *len),
+     (ring, flags, revision, buf, capacity, len))
+WRAP(snapshot_export,
+     (const void *snap, uint32_t flags, uint64_t revision, void *buf, size_t capacity, size_t *len),
+     (snap, flags, revision, buf, capacity, len))

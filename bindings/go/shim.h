@@ -56,5 +56,17 @@ gochr_result gochr_hasher_digest(const char *name, const void *data, size_t len,
                                  unsigned char *out, size_t capacity, size_t *digest_size);
 gochr_result gochr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed,
                                uint64_t *out);
+gochr_result gochr_ring_new_from_text(const void *text, size_t len, const char *name,
+                                     const chr_options *base, chr_ring **out,
+                                     chr_ringfile_info *info);
+gochr_result gochr_ring_new_from_file(const char *path, const chr_options *base, chr_ring **out,
+                                     chr_ringfile_info *info);
+gochr_result gochr_ring_apply_text(void *ring, const void *text, size_t len, const char *name,
+                                   chr_ringfile_info *info);
+gochr_result gochr_ring_apply_file(void *ring, const char *path, chr_ringfile_info *info);
+gochr_result gochr_ring_export(const void *ring, uint32_t flags, uint64_t revision, void *buf,
+                               size_t capacity, size_t *len);
+gochr_result gochr_snapshot_export(const void *snap, uint32_t flags, uint64_t revision, void *buf,
+                                   size_t capacity, size_t *len);
 
 #endif

@@ -88,6 +88,24 @@ typedef struct chr_hasher_info {
     uint32_t digest_size;
     uint32_t reserved0;
 } chr_hasher_info;
+typedef struct chr_placement_info {
+    uint32_t version; int32_t mode; const char *name; const char *summary; const char *hasher;
+    uint32_t digest_size; uint32_t flags;
+} chr_placement_info;
+typedef struct chr_ringfile_info {
+    uint32_t version;
+    uint32_t flags;
+    uint64_t revision;
+    uint64_t fingerprint;
+    uint32_t format_version;
+    uint32_t members;
+    uint32_t added;
+    uint32_t removed;
+    uint32_t reweighted;
+    uint32_t replaced;
+    uint32_t error_line;
+    uint32_t reserved0;
+} chr_ringfile_info;
 typedef struct chr_ring chr_ring;
 typedef struct chr_snapshot chr_snapshot;
 uint32_t chr_version(void);
@@ -122,13 +140,23 @@ chr_status chr_plugin_load(const char *path, size_t *loaded);
 chr_status chr_hasher_list(const char *plugin_dir, chr_hasher_info *out, size_t capacity, size_t *count);
 chr_status chr_hasher_register(const chr_hasher *hasher);
 chr_status chr_hasher_hash(const char *name, const void *data, size_t len, uint64_t seed, uint64_t *out);
+chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t version);
+chr_status chr_ring_new_from_text(const char *text, size_t len, const char *name, const chr_options *base, chr_ring **out, chr_ringfile_info *info);
+chr_status chr_ring_new_from_file(const char *path, const chr_options *base, chr_ring **out, chr_ringfile_info *info);
+chr_status chr_placement_describe(int32_t mode, chr_placement_info *out);
+chr_status chr_placement_find(const char *name, int32_t *mode);
+chr_status chr_ring_apply2(chr_ring *ring, const void *changes, size_t count, size_t change_size, size_t *failed_index);
+chr_status chr_ring_apply_text(chr_ring *ring, const char *text, size_t len, const char *name, chr_ringfile_info *info);
+chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_ringfile_info *info);
+chr_status chr_ring_export(const chr_ring *ring, uint32_t flags, uint64_t revision, char *buf, size_t capacity, size_t *len);
+chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags, uint64_t revision, char *buf, size_t capacity, size_t *len);
 chr_status chr_hasher_digest(const char *name, const void *data, size_t len, unsigned char *out, size_t capacity, size_t *digest_size);
 ]]
 _M._cdef = cdef
 
 -- Another copy of this module in the same VM (a reload in nginx) has
 -- declared them already; ffi.cdef refuses a second definition.
-if not pcall(ffi.typeof, "chr_ring") then
+if not pcall(ffi.typeof, "chr_ringfile_info") then
     ffi.cdef(cdef)
 end
 
@@ -140,6 +168,11 @@ local K = {
     CHR_EINTERNAL = -10, CHR_EPLUGIN_NOFILE = -11, CHR_EPLUGIN_NOTSO = -12,
     CHR_EPLUGIN_SYMBOL = -13, CHR_EPLUGIN_ABI = -14, CHR_EPLUGIN_DESC = -15,
     CHR_EPLUGIN_UNTRUSTED = -16,
+    CHR_EFORMAT = -17, CHR_EOPTIONS = -18, CHR_EIO = -19,
+    CHR_PLACEMENT_INFO_VERSION = 1, CHR_PLACEMENT_SEEDED = 1,
+    CHR_RINGFILE_FORMAT_VERSION = 1, CHR_RINGFILE_LINE_MAX = 65536, CHR_RINGFILE_SIZE_MAX = 268435456,
+    CHR_RINGFILE_HAS_REVISION = 1, CHR_RINGFILE_HAS_FINGERPRINT = 2, CHR_RINGFILE_HAS_OPTIONS = 4,
+    CHR_RINGFILE_INFO_VERSION = 1, CHR_EXPORT_REVISION = 1, CHR_EXPORT_JSON = 2,
     CHR_NODE_ID_MAX = 256, CHR_ZONE_MAX = 64, CHR_WEIGHT_MAX = 1000000,
     CHR_TOKENS_PER_WEIGHT_MAX = 65536, CHR_TOKENS_MAX = 16777216, CHR_NODES_MAX = 1048576,
     CHR_PLACEMENT_NATIVE = 0, CHR_PLACEMENT_KETAMA = 1, CHR_PLACEMENT_KETAMA_UNWEIGHTED = 2,
@@ -366,36 +399,44 @@ end
 local Ring = {}
 Ring.__index = Ring
 
--- opts: tokens_per_weight, seed, hasher, placement (name or number), plugin_dir.
-function _M.new(opts)
-    if opts ~= nil and type(opts) ~= "table" then bad_arg(1, "new", "table or nil", type(opts)) end
+-- Fills a chr_options from the table opts (nil = defaults); `who` names
+-- the calling function in errors. Returns the cdata, or nil, err, code.
+-- Its strings are the caller's, alive while the caller holds opts.
+local function options_from(opts, who)
+    if opts ~= nil and type(opts) ~= "table" then bad_arg(1, who, "table or nil", type(opts)) end
     opts = opts or {}
     local o = ffi_new("chr_options[1]")
     local st = C.chr_options_init(o, K.CHR_OPTIONS_VERSION)
     if st ~= 0 then return failure(st) end
     if opts.tokens_per_weight ~= nil then
-        check_uint32(opts.tokens_per_weight, 1, "new (tokens_per_weight)")
+        check_uint32(opts.tokens_per_weight, 1, who .. " (tokens_per_weight)")
         o[0].tokens_per_weight = opts.tokens_per_weight
     end
-    o[0].seed = check_uint64(opts.seed, 1, "new (seed)")
+    o[0].seed = check_uint64(opts.seed, 1, who .. " (seed)")
     local placement = opts.placement
     if type(placement) == "string" then
         placement = _M.placement[placement]
         if not placement then
-            return nil, "chring.new: unknown placement '" .. opts.placement .. "'", K.CHR_ENOTSUP
+            return nil, "chring." .. who .. ": unknown placement '" .. opts.placement .. "'", K.CHR_ENOTSUP
         end
     end
     if placement ~= nil then
-        check_count(placement, 1, "new (placement)")
+        check_count(placement, 1, who .. " (placement)")
         o[0].placement = placement
     end
-    check_name(opts.hasher, 1, "new (hasher)", true)
-    check_name(opts.plugin_dir, 1, "new (plugin_dir)", true)
-    -- The strings are anchored in opts for the duration of the call.
+    check_name(opts.hasher, 1, who .. " (hasher)", true)
+    check_name(opts.plugin_dir, 1, who .. " (plugin_dir)", true)
     o[0].hasher = opts.hasher
     o[0].plugin_dir = opts.plugin_dir
+    return o
+end
+
+-- opts: tokens_per_weight, seed, hasher, placement (name or number), plugin_dir.
+function _M.new(opts)
+    local o, err, code = options_from(opts, "new")
+    if not o then return nil, err, code end
     local out = ffi_new("chr_ring *[1]")
-    st = C.chr_ring_new(o, out)
+    local st = C.chr_ring_new(o, out)
     if st ~= 0 then return failure(st) end
     return setmetatable({ ptr = ffi_gc(out[0], C.chr_ring_free) }, Ring)
 end
@@ -670,6 +711,187 @@ function Snapshot:token(i)
     local st = C.chr_snapshot_token(p, i - 1, u64_out, u32_out)
     if st ~= 0 then return failure(st) end
     return hex64(u64_out[0]), u32_out[0] + 1
+end
+
+--------------------------------------------------------------------------
+-- Ring files (docs/ring-file.md)
+--------------------------------------------------------------------------
+
+local band = bit.band
+
+-- What a ring file said and what loading it did, as a table; the
+-- fingerprint as 16 hex digits, the revision as a number (exact to 2^53)
+-- or nil when the file has none.
+local function info_table(info)
+    local flags = info.flags
+    return {
+        revision = band(flags, K.CHR_RINGFILE_HAS_REVISION) ~= 0 and tonumber(info.revision) or nil,
+        has_fingerprint = band(flags, K.CHR_RINGFILE_HAS_FINGERPRINT) ~= 0,
+        has_options = band(flags, K.CHR_RINGFILE_HAS_OPTIONS) ~= 0,
+        fingerprint = hex64(info.fingerprint),
+        format_version = tonumber(info.format_version),
+        members = tonumber(info.members), added = tonumber(info.added),
+        removed = tonumber(info.removed), reweighted = tonumber(info.reweighted),
+        replaced = tonumber(info.replaced),
+    }
+end
+
+local function new_info()
+    local info = ffi_new("chr_ringfile_info[1]")
+    C.chr_ringfile_info_init(info, K.CHR_RINGFILE_INFO_VERSION)
+    return info
+end
+
+-- nil, err, code, line (the line at fault; 0 for the file as a whole).
+local function file_failure(st, info)
+    local _, err = failure(st)
+    return nil, err, st, tonumber(info[0].error_line)
+end
+
+local function new_ring_from(call, opts, who)
+    local o, err, code = options_from(opts, who)
+    if not o then return nil, err, code end
+    local info, out = new_info(), ffi_new("chr_ring *[1]")
+    local st = call(o, out, info)
+    if st ~= 0 then return file_failure(st, info) end
+    return setmetatable({ ptr = ffi_gc(out[0], C.chr_ring_free) }, Ring), info_table(info[0])
+end
+
+-- A ring from a ring file's text: ring, info or nil, err, code, line.
+-- name (optional) appears in messages; opts as chring.new, for a file
+-- without option directives and for the plugin directory.
+function _M.new_from_text(text, name, opts)
+    check_string(text, 1, "new_from_text")
+    check_name(name, 2, "new_from_text", true)
+    return new_ring_from(function(o, out, info)
+        return C.chr_ring_new_from_text(text, #text, name, o, out, info)
+    end, opts, "new_from_text")
+end
+
+-- A ring from the ring file at path; as new_from_text (EIO when unreadable).
+function _M.new_from_file(path, opts)
+    check_name(path, 1, "new_from_file")
+    return new_ring_from(function(o, out, info)
+        return C.chr_ring_new_from_file(path, o, out, info)
+    end, opts, "new_from_file")
+end
+
+-- Makes the ring the one the file describes, as one atomic batch: info, or
+-- nil, err, code, line (EOPTIONS for other options); a failure changes
+-- nothing.
+function Ring:apply_text(text, name)
+    local p = ring_ptr(self)
+    check_string(text, 1, "apply_text")
+    check_name(name, 2, "apply_text", true)
+    local info = new_info()
+    local st = C.chr_ring_apply_text(p, text, #text, name, info)
+    if st ~= 0 then return file_failure(st, info) end
+    return info_table(info[0])
+end
+
+function Ring:apply_file(path)
+    local p = ring_ptr(self)
+    check_name(path, 1, "apply_file")
+    local info = new_info()
+    local st = C.chr_ring_apply_file(p, path, info)
+    if st ~= 0 then return file_failure(st, info) end
+    return info_table(info[0])
+end
+
+-- how: nil or { json = bool, revision = number or uint64 cdata }.
+local function export_with(call, how, who)
+    if how ~= nil and type(how) ~= "table" then bad_arg(1, who, "table or nil", type(how)) end
+    how = how or {}
+    local flags, revision = 0, 0
+    if how.json then flags = flags + K.CHR_EXPORT_JSON end
+    if how.revision ~= nil then
+        flags = flags + K.CHR_EXPORT_REVISION
+        revision = check_uint64(how.revision, 1, who .. " (revision)")
+    end
+    -- Ask the size, then export; a writer may grow the ring in between
+    -- (ERANGE with the new size), so ask again.
+    local st = call(flags, revision, nil, 0, size_out)
+    while true do
+        if st ~= 0 and st ~= K.CHR_ERANGE then return failure(st) end
+        local capacity = tonumber(size_out[0]) + 1
+        local buf = ffi_new("char[?]", capacity)
+        st = call(flags, revision, buf, capacity, size_out)
+        if st == 0 then return ffi_string(buf, size_out[0]) end
+    end
+end
+
+-- The ring's canonical ring file (or its JSON twin) as a string.
+function Ring:export(how)
+    local p = ring_ptr(self)
+    return export_with(function(...) return C.chr_ring_export(p, ...) end, how, "export")
+end
+
+function Snapshot:export(how)
+    local p = snap_ptr(self)
+    return export_with(function(...) return C.chr_snapshot_export(p, ...) end, how, "export")
+end
+
+-- The file's identity for the watcher: inode, size and modification time
+-- from stat(2) where this module knows struct stat's layout (Linux x64 and
+-- arm64), else the file's bytes (a small file: compared whole).
+local stat_fn
+if ffi.os == "Linux" and (ffi.arch == "x64" or ffi.arch == "arm64") then
+    local ok = pcall(ffi.cdef, ffi.arch == "x64" and [[
+        struct chring_stat { uint64_t dev, ino, nlink; uint32_t mode, uid, gid; int pad0;
+            uint64_t rdev; int64_t size, blksize, blocks; int64_t atime, atime_ns,
+            mtime, mtime_ns, ctime, ctime_ns; int64_t reserved[3]; };
+        int stat(const char *path, struct chring_stat *buf);
+    ]] or [[
+        struct chring_stat { uint64_t dev, ino; uint32_t mode, nlink, uid, gid; uint64_t rdev, pad1;
+            int64_t size; int32_t blksize, pad2; int64_t blocks; int64_t atime, atime_ns,
+            mtime, mtime_ns, ctime, ctime_ns; int32_t unused[2]; };
+        int stat(const char *path, struct chring_stat *buf);
+    ]])
+    if ok or pcall(ffi.typeof, "struct chring_stat") then
+        local st = ffi_new("struct chring_stat[1]")
+        stat_fn = function(path)
+            if ffi.C.stat(path, st) ~= 0 then return "missing:" .. ffi.errno() end
+            local s = st[0]
+            return ("%s:%s:%s:%s.%s"):format(tostring(s.dev), tostring(s.ino), tostring(s.size),
+                                             tostring(s.mtime), tostring(s.mtime_ns))
+        end
+    end
+end
+local function file_stamp(path)
+    if stat_fn then return stat_fn(path) end
+    local f = io.open(path, "rb")
+    if not f then return "missing" end
+    local data = f:read("*a")
+    f:close()
+    return data or "unreadable"
+end
+_M._file_stamp = file_stamp
+
+local Watcher = {}
+Watcher.__index = Watcher
+
+-- Follows the ring file at path for ring, one step per call: callers call
+-- watcher:step() from their event loop (e.g. an ngx.timer.every handler).
+-- A step looks at the file's inode, size and modification time and, when
+-- they changed since the last step (or at the first step), applies it:
+--   nil                        nothing changed
+--   true, info                 applied (info as Ring:apply_file)
+--   false, err, code, line     not applied; the ring keeps its last good state
+-- Each change is reported once. Replace the file by rename so that it is
+-- never read half written.
+function _M.watch_file(ring, path)
+    if getmetatable(ring) ~= Ring then bad_arg(1, "watch_file", "ring", type(ring)) end
+    check_name(path, 2, "watch_file")
+    return setmetatable({ ring = ring, path = path, last = nil }, Watcher)
+end
+
+function Watcher:step()
+    local now = file_stamp(self.path)
+    if now == self.last then return nil end
+    self.last = now
+    local info, err, code, line = self.ring:apply_file(self.path)
+    if not info then return false, err, code, line end
+    return true, info
 end
 
 return _M

@@ -42,6 +42,12 @@ pub enum ErrorKind {
     PluginDescriptor,
     /// CHR_EPLUGIN_UNTRUSTED: a plugin file or directory refused by the trust rules.
     PluginUntrusted,
+    /// CHR_EFORMAT: a malformed ring file ([`Error::line`] is the line at fault).
+    Format,
+    /// CHR_EOPTIONS: the ring file's options differ from the ring's.
+    Options,
+    /// CHR_EIO: the ring file cannot be read (missing, a directory, ...).
+    Io,
     /// A status this binding does not know (a newer library).
     Other,
 }
@@ -65,6 +71,9 @@ impl ErrorKind {
             sys::CHR_EPLUGIN_ABI => ErrorKind::PluginAbi,
             sys::CHR_EPLUGIN_DESC => ErrorKind::PluginDescriptor,
             sys::CHR_EPLUGIN_UNTRUSTED => ErrorKind::PluginUntrusted,
+            sys::CHR_EFORMAT => ErrorKind::Format,
+            sys::CHR_EOPTIONS => ErrorKind::Options,
+            sys::CHR_EIO => ErrorKind::Io,
             _ => ErrorKind::Other,
         }
     }
@@ -77,6 +86,7 @@ pub struct Error {
     status: sys::chr_status,
     message: String,
     index: Option<usize>,
+    line: Option<u32>,
 }
 
 impl Error {
@@ -91,17 +101,28 @@ impl Error {
         if message.is_empty() {
             message = strerror(status);
         }
-        Error { status, message, index: None }
+        Error { status, message, index: None, line: None }
     }
 
     /// An error raised by the binding itself (e.g. a NUL inside a name).
     pub(crate) fn binding(status: sys::chr_status, message: String) -> Error {
-        Error { status, message, index: None }
+        Error { status, message, index: None, line: None }
     }
 
     pub(crate) fn at(mut self, index: usize) -> Error {
         self.index = Some(index);
         self
+    }
+
+    pub(crate) fn at_line(mut self, line: u32) -> Error {
+        self.line = Some(line);
+        self
+    }
+
+    /// For the ring-file calls: the line at fault (0 for the file as a
+    /// whole); `None` for every other call.
+    pub fn line(&self) -> Option<u32> {
+        self.line
     }
 
     /// The kind of failure.

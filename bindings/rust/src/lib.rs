@@ -47,6 +47,7 @@ mod hashers;
 mod node;
 mod options;
 mod ring;
+mod ringfile;
 mod snapshot;
 pub mod sys;
 
@@ -55,6 +56,7 @@ pub use hashers::{digest, hash, hashers, load_plugin, HasherInfo};
 pub use node::{Node, NodeView};
 pub use options::{Options, Placement};
 pub use ring::{Change, Member, Ring};
+pub use ringfile::{Export, FileInfo, WatchEvent, Watcher};
 pub use snapshot::Snapshot;
 
 /// This crate's version, which is the version of the libchring it was

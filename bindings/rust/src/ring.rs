@@ -93,6 +93,15 @@ impl Ring {
         self.raw.as_ptr()
     }
 
+    pub(crate) fn raw_ptr(&self) -> *mut sys::chr_ring {
+        self.raw.as_ptr()
+    }
+
+    /// Owns a ring the library just created (CHR_OK, so never NULL).
+    pub(crate) fn from_raw(raw: *mut sys::chr_ring) -> Ring {
+        Ring { raw: NonNull::new(raw).expect("a chring call returned CHR_OK and a NULL ring") }
+    }
+
     /// Adds a member of this weight, with no zone and tag 0.
     pub fn add(&self, id: impl AsRef<[u8]>, weight: u32) -> Result<()> {
         self.add_member(&Member::new(id.as_ref(), weight))

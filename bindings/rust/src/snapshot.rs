@@ -29,6 +29,10 @@ impl Snapshot {
         Snapshot { raw: NonNull::new(raw).expect("chr_ring_snapshot returned CHR_OK and NULL") }
     }
 
+    pub(crate) fn raw_ptr(&self) -> *const sys::chr_snapshot {
+        self.raw.as_ptr()
+    }
+
     fn ptr(&self) -> *const sys::chr_snapshot {
         self.raw.as_ptr()
     }

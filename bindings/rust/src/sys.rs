@@ -31,6 +31,9 @@ pub const CHR_EPLUGIN_SYMBOL: chr_status = -13;
 pub const CHR_EPLUGIN_ABI: chr_status = -14;
 pub const CHR_EPLUGIN_DESC: chr_status = -15;
 pub const CHR_EPLUGIN_UNTRUSTED: chr_status = -16;
+pub const CHR_EFORMAT: chr_status = -17;
+pub const CHR_EOPTIONS: chr_status = -18;
+pub const CHR_EIO: chr_status = -19;
 
 pub const CHR_NODE_ID_MAX: usize = 256;
 pub const CHR_ZONE_MAX: usize = 64;
@@ -49,6 +52,16 @@ pub const CHR_DEFAULT_TOKENS_PER_WEIGHT: u32 = 160;
 pub const CHR_OP_ADD: u32 = 1;
 pub const CHR_OP_REMOVE: u32 = 2;
 pub const CHR_OP_SET_WEIGHT: u32 = 3;
+
+pub const CHR_RINGFILE_FORMAT_VERSION: u32 = 1;
+pub const CHR_RINGFILE_LINE_MAX: u32 = 65536;
+pub const CHR_RINGFILE_SIZE_MAX: u32 = 268435456;
+pub const CHR_RINGFILE_HAS_REVISION: u32 = 0x1;
+pub const CHR_RINGFILE_HAS_FINGERPRINT: u32 = 0x2;
+pub const CHR_RINGFILE_HAS_OPTIONS: u32 = 0x4;
+pub const CHR_RINGFILE_INFO_VERSION: u32 = 1;
+pub const CHR_EXPORT_REVISION: u32 = 0x1;
+pub const CHR_EXPORT_JSON: u32 = 0x2;
 
 pub const CHR_PLUGIN_ABI_VERSION: u32 = 1;
 pub const CHR_HASHER_NAME_MAX: usize = 63;
@@ -135,6 +148,38 @@ pub struct chr_hasher_info {
     pub reserved0: u32,
 }
 
+pub const CHR_PLACEMENT_INFO_VERSION: u32 = 1;
+pub const CHR_PLACEMENT_SEEDED: u32 = 0x1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct chr_placement_info {
+    pub version: u32,
+    pub mode: i32,
+    pub name: *const c_char,
+    pub summary: *const c_char,
+    pub hasher: *const c_char,
+    pub digest_size: u32,
+    pub flags: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_ringfile_info {
+    pub version: u32,
+    pub flags: u32,
+    pub revision: u64,
+    pub fingerprint: u64,
+    pub format_version: u32,
+    pub members: u32,
+    pub added: u32,
+    pub removed: u32,
+    pub reweighted: u32,
+    pub replaced: u32,
+    pub error_line: u32,
+    pub reserved0: u32,
+}
+
 /// Opaque ring handle.
 #[repr(C)]
 pub struct chr_ring {
@@ -182,5 +227,15 @@ extern "C" {
     pub fn chr_hasher_list(plugin_dir: *const c_char, out: *mut chr_hasher_info, capacity: usize, count: *mut usize) -> chr_status;
     pub fn chr_hasher_register(hasher: *const chr_hasher) -> chr_status;
     pub fn chr_hasher_hash(name: *const c_char, data: *const c_void, len: usize, seed: u64, out: *mut u64) -> chr_status;
+    pub fn chr_ringfile_info_init(info: *mut chr_ringfile_info, version: u32) -> chr_status;
+    pub fn chr_ring_new_from_text(text: *const c_char, len: usize, name: *const c_char, base: *const chr_options, out: *mut *mut chr_ring, info: *mut chr_ringfile_info) -> chr_status;
+    pub fn chr_ring_new_from_file(path: *const c_char, base: *const chr_options, out: *mut *mut chr_ring, info: *mut chr_ringfile_info) -> chr_status;
+    pub fn chr_placement_describe(mode: i32, out: *mut chr_placement_info) -> chr_status;
+    pub fn chr_placement_find(name: *const c_char, mode: *mut i32) -> chr_status;
+    pub fn chr_ring_apply2(ring: *mut chr_ring, changes: *const c_void, count: usize, change_size: usize, failed_index: *mut usize) -> chr_status;
+    pub fn chr_ring_apply_text(ring: *mut chr_ring, text: *const c_char, len: usize, name: *const c_char, info: *mut chr_ringfile_info) -> chr_status;
+    pub fn chr_ring_apply_file(ring: *mut chr_ring, path: *const c_char, info: *mut chr_ringfile_info) -> chr_status;
+    pub fn chr_ring_export(ring: *const chr_ring, flags: u32, revision: u64, buf: *mut c_char, capacity: usize, len: *mut usize) -> chr_status;
+    pub fn chr_snapshot_export(snap: *const chr_snapshot, flags: u32, revision: u64, buf: *mut c_char, capacity: usize, len: *mut usize) -> chr_status;
     pub fn chr_hasher_digest(name: *const c_char, data: *const c_void, len: usize, out: *mut c_uchar, capacity: usize, digest_size: *mut usize) -> chr_status;
 }

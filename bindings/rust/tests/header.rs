@@ -110,6 +110,7 @@ fn layouts() -> Vec<Layout> {
         layout!(chr_change { op, weight, id, id_len, zone, zone_len, tag }),
         layout!(chr_hasher { abi_version, struct_size, name, description, hash64, digest_size, digest, flags }),
         layout!(chr_hasher_info { name, description, origin, digest_size, reserved0 }),
+        layout!(chr_ringfile_info { version, flags, revision, fingerprint, format_version, members, added, removed, reweighted, replaced, error_line, reserved0 }),
     ]
 }
 
@@ -272,7 +273,7 @@ fn every_header_integer_constant_is_declared() {
         .filter_map(|l| l.trim().strip_prefix("pub const "))
         .map(|l| l.split(':').next().unwrap().trim().to_string())
         .collect();
-    assert!(header.contains("CHR_EPLUGIN_DESC") && header.contains("CHR_NODE_ID_MAX"));
+    assert!(header.contains("CHR_EPLUGIN_DESC") && header.contains("CHR_NODE_ID_MAX") && header.contains("CHR_EXPORT_JSON"));
     let missing: Vec<_> = header.difference(&declared).collect();
     assert!(missing.is_empty(), "header constants missing in sys.rs: {:?}", missing);
 }

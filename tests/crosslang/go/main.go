@@ -46,6 +46,10 @@ func must(err error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "ringfile" {
+		ringfileMain(os.Args[2:])
+		return
+	}
 	if len(os.Args) != 3 {
 		fmt.Fprintln(os.Stderr, "usage: route-go DATA OUTPUT")
 		os.Exit(2)
