@@ -40,7 +40,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 
 run_build build "" ""
-run_build build-asan "-Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=disabled" "--no-suite install"
+CC=clang CXX=clang++ run_build build-asan "-Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=disabled" "--no-suite install"
 run_build build-tsan "-Db_sanitize=thread -Db_lundef=false -Dbenchmarks=disabled -Dcli=disabled" "--suite concurrency"
 
 echo "${passed} passed, ${failed} failed"

@@ -8,5 +8,6 @@ exe=$1 corpus=$2 runs=$3
 shift 3
 work=$(mktemp -d "${TMPDIR:-/tmp}/chring-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-"$exe" -runs="$runs" -seed=1 -print_final_stats=1 \
+# libFuzzer exits 77 on a crash by default, which meson reads as a skip.
+"$exe" -runs="$runs" -seed=1 -print_final_stats=1 -error_exitcode=1 -timeout_exitcode=1 \
     -artifact_prefix="./$(basename "$exe")-" "$@" "$work" "$corpus"
