@@ -2,7 +2,8 @@
 // header, program-header, section-header and dynamic-entry fields,
 // truncations at structural offsets) applied to a real plugin from the
 // build; the result is written to a private directory (0755, file 0644) and
-//   child 1 dlopen()s it directly: does the dynamic loader survive it?
+//   child 1 dlopen()s it and looks up the entry point with dlsym(): does
+//     the dynamic loader survive it?
 //   child 2 loads it with chr_plugin_load().
 // The parent then requires: child 2 did not crash in chring's code (nor
 // fail a sanitizer check), and if child 1 survived, child 2 returned a
@@ -377,8 +378,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     // Child 1: the dynamic loader alone.
     int raw = in_child([] {
+        // What any loader of the file does: open it, look up the entry point.
         void *h = dlopen(g_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        g_shared->dl_ok = h != nullptr;
+        g_shared->dl_ok = h != nullptr && dlsym(h, CHR_PLUGIN_ENTRY_SYMBOL) != nullptr;
     });
     const bool survives = raw == kDone;
 
@@ -434,7 +436,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     if (survives) {
-        report("chr_plugin_load crashed in the dynamic loader on a file that dlopen alone survives", file.size());
+        report("chr_plugin_load crashed in the dynamic loader on a file that dlopen and dlsym alone survive", file.size());
         std::abort();
     }
     // The known one: chring handed ld.so a file ld.so cannot survive.
