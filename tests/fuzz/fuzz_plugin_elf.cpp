@@ -108,11 +108,34 @@ const char *where_name(Where w) {
 Where classify(const Shared &s) {
     Dl_info self;
     dladdr(reinterpret_cast<void *>(&classify), &self);
+    // frame[0] is the faulting PC; backtrace()'s frames follow: the handler
+    // and backtrace itself up to the signal trampoline (in libc), then the
+    // faulting frame again and its callers.
+    int first_caller = 1;
+    for (int i = 1; i < s.frames; ++i) {
+        Dl_info info;
+        if (dladdr(s.frame[i], &info) && info.dli_fname && std::strstr(info.dli_fname, "libc.so")) {
+            first_caller = i + 1;
+            break;
+        }
+    }
     for (int i = 0; i < s.frames; ++i) {
+        if (i == 1) i = first_caller;
+        if (i >= s.frames) break;
         Dl_info info;
         if (!dladdr(s.frame[i], &info) || !info.dli_fname) return Where::Plugin;  // not mapped in the parent
         if (info.dli_fbase == self.dli_fbase) {
             if (info.dli_sname && std::strcmp(info.dli_sname, "_ZN12_GLOBAL__N_18on_fatalEiP9siginfo_tPv") == 0) continue;
+            // The sanitizer runtime linked into this executable is called by
+            // whoever crashed through it (an instrumented plugin's
+            // constructor registering its globals, chring's strnlen): the
+            // caller decides.
+            if (info.dli_sname && (std::strncmp(info.dli_sname, "__asan", 6) == 0 ||
+                                   std::strncmp(info.dli_sname, "__sanitizer", 11) == 0 ||
+                                   std::strncmp(info.dli_sname, "__ubsan", 7) == 0 ||
+                                   std::strncmp(info.dli_sname, "__interceptor_", 14) == 0 ||
+                                   std::strcmp(info.dli_sname, "strnlen") == 0 || std::strcmp(info.dli_sname, "strlen") == 0))
+                continue;
             // Frames of the handler itself, when the PC was not recorded.
             if (reinterpret_cast<uintptr_t>(s.frame[i]) >= reinterpret_cast<uintptr_t>(&on_fatal) &&
                 reinterpret_cast<uintptr_t>(s.frame[i]) < reinterpret_cast<uintptr_t>(&on_fatal) + 512)
