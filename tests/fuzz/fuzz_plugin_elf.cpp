@@ -19,6 +19,7 @@
 // check descriptor pointers yet, issue 15).
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -69,6 +70,7 @@ void copy_counters() {
 
 void on_fatal(int sig, siginfo_t *, void *uc) {
     g_shared->signal = sig;
+    if (sig == SIGALRM) _exit(kDone + 2);  // a hang: no walk (it may need a lock the stuck code holds)
     int n = 0;
 #if defined(__x86_64__)
     g_shared->frame[n++] = reinterpret_cast<void *>(static_cast<ucontext_t *>(uc)->uc_mcontext.gregs[REG_RIP]);
@@ -174,8 +176,18 @@ int in_child(F &&f) {
         f();
         _exit(kDone);
     }
+    // A child stuck in the dynamic loader (or in the crash handler, behind a
+    // lock ld.so holds) is killed after 30 s.
     int ws = 0;
-    while (waitpid(pid, &ws, 0) < 0) {
+    for (int waited = 0;; ++waited) {
+        pid_t r = waitpid(pid, &ws, WNOHANG);
+        if (r == pid) break;
+        if (r < 0 && errno != EINTR) {
+            std::perror("plugin_elf: waitpid");
+            std::abort();
+        }
+        if (waited == 30000) kill(pid, SIGKILL);
+        usleep(waited < 100 ? 100 : 1000);
     }
     if (WIFSIGNALED(ws)) return 256 + WTERMSIG(ws);
     return WEXITSTATUS(ws);
