@@ -66,10 +66,12 @@ static uint32_t murmur3_x86_32(const void *key, size_t len, uint32_t seed)
         h1 = rotl32(h1, 13) * 5 + 0xE6546B64u;
     }
 
-    const unsigned char *tail = data + 4 * nblocks;
-    uint32_t k1 = 0;
-    for (size_t i = len & 3; i > 0; --i) k1 ^= (uint32_t)tail[i - 1] << (8 * (i - 1));
-    if (len & 3) h1 ^= rotl32(k1 * c1, 15) * c2;
+    if (len & 3) { /* only then: data may be NULL when len is 0 (NULL + 0 is undefined) */
+        const unsigned char *tail = data + 4 * nblocks;
+        uint32_t k1 = 0;
+        for (size_t i = len & 3; i > 0; --i) k1 ^= (uint32_t)tail[i - 1] << (8 * (i - 1));
+        h1 ^= rotl32(k1 * c1, 15) * c2;
+    }
 
     h1 ^= (uint32_t)len; /* the reference's `int len`: equal for any len < 2^31 */
     return fmix32(h1);
@@ -91,8 +93,8 @@ static void murmur3_x64_128(const void *key, size_t len, uint64_t seed, uint64_t
         h2 = (rotl64(h2, 31) + h1) * 5 + 0x38495AB5u;
     }
 
-    const unsigned char *tail = data + 16 * nblocks;
     const size_t rest = len & 15;
+    const unsigned char *tail = rest ? data + 16 * nblocks : data; /* data may be NULL when len is 0 */
     uint64_t k1 = 0, k2 = 0;
     for (size_t i = rest; i > 8; --i) k2 ^= (uint64_t)tail[i - 1] << (8 * (i - 9));
     for (size_t i = rest < 8 ? rest : 8; i > 0; --i) k1 ^= (uint64_t)tail[i - 1] << (8 * (i - 1));

@@ -1,0 +1,483 @@
+// plugin_elf: corrupted plugin files. The input is a list of edits (bytes,
+// header, program-header, section-header and dynamic-entry fields,
+// truncations at structural offsets) applied to a real plugin from the
+// build; the result is written to a private directory (0755, file 0644) and
+//   child 1 dlopen()s it and looks up the entry point with dlsym(): does
+//     the dynamic loader survive it?
+//   child 2 loads it with chr_plugin_load().
+// The parent then requires: child 2 did not crash in chring's code (nor
+// fail a sanitizer check), and if child 1 survived, child 2 returned a
+// documented status with a message. Child 2's coverage counters are copied
+// back, so libFuzzer is guided by the loader's branches too.
+//
+// A crash of child 2 inside the dynamic loader on a file that also crashes
+// child 1 means chring handed ld.so a file it cannot survive (issue 15: the
+// loader checks only the ELF magic today). That is a finding; with
+// CHR_FUZZ_ELF_TOLERATE_LDSO_CRASH=1 it is counted and printed instead.
+// Likewise CHR_FUZZ_ELF_TOLERATE_DESCRIPTOR_CRASH=1 for a crash in chring
+// reading a descriptor string through a wild pointer (the loader does not
+// check descriptor pointers yet, issue 15).
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "chring.h"
+
+
+namespace {
+
+constexpr int kDone = 0x55;  // a child's exit code when it finished normally
+constexpr int kFrames = 48;
+
+struct Shared {
+    int32_t status;
+    int32_t signal;
+    int32_t dl_ok;
+    int32_t frames;
+    void *frame[kFrames];
+    char message[512];
+};
+
+std::vector<uint8_t> g_base;
+std::string g_dir, g_path;
+Shared *g_shared;
+uint8_t *g_cov;  // shared copy of the counters
+uint8_t *g_counters_start;  // this executable's inline 8-bit counters
+size_t g_cov_size;
+bool g_tolerate, g_tolerate_desc;
+unsigned long g_descriptor_crashes, g_ldso_crashes, g_plugin_crashes, g_refused_unsurvivable;
+
+void copy_counters() {
+    if (g_cov_size) std::memcpy(g_cov, g_counters_start, g_cov_size);
+}
+
+void on_fatal(int sig, siginfo_t *, void *uc) {
+    g_shared->signal = sig;
+    if (sig == SIGALRM) _exit(kDone + 2);  // a hang: no walk (it may need a lock the stuck code holds)
+    int n = 0;
+#if defined(__x86_64__)
+    g_shared->frame[n++] = reinterpret_cast<void *>(static_cast<ucontext_t *>(uc)->uc_mcontext.gregs[REG_RIP]);
+#else
+    (void)uc;
+#endif
+    g_shared->frames = n;  // the PC alone, should the walk below fault
+    void *bt[kFrames];
+    int got = backtrace(bt, kFrames);
+    for (int i = 0; i < got && n < kFrames; ++i) g_shared->frame[n++] = bt[i];
+    g_shared->frames = n;
+    copy_counters();
+    _exit(kDone + 1);
+}
+
+void child_setup() {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    static char altstack[1 << 16];  // a crash on an overflowed stack is still recorded
+    stack_t ss{};
+    ss.ss_sp = altstack;
+    ss.ss_size = sizeof altstack;
+    sigaltstack(&ss, nullptr);
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGALRM}) sigaction(sig, &sa, nullptr);
+    alarm(20);  // a hang is reported as SIGALRM
+}
+
+enum class Where { Chring, DynamicLoader, Plugin };
+const char *where_name(Where w) {
+    return w == Where::Chring ? "chring (the harness executable)" : w == Where::DynamicLoader ? "the dynamic loader"
+                                                                                              : "the plugin's own code";
+}
+
+// The innermost frame that is neither libc nor the signal handler decides.
+Where classify(const Shared &s) {
+    Dl_info self;
+    dladdr(reinterpret_cast<void *>(&classify), &self);
+    // frame[0] is the faulting PC; backtrace()'s frames follow: the handler
+    // and backtrace itself up to the signal trampoline (in libc), then the
+    // faulting frame again and its callers.
+    int first_caller = 1;
+    for (int i = 1; i < s.frames; ++i) {
+        Dl_info info;
+        if (dladdr(s.frame[i], &info) && info.dli_fname && std::strstr(info.dli_fname, "libc.so")) {
+            first_caller = i + 1;
+            break;
+        }
+    }
+    for (int i = 0; i < s.frames; ++i) {
+        if (i == 1) i = first_caller;
+        if (i >= s.frames) break;
+        Dl_info info;
+        if (!dladdr(s.frame[i], &info) || !info.dli_fname) return Where::Plugin;  // not mapped in the parent
+        if (info.dli_fbase == self.dli_fbase) {
+            if (info.dli_sname && std::strcmp(info.dli_sname, "_ZN12_GLOBAL__N_18on_fatalEiP9siginfo_tPv") == 0) continue;
+            // The sanitizer runtime linked into this executable is called by
+            // whoever crashed through it (an instrumented plugin's
+            // constructor registering its globals, chring's strnlen): the
+            // caller decides.
+            if (info.dli_sname && (std::strncmp(info.dli_sname, "__asan", 6) == 0 ||
+                                   std::strncmp(info.dli_sname, "__sanitizer", 11) == 0 ||
+                                   std::strncmp(info.dli_sname, "__ubsan", 7) == 0 ||
+                                   std::strncmp(info.dli_sname, "__interceptor_", 14) == 0 ||
+                                   std::strcmp(info.dli_sname, "strnlen") == 0 || std::strcmp(info.dli_sname, "strlen") == 0))
+                continue;
+            // Frames of the handler itself, when the PC was not recorded.
+            if (reinterpret_cast<uintptr_t>(s.frame[i]) >= reinterpret_cast<uintptr_t>(&on_fatal) &&
+                reinterpret_cast<uintptr_t>(s.frame[i]) < reinterpret_cast<uintptr_t>(&on_fatal) + 512)
+                continue;
+            return Where::Chring;
+        }
+        if (std::strstr(info.dli_fname, "ld-linux") || std::strstr(info.dli_fname, "/ld-")) return Where::DynamicLoader;
+        if (std::strstr(info.dli_fname, "libc.so")) continue;
+        return Where::Plugin;
+    }
+    return Where::Plugin;
+}
+
+// The crash was in a string read (strlen/strnlen) made by chring.
+bool in_string_read(const Shared &s) {
+    for (int i = 0; i < s.frames; ++i) {
+        Dl_info info;
+        if (dladdr(s.frame[i], &info) && info.dli_sname && std::strstr(info.dli_sname, "strnlen")) return true;
+        if (dladdr(s.frame[i], &info) && info.dli_sname && std::strstr(info.dli_sname, "strlen")) return true;
+    }
+    return false;
+}
+
+// Runs f() in a child; returns its exit code (kDone: finished), or 256 + the
+// number of a signal that killed it without the handler.
+template <class F>
+int in_child(F &&f) {
+    std::memset(g_shared, 0, sizeof *g_shared);
+    pid_t pid = fork();
+    if (pid < 0) {
+        std::perror("plugin_elf: fork");
+        std::abort();
+    }
+    if (pid == 0) {
+        child_setup();
+        f();
+        _exit(kDone);
+    }
+    // A child stuck in the dynamic loader (or in the crash handler, behind a
+    // lock ld.so holds) is killed after 30 s.
+    int ws = 0;
+    for (int waited = 0;; ++waited) {
+        pid_t r = waitpid(pid, &ws, WNOHANG);
+        if (r == pid) break;
+        if (r < 0 && errno != EINTR) {
+            std::perror("plugin_elf: waitpid");
+            std::abort();
+        }
+        if (waited == 30000) kill(pid, SIGKILL);
+        usleep(waited < 100 ? 100 : 1000);
+    }
+    if (WIFSIGNALED(ws)) return 256 + WTERMSIG(ws);
+    return WEXITSTATUS(ws);
+}
+
+// ---- edits ---------------------------------------------------------------
+
+struct Layout {
+    std::vector<uint64_t> points;  // structural offsets worth truncating at
+    uint64_t phoff = 0, shoff = 0, dyn = 0;
+    unsigned phnum = 0, shnum = 0, dynnum = 0;
+};
+Layout g_layout;
+
+void read_layout() {
+    Layout &l = g_layout;
+    if (g_base.size() < sizeof(Elf64_Ehdr)) return;
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, g_base.data(), sizeof eh);
+    l.phoff = eh.e_phoff;
+    l.phnum = eh.e_phnum;
+    l.shoff = eh.e_shoff;
+    l.shnum = eh.e_shnum;
+    l.points = {sizeof(Elf64_Ehdr), eh.e_phoff + uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr), eh.e_shoff, g_base.size()};
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+        Elf64_Phdr ph;
+        if (eh.e_phoff + (i + 1) * sizeof ph > g_base.size()) break;
+        std::memcpy(&ph, g_base.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+        l.points.push_back(ph.p_offset);
+        l.points.push_back(ph.p_offset + ph.p_filesz);
+        if (ph.p_type == PT_DYNAMIC) {
+            l.dyn = ph.p_offset;
+            l.dynnum = unsigned(ph.p_filesz / sizeof(Elf64_Dyn));
+        }
+    }
+}
+
+void put(std::vector<uint8_t> &f, uint64_t off, uint64_t value, unsigned width) {
+    for (unsigned i = 0; i < width && off + i < f.size(); ++i) f[off + i] = uint8_t(value >> (8 * i));
+}
+
+uint64_t pick_value(FuzzedDataProvider &in, const std::vector<uint8_t> &f) {
+    switch (in.ConsumeIntegralInRange<int>(0, 7)) {
+    case 0: return 0;
+    case 1: return 1;
+    case 2: return UINT32_MAX;
+    case 3: return UINT64_MAX;
+    case 4: return f.size();
+    case 5: return f.size() + in.ConsumeIntegralInRange<uint64_t>(0, 1 << 16);
+    case 6: return uint64_t(1) << in.ConsumeIntegralInRange<int>(0, 63);
+    default: return in.ConsumeIntegral<uint64_t>();
+    }
+}
+
+std::vector<uint8_t> mutate(FuzzedDataProvider &in) {
+    std::vector<uint8_t> f = g_base;
+    const Layout &l = g_layout;
+    int edits = in.ConsumeIntegralInRange<int>(1, 8);
+    static const unsigned widths[] = {1, 2, 4, 8};
+    for (int e = 0; e < edits && in.remaining_bytes() > 0 && !f.empty(); ++e) {
+        unsigned width = widths[in.ConsumeIntegralInRange<int>(0, 3)];
+        switch (in.ConsumeIntegralInRange<int>(0, 7)) {
+        case 0:  // truncate anywhere
+            f.resize(in.ConsumeIntegralInRange<uint64_t>(0, f.size()));
+            break;
+        case 1: {  // truncate near a structural offset
+            uint64_t p = l.points[in.ConsumeIntegralInRange<size_t>(0, l.points.size() - 1)];
+            int64_t delta = in.ConsumeIntegralInRange<int64_t>(-64, 64);
+            uint64_t at = uint64_t(std::max<int64_t>(0, int64_t(p) + delta));
+            if (at < f.size()) f.resize(at);
+            break;
+        }
+        case 2:  // a byte anywhere
+            f[in.ConsumeIntegralInRange<size_t>(0, f.size() - 1)] = in.ConsumeIntegral<uint8_t>();
+            break;
+        case 3:  // an ELF header field
+            put(f, in.ConsumeIntegralInRange<uint64_t>(0, sizeof(Elf64_Ehdr) - 1), pick_value(in, f), width);
+            break;
+        case 4:  // a program header field
+            if (l.phnum)
+                put(f, l.phoff + in.ConsumeIntegralInRange<unsigned>(0, l.phnum - 1) * sizeof(Elf64_Phdr) +
+                           8 * in.ConsumeIntegralInRange<unsigned>(0, 6),
+                    pick_value(in, f), width);
+            break;
+        case 5:  // a section header field
+            if (l.shnum)
+                put(f, l.shoff + in.ConsumeIntegralInRange<unsigned>(0, l.shnum - 1) * sizeof(Elf64_Shdr) +
+                           8 * in.ConsumeIntegralInRange<unsigned>(0, 7),
+                    pick_value(in, f), width);
+            break;
+        case 6:  // a dynamic entry (tag or value)
+            if (l.dynnum)
+                put(f, l.dyn + in.ConsumeIntegralInRange<unsigned>(0, l.dynnum - 1) * sizeof(Elf64_Dyn) +
+                           8 * in.ConsumeIntegralInRange<unsigned>(0, 1),
+                    pick_value(in, f), width);
+            break;
+        default: {  // flip bits in a run
+            size_t at = in.ConsumeIntegralInRange<size_t>(0, f.size() - 1);
+            size_t n = in.ConsumeIntegralInRange<size_t>(1, 16);
+            uint8_t mask = in.ConsumeIntegral<uint8_t>() | 1;
+            for (size_t i = at; i < std::min(f.size(), at + n); ++i) f[i] ^= mask;
+            break;
+        }
+        }
+    }
+    return f;
+}
+
+void write_file(const std::vector<uint8_t> &f) {
+    int fd = open(g_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || (f.size() && write(fd, f.data(), f.size()) != ssize_t(f.size())) || fchmod(fd, 0644) != 0) {
+        std::perror("plugin_elf: writing the plugin");
+        std::abort();
+    }
+    close(fd);
+}
+
+bool documented_status(int st) {
+    switch (st) {
+    case CHR_OK: case CHR_EINVAL: case CHR_ENOMEM: case CHR_EEXIST: case CHR_EPLUGIN_NOFILE:
+    case CHR_EPLUGIN_NOTSO: case CHR_EPLUGIN_SYMBOL: case CHR_EPLUGIN_ABI: case CHR_EPLUGIN_DESC:
+        return true;
+    default: return false;
+    }
+}
+
+void report(const char *what, size_t size) {
+    std::fprintf(stderr, "plugin_elf: finding: %s (file of %zu bytes; signal %d)\n  frames:", what, size,
+                 g_shared->signal);
+    for (int i = 0; i < g_shared->frames; ++i) {
+        Dl_info info;
+        if (dladdr(g_shared->frame[i], &info) && info.dli_fname)
+            std::fprintf(stderr, " %s(%s)", std::strrchr(info.dli_fname, '/') ? std::strrchr(info.dli_fname, '/') + 1 : info.dli_fname,
+                         info.dli_sname ? info.dli_sname : "?");
+        else
+            std::fprintf(stderr, " %p", g_shared->frame[i]);
+    }
+    std::fprintf(stderr, "\n");
+}
+
+void cleanup() {
+    unlink(g_path.c_str());
+    rmdir(g_dir.c_str());
+    std::fprintf(stderr,
+                 "plugin_elf: %lu files crashed the dynamic loader inside chr_plugin_load, %lu crashed chring on a "
+                 "wild descriptor string, %lu crashed in the plugin's own code, %lu that crash the dynamic loader "
+                 "were refused cleanly\n",
+                 g_ldso_crashes, g_descriptor_crashes, g_plugin_crashes, g_refused_unsurvivable);
+}
+
+// The coverage counters of this executable (chring's core is linked in):
+// section __sancov_cntrs, found in our own section headers. (Naming the
+// linker's __start___sancov_cntrs instead keeps libFuzzer from registering
+// the counters at all.)
+void find_counters() {
+    FILE *f = std::fopen("/proc/self/exe", "rb");
+    Dl_info self;
+    if (!f || !dladdr(reinterpret_cast<void *>(&find_counters), &self)) return;
+    Elf64_Ehdr eh;
+    std::vector<Elf64_Shdr> sh;
+    if (std::fread(&eh, sizeof eh, 1, f) == 1 && eh.e_shentsize == sizeof(Elf64_Shdr) && eh.e_shstrndx < eh.e_shnum) {
+        sh.resize(eh.e_shnum);
+        if (std::fseek(f, long(eh.e_shoff), SEEK_SET) != 0 || std::fread(sh.data(), sizeof(Elf64_Shdr), sh.size(), f) != sh.size())
+            sh.clear();
+    }
+    if (!sh.empty()) {
+        const Elf64_Shdr &strs = sh[eh.e_shstrndx];
+        std::vector<char> names(strs.sh_size + 1, 0);
+        if (std::fseek(f, long(strs.sh_offset), SEEK_SET) == 0 && std::fread(names.data(), 1, strs.sh_size, f) == strs.sh_size)
+            for (const Elf64_Shdr &s : sh)
+                if (s.sh_name < strs.sh_size && std::strcmp(&names[s.sh_name], "__sancov_cntrs") == 0) {
+                    g_counters_start = static_cast<uint8_t *>(self.dli_fbase) + s.sh_addr;
+                    g_cov_size = s.sh_size;
+                }
+    }
+    std::fclose(f);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+    setenv("CHRING_PLUGIN_PATH", "", 1);  // children load only the file under test
+    const char *t = std::getenv("CHR_FUZZ_ELF_TOLERATE_LDSO_CRASH");
+    g_tolerate = t && std::strcmp(t, "1") == 0;
+    const char *td = std::getenv("CHR_FUZZ_ELF_TOLERATE_DESCRIPTOR_CRASH");
+    g_tolerate_desc = td && std::strcmp(td, "1") == 0;
+    FILE *f = std::fopen(CHR_FUZZ_ELF_PLUGIN, "rb");
+    if (!f) {
+        std::perror("plugin_elf: " CHR_FUZZ_ELF_PLUGIN);
+        std::abort();
+    }
+    int c;
+    while ((c = std::fgetc(f)) != EOF) g_base.push_back(uint8_t(c));
+    std::fclose(f);
+    read_layout();
+    if (g_layout.points.empty()) {
+        std::fprintf(stderr, "plugin_elf: %s is not a 64-bit ELF file\n", CHR_FUZZ_ELF_PLUGIN);
+        std::abort();
+    }
+    // A directory only we can write (the loader may refuse others' files).
+    g_dir = std::string(CHR_FUZZ_TMP_PARENT) + "/elf-" + std::to_string(getpid());
+    if (mkdir(g_dir.c_str(), 0755) != 0 || chmod(g_dir.c_str(), 0755) != 0) {
+        std::perror("plugin_elf: mkdir");
+        std::abort();
+    }
+    g_path = g_dir + "/chring-fuzzed.so";
+    std::atexit(cleanup);
+    find_counters();
+    void *mem = mmap(nullptr, sizeof(Shared) + g_cov_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        std::perror("plugin_elf: mmap");
+        std::abort();
+    }
+    g_shared = static_cast<Shared *>(mem);
+    g_cov = static_cast<uint8_t *>(mem) + sizeof(Shared);
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    FuzzedDataProvider in(data, size);
+    std::vector<uint8_t> file = mutate(in);
+    write_file(file);
+
+    // Child 1: the dynamic loader alone.
+    int raw = in_child([] {
+        // What any loader of the file does: open it, look up the entry point.
+        void *h = dlopen(g_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        g_shared->dl_ok = h != nullptr && dlsym(h, CHR_PLUGIN_ENTRY_SYMBOL) != nullptr;
+    });
+    const bool survives = raw == kDone;
+
+    // Child 2: chring's loader, its counters copied back.
+    if (g_cov_size) std::memset(g_cov, 0, g_cov_size);
+    int load = in_child([] {
+        size_t loaded = 0;
+        g_shared->status = chr_plugin_load(g_path.c_str(), &loaded);
+        std::snprintf(g_shared->message, sizeof g_shared->message, "%s", chr_last_error());
+        copy_counters();
+    });
+    for (size_t i = 0; i < g_cov_size; ++i)
+        if (g_cov[i] > g_counters_start[i]) g_counters_start[i] = g_cov[i];
+
+    if (load == kDone) {
+        int st = g_shared->status;
+        if (!survives) ++g_refused_unsurvivable;
+        if (!documented_status(st) || (st != CHR_OK && g_shared->message[0] == 0)) {
+            std::fprintf(stderr, "plugin_elf: finding: chr_plugin_load returned %d ('%s'), not a documented status\n",
+                         st, g_shared->message);
+            std::abort();
+        }
+        return 0;
+    }
+    if (load > 255 && g_shared->signal) load = kDone + 1;  // the handler faulted after recording the crash
+    if (load != kDone + 1 && load == raw && load != 1) {
+        // ld.so ended the process itself (_dl_fatal_printf exits 127) just
+        // as it does for dlopen alone: the dynamic loader's verdict.
+        if (g_ldso_crashes++ < 3 || !g_tolerate)
+            std::fprintf(stderr, "plugin_elf: finding: chr_plugin_load passed a file on which the dynamic loader "
+                                 "exits the process (status %d), as dlopen alone does\n", load);
+        if (!g_tolerate) std::abort();
+        return 0;
+    }
+    if (load != kDone + 1) {  // a sanitizer report (printed by the child, exit code 1) or a kill
+        std::fprintf(stderr, "plugin_elf: finding: the chr_plugin_load child ended with %s %d\n",
+                     load > 255 ? "signal" : "exit code", load > 255 ? load - 256 : load);
+        std::abort();
+    }
+    Where w = classify(*g_shared);
+    if (w == Where::Chring) {
+        // Known until the loader checks descriptor pointers (issue 15): a
+        // corrupted table or descriptor whose name is read with strnlen.
+        if (g_tolerate_desc && in_string_read(*g_shared)) {
+            if (g_descriptor_crashes++ < 3) report("chr_plugin_load read a wild descriptor string (tolerated)", file.size());
+            return 0;
+        }
+        report("chr_plugin_load crashed in chring's code", file.size());
+        std::abort();
+    }
+    if (w == Where::Plugin) {  // the corrupted plugin's own code (its entry point) crashed
+        ++g_plugin_crashes;
+        return 0;
+    }
+    if (survives) {
+        report("chr_plugin_load crashed in the dynamic loader on a file that dlopen and dlsym alone survive", file.size());
+        std::abort();
+    }
+    // The known one: chring handed ld.so a file ld.so cannot survive.
+    if (g_ldso_crashes++ < 3 || !g_tolerate)
+        report("chr_plugin_load passed a file that crashes the dynamic loader (no ELF validation before dlopen)",
+               file.size());
+    if (!g_tolerate) std::abort();
+    return 0;
+}
