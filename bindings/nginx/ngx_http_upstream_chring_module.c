@@ -43,7 +43,34 @@ typedef struct {
     chr_ring                          *ring;
     chr_snapshot                      *snapshot;   /* held for the lookups */
     ngx_uint_t                        *node_of_peer;  /* peer index -> tag */
+    /* file= only: the nodes' server texts, and snapshot node index -> node */
+    ngx_str_t                         *node_id;
+    ngx_uint_t                         nnodes;
+    ngx_uint_t                        *node_of_index;
 } ngx_http_upstream_chring_tier_t;
+
+
+/*
+ * file=: the ring file that defines the primary tier's members, as this
+ * process last saw it. Each process (master at configuration, then every
+ * worker) keeps its own copy: the workers re-check it on their own.
+ */
+typedef struct {
+    ngx_str_t                          path;        /* NUL-terminated */
+    ngx_msec_t                         check;       /* check= interval */
+    ngx_msec_t                         next_check;
+    /* a change of any of these (or of the stat() errno) is a new file */
+    ngx_err_t                          err;
+    ino_t                              ino;
+    dev_t                              dev;
+    off_t                              size;
+    time_t                             mtime_sec;
+    long                               mtime_nsec;
+    /* the ring now in use */
+    uint64_t                           revision;
+    uint64_t                           fingerprint;
+    ngx_uint_t                         has_revision;
+} ngx_http_upstream_chring_file_t;
 
 
 typedef struct {
@@ -53,7 +80,15 @@ typedef struct {
     ngx_http_upstream_chring_tier_t    primary;
     ngx_http_upstream_chring_tier_t    backup;
     ngx_flag_t                         configured;
+    ngx_http_upstream_chring_file_t   *file;        /* NULL without file= */
+    ngx_str_t                          host;        /* the upstream's name */
 } ngx_http_upstream_chring_srv_conf_t;
+
+
+/* node_of_index for a file id that matches no server of the upstream */
+#define NGX_HTTP_CHRING_NO_NODE  ((ngx_uint_t) -2)
+
+#define NGX_HTTP_CHRING_CHECK_DEFAULT  1000      /* check=, milliseconds */
 
 
 typedef struct {
@@ -90,6 +125,18 @@ static char *ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
     ngx_uint_t *seen);
 static void ngx_http_upstream_chring_cleanup(void *data);
 
+static ngx_int_t ngx_http_upstream_chring_file_stat(
+    ngx_http_upstream_chring_file_t *file, ngx_log_t *log);
+static ngx_int_t ngx_http_upstream_chring_file_load(
+    ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log);
+static void ngx_http_upstream_chring_file_check(
+    ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log);
+static ngx_uint_t ngx_http_upstream_chring_view_node(
+    ngx_http_upstream_chring_tier_t *tier, chr_node_view *view);
+static ngx_int_t ngx_http_upstream_chring_add_variables(ngx_conf_t *cf);
+static ngx_int_t ngx_http_upstream_chring_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+
 
 /* Bits of `seen` in the directive parser: each parameter at most once. */
 #define NGX_HTTP_CHRING_SEEN_TOKENS      0x01
@@ -97,6 +144,8 @@ static void ngx_http_upstream_chring_cleanup(void *data);
 #define NGX_HTTP_CHRING_SEEN_SEED        0x04
 #define NGX_HTTP_CHRING_SEEN_PLACEMENT   0x08
 #define NGX_HTTP_CHRING_SEEN_PLUGIN_DIR  0x10
+#define NGX_HTTP_CHRING_SEEN_FILE        0x20
+#define NGX_HTTP_CHRING_SEEN_CHECK       0x40
 
 
 static ngx_command_t  ngx_http_upstream_chring_commands[] = {
@@ -113,7 +162,7 @@ static ngx_command_t  ngx_http_upstream_chring_commands[] = {
 
 
 static ngx_http_module_t  ngx_http_upstream_chring_module_ctx = {
-    NULL,                                  /* preconfiguration */
+    ngx_http_upstream_chring_add_variables, /* preconfiguration */
     NULL,                                  /* postconfiguration */
 
     NULL,                                  /* create main configuration */
@@ -198,8 +247,10 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
 
     tier->node_of_peer = ngx_palloc(cf->pool,
                                     peers->number * sizeof(ngx_uint_t));
+    tier->node_id = ngx_palloc(cf->pool, peers->number * sizeof(ngx_str_t));
     changes = ngx_pcalloc(cf->temp_pool, peers->number * sizeof(chr_change));
-    if (tier->node_of_peer == NULL || changes == NULL) {
+    if (tier->node_of_peer == NULL || tier->node_id == NULL || changes == NULL)
+    {
         return NGX_ERROR;
     }
 
@@ -229,12 +280,20 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
         }
 
         tier->node_of_peer[i] = nnodes;
+        tier->node_id[nnodes] = peer->server;
         changes[nnodes].op = CHR_OP_ADD;
         changes[nnodes].id = peer->server.data;
         changes[nnodes].id_len = peer->server.len;
         changes[nnodes].weight = weight;
         changes[nnodes].tag = nnodes;
         nnodes++;
+    }
+
+    tier->nnodes = nnodes;
+
+    if (ccf->file && tier == &ccf->primary) {
+        /* the file, not the configuration, says who is a member */
+        return ngx_http_upstream_chring_file_load(ccf, cf->log);
     }
 
     if (tier->ring == NULL) {
@@ -302,6 +361,8 @@ ngx_http_upstream_init_chring_peer(ngx_http_request_t *r,
 
     cp->conf = ccf;
     cp->in_backup = 0;
+
+    ngx_http_upstream_chring_file_check(ccf, r->connection->log);
 
     return NGX_OK;
 }
@@ -405,7 +466,7 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
                    "chring owner: \"%*s\"", views[0].id_len, views[0].id);
 
     peer = ngx_http_upstream_chring_best_of_node(cp, tier,
-                                                 (ngx_uint_t) views[0].tag);
+                               ngx_http_upstream_chring_view_node(tier, &views[0]));
     if (peer) {
         return peer;
     }
@@ -419,7 +480,7 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
 
     for (i = 1; i < count; i++) {
         peer = ngx_http_upstream_chring_best_of_node(cp, tier,
-                                                     (ngx_uint_t) views[i].tag);
+                               ngx_http_upstream_chring_view_node(tier, &views[i]));
         if (peer) {
             ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
                            "chring replica %uz: \"%V\"", i, &peer->server);
@@ -593,6 +654,14 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
+    if ((seen & NGX_HTTP_CHRING_SEEN_CHECK)
+        && !(seen & NGX_HTTP_CHRING_SEEN_FILE))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chring: \"check=\" needs \"file=\"");
+        return NGX_CONF_ERROR;
+    }
+
     if (ccf->options.placement == CHR_PLACEMENT_NGINX
         && (seen & (NGX_HTTP_CHRING_SEEN_TOKENS|NGX_HTTP_CHRING_SEEN_SEED)))
     {
@@ -628,6 +697,8 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+
+    ccf->host = uscf->host;
 
     if (uscf->peer.init_upstream) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
@@ -721,6 +792,48 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
             return NGX_CONF_ERROR;
         }
 
+    } else if (ngx_strncmp(value->data, "file=", 5) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_FILE;
+        if (arg.len == 0) {
+            goto invalid;
+        }
+        if (ccf->file == NULL) {
+            ccf->file = ngx_pcalloc(cf->pool,
+                                    sizeof(ngx_http_upstream_chring_file_t));
+            if (ccf->file == NULL) {
+                return NGX_CONF_ERROR;
+            }
+            ccf->file->check = NGX_HTTP_CHRING_CHECK_DEFAULT;
+        }
+        if (ngx_conf_full_name(cf->cycle, &arg, 0) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+        ccf->file->path.data = ngx_pnalloc(cf->pool, arg.len + 1);
+        if (ccf->file->path.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+        ccf->file->path.len = arg.len;
+        *ngx_cpymem(ccf->file->path.data, arg.data, arg.len) = '\0';
+
+    } else if (ngx_strncmp(value->data, "check=", 6) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_CHECK;
+        n = ngx_parse_time(&arg, 0);
+        if (n == NGX_ERROR || n == 0 || n > 3600000) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "chring: invalid \"%V\": the check interval "
+                               "is a time from 1ms to 1h, e.g. 500ms or 1s",
+                               value);
+            return NGX_CONF_ERROR;
+        }
+        if (ccf->file == NULL) {
+            ccf->file = ngx_pcalloc(cf->pool,
+                                    sizeof(ngx_http_upstream_chring_file_t));
+            if (ccf->file == NULL) {
+                return NGX_CONF_ERROR;
+            }
+        }
+        ccf->file->check = (ngx_msec_t) n;
+
     } else if (ngx_strncmp(value->data, "plugin_dir=", 11) == 0) {
         bit = NGX_HTTP_CHRING_SEEN_PLUGIN_DIR;
         if (arg.len == 0) {
@@ -757,8 +870,8 @@ invalid:
 
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "chring: invalid parameter \"%V\" (expected tokens=N, "
-                       "hash=NAME, seed=N, placement=native|nginx or "
-                       "plugin_dir=PATH)", value);
+                       "hash=NAME, seed=N, placement=native|nginx, "
+                       "plugin_dir=PATH, file=PATH or check=TIME)", value);
 
     return NGX_CONF_ERROR;
 }
@@ -772,6 +885,333 @@ ngx_http_upstream_chring_cleanup(void *data)
 
     chr_snapshot_release(ccf->primary.snapshot);
     chr_ring_free(ccf->primary.ring);
+    if (ccf->primary.node_of_index) {
+        ngx_free(ccf->primary.node_of_index);
+    }
     chr_snapshot_release(ccf->backup.snapshot);
     chr_ring_free(ccf->backup.ring);
+}
+
+
+/* file=: the ring file, loaded at configuration and re-checked by workers */
+
+
+/* The ring node of a lookup's answer: by tag, or through the file's map. */
+static ngx_uint_t
+ngx_http_upstream_chring_view_node(ngx_http_upstream_chring_tier_t *tier,
+    chr_node_view *view)
+{
+    if (tier->node_of_index == NULL) {
+        return (ngx_uint_t) view->tag;
+    }
+
+    return tier->node_of_index[view->index];
+}
+
+
+/*
+ * Records what stat() says about the file; NGX_OK when it differs from
+ * what was recorded before (a new file to load), NGX_DECLINED when not.
+ */
+static ngx_int_t
+ngx_http_upstream_chring_file_stat(ngx_http_upstream_chring_file_t *file,
+    ngx_log_t *log)
+{
+    struct stat  st;
+
+    if (stat((const char *) file->path.data, &st) == -1) {
+        if (file->err == ngx_errno) {
+            return NGX_DECLINED;
+        }
+
+        file->err = ngx_errno;
+        return NGX_OK;
+    }
+
+    if (file->err == 0
+        && file->ino == st.st_ino
+        && file->dev == st.st_dev
+        && file->size == st.st_size
+        && file->mtime_sec == st.st_mtim.tv_sec
+        && file->mtime_nsec == st.st_mtim.tv_nsec)
+    {
+        return NGX_DECLINED;
+    }
+
+    file->err = 0;
+    file->ino = st.st_ino;
+    file->dev = st.st_dev;
+    file->size = st.st_size;
+    file->mtime_sec = st.st_mtim.tv_sec;
+    file->mtime_nsec = st.st_mtim.tv_nsec;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Applies the file to the primary ring as one batch, then switches this
+ * process's snapshot and id map to the result. On any failure the ring,
+ * snapshot and map in use stay as they were; NGX_ERROR with the reason
+ * logged (chring's message names the file and line).
+ */
+static ngx_int_t
+ngx_http_upstream_chring_file_load(ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_log_t *log)
+{
+    size_t                             i, count;
+    uint64_t                           fingerprint;
+    chr_status                         rc;
+    ngx_uint_t                         k, *map;
+    chr_snapshot                      *snap;
+    chr_node_view                      view;
+    chr_ringfile_info                  info = CHR_RINGFILE_INFO_INIT;
+    ngx_http_upstream_chring_file_t   *file;
+    ngx_http_upstream_chring_tier_t   *tier;
+
+    file = ccf->file;
+    tier = &ccf->primary;
+
+    (void) ngx_http_upstream_chring_file_stat(file, log);
+
+    if (tier->ring == NULL) {
+        rc = chr_ring_new(&ccf->options, &tier->ring);
+        if (rc != CHR_OK) {
+            goto failed;
+        }
+    }
+
+    rc = chr_ring_apply_file(tier->ring, (const char *) file->path.data,
+                             &info);
+    if (rc != CHR_OK) {
+        goto failed;
+    }
+
+    rc = chr_ring_snapshot(tier->ring, &snap);
+    if (rc != CHR_OK) {
+        goto failed;
+    }
+
+    if (chr_snapshot_node_count(snap, &count) != CHR_OK
+        || chr_snapshot_fingerprint(snap, &fingerprint) != CHR_OK)
+    {
+        chr_snapshot_release(snap);
+        goto failed;
+    }
+
+    map = ngx_alloc((count ? count : 1) * sizeof(ngx_uint_t), log);
+    if (map == NULL) {
+        chr_snapshot_release(snap);
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < count; i++) {
+        map[i] = NGX_HTTP_CHRING_NO_NODE;
+
+        if (chr_snapshot_node(snap, i, &view) != CHR_OK) {
+            continue;
+        }
+
+        for (k = 0; k < tier->nnodes; k++) {
+            if (tier->node_id[k].len == view.id_len
+                && ngx_memcmp(tier->node_id[k].data, view.id, view.id_len)
+                   == 0)
+            {
+                map[i] = k;
+                break;
+            }
+        }
+
+        if (map[i] == NGX_HTTP_CHRING_NO_NODE) {
+            /* a member nobody serves: its keys go to their next replica */
+            ngx_log_error(NGX_LOG_WARN, log, 0,
+                          "chring: upstream \"%V\": \"%*s\" in %s matches no "
+                          "server of the upstream", &ccf->host,
+                          view.id_len, view.id, file->path.data);
+        }
+    }
+
+    chr_snapshot_release(tier->snapshot);
+    if (tier->node_of_index) {
+        ngx_free(tier->node_of_index);
+    }
+
+    tier->snapshot = snap;
+    tier->node_of_index = map;
+
+    file->fingerprint = fingerprint;
+    file->revision = info.revision;
+    file->has_revision = (info.flags & CHR_RINGFILE_HAS_REVISION) != 0;
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "chring: upstream \"%V\": loaded %s: revision %uL%s, "
+                  "fingerprint 0x%016xL, %uz members (%uD added, "
+                  "%uD removed, %uD reweighted, %uD replaced)",
+                  &ccf->host, file->path.data, file->revision,
+                  file->has_revision ? "" : " (none in the file)",
+                  file->fingerprint, count, info.added, info.removed,
+                  info.reweighted, info.replaced);
+
+    return NGX_OK;
+
+failed:
+
+    ngx_log_error(NGX_LOG_ERR, log, 0,
+                  "chring: upstream \"%V\": %s", &ccf->host, chr_last_error());
+
+    return NGX_ERROR;
+}
+
+
+/*
+ * On the request path: one time comparison, and at most every check=
+ * interval a stat(). A changed file is loaded; a bad one is logged once
+ * (its stat is recorded, so the next check sees no change) and the ring
+ * in use stays.
+ */
+static void
+ngx_http_upstream_chring_file_check(ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_log_t *log)
+{
+    ngx_http_upstream_chring_file_t  *file;
+
+    file = ccf->file;
+
+    if (file == NULL
+        || (ngx_msec_int_t) (ngx_current_msec - file->next_check) < 0)
+    {
+        return;
+    }
+
+    file->next_check = ngx_current_msec + file->check;
+
+    if (ngx_http_upstream_chring_file_stat(file, log) != NGX_OK) {
+        return;
+    }
+
+    if (file->err) {
+        ngx_log_error(NGX_LOG_ERR, log, file->err,
+                      "chring: upstream \"%V\": stat() \"%s\" failed; keeping "
+                      "the ring of revision %uL, fingerprint 0x%016xL",
+                      &ccf->host, file->path.data, file->revision,
+                      file->fingerprint);
+        return;
+    }
+
+    if (ngx_http_upstream_chring_file_load(ccf, log) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "chring: upstream \"%V\": keeping the ring of revision "
+                      "%uL, fingerprint 0x%016xL", &ccf->host,
+                      file->revision, file->fingerprint);
+    }
+}
+
+
+/* Variables: $chring_fingerprint, $chring_revision */
+
+
+#define NGX_HTTP_CHRING_VAR_FINGERPRINT  0
+#define NGX_HTTP_CHRING_VAR_REVISION     1
+
+
+static ngx_http_variable_t  ngx_http_upstream_chring_vars[] = {
+
+    { ngx_string("chring_fingerprint"), NULL,
+      ngx_http_upstream_chring_variable, NGX_HTTP_CHRING_VAR_FINGERPRINT,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("chring_revision"), NULL,
+      ngx_http_upstream_chring_variable, NGX_HTTP_CHRING_VAR_REVISION,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+static ngx_int_t
+ngx_http_upstream_chring_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_upstream_chring_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The primary ring of the request's upstream (empty when the request has
+ * no chring upstream): its fingerprint, "0x" and 16 hex digits, and the
+ * revision of the ring file it came from (empty without file= or without
+ * a %%revision in the file).
+ */
+static ngx_int_t
+ngx_http_upstream_chring_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char                               *p;
+    uint64_t                              fingerprint;
+    ngx_http_upstream_srv_conf_t         *uscf;
+    ngx_http_upstream_chring_srv_conf_t  *ccf;
+
+    v->not_found = 1;
+
+    if (r->upstream == NULL || r->upstream->upstream == NULL) {
+        return NGX_OK;
+    }
+
+    uscf = r->upstream->upstream;
+
+    if (uscf->srv_conf == NULL) {
+        return NGX_OK;          /* an implicit upstream (proxy_pass host) */
+    }
+
+    ccf = ngx_http_conf_upstream_srv_conf(uscf, ngx_http_upstream_chring_module);
+
+    if (ccf == NULL || !ccf->configured || ccf->primary.snapshot == NULL) {
+        return NGX_OK;
+    }
+
+    ngx_http_upstream_chring_file_check(ccf, r->connection->log);
+
+    p = ngx_pnalloc(r->pool, 2 + NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (data == NGX_HTTP_CHRING_VAR_FINGERPRINT) {
+        if (ccf->file) {
+            fingerprint = ccf->file->fingerprint;
+
+        } else if (chr_snapshot_fingerprint(ccf->primary.snapshot,
+                                            &fingerprint)
+                   != CHR_OK)
+        {
+            return NGX_OK;
+        }
+
+        v->len = ngx_sprintf(p, "0x%016xL", fingerprint) - p;
+
+    } else {
+        if (ccf->file == NULL || !ccf->file->has_revision) {
+            return NGX_OK;
+        }
+
+        v->len = ngx_sprintf(p, "%uL", ccf->file->revision) - p;
+    }
+
+    v->data = p;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
 }
