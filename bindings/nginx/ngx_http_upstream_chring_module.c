@@ -106,6 +106,12 @@ static ngx_int_t ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf,
     ngx_http_upstream_rr_peers_t *peers, ngx_http_upstream_chring_tier_t *tier,
     const char *what);
+static void ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_http_upstream_chring_tier_t *tier, chr_change *changes,
+    ngx_uint_t nnodes, chr_status rc, size_t failed, const char *what);
+static ngx_int_t ngx_http_upstream_chring_server_line(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_uint_t index, ngx_uint_t *line);
 static ngx_int_t ngx_http_upstream_init_chring_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us);
 static ngx_int_t ngx_http_upstream_get_chring_peer(ngx_peer_connection_t *pc,
@@ -255,6 +261,7 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
     }
 
     nnodes = 0;
+    failed = (size_t) -1;   /* no change at fault until chr_ring_apply says */
 
     for (peer = peers->peer, i = 0; peer; peer = peer->next, i++) {
         weight = peer->down ? 0 : (uint32_t) peer->weight;
@@ -293,7 +300,14 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
 
     if (ccf->file && tier == &ccf->primary) {
         /* the file, not the configuration, says who is a member */
-        return ngx_http_upstream_chring_file_load(ccf, cf->log);
+        if (ngx_http_upstream_chring_file_load(ccf, cf->log) != NGX_OK) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "chring: upstream \"%V\" in %s:%ui: %s", &us->host,
+                          us->file_name, us->line, chr_last_error());
+            return NGX_ERROR;
+        }
+
+        return NGX_OK;
     }
 
     if (tier->ring == NULL) {
@@ -318,11 +332,217 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
 
 failed:
 
-    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                  "chring: %s servers of upstream \"%V\" in %s:%ui: %s",
-                  what, &us->host, us->file_name, us->line, chr_last_error());
+    ngx_http_upstream_chring_log_server_error(cf, us, ccf, tier, changes,
+                                              nnodes, rc, failed, what);
 
     return NGX_ERROR;
+}
+
+
+/*
+ * A ring that refuses the configured servers: names the `server` line at
+ * fault (the change chr_ring_apply reports, or the server whose tokens
+ * pass the ring's total), else the `upstream` line.
+ */
+static void
+ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_http_upstream_chring_tier_t *tier, chr_change *changes,
+    ngx_uint_t nnodes, chr_status rc, size_t failed, const char *what)
+{
+    size_t                        len;
+    uint64_t                      tokens, per_weight;
+    ngx_str_t                    *node;
+    ngx_uint_t                    i, line, backup;
+    const char                   *message;
+    ngx_http_upstream_server_t   *server;
+    u_char                        copy[NGX_MAX_ERROR_STR];
+
+    /* chr_last_error() is thread-local and stays; copy it all the same */
+    message = chr_last_error();
+    len = ngx_min(ngx_strlen(message), sizeof(copy) - 1);
+    *ngx_cpymem(copy, message, len) = '\0';
+
+    if (failed >= nnodes && rc == CHR_ERANGE) {
+        /* a batch-wide refusal: the token total; find who passes it */
+        per_weight = ccf->options.placement == CHR_PLACEMENT_NGINX
+                     ? 160 : ccf->options.tokens_per_weight;
+        if (per_weight == 0) {
+            per_weight = 160;   /* the default */
+        }
+
+        tokens = 0;
+
+        for (i = 0; i < nnodes; i++) {
+            tokens += (uint64_t) changes[i].weight * per_weight;
+            if (tokens > CHR_TOKENS_MAX) {
+                failed = i;
+                break;
+            }
+        }
+    }
+
+    node = failed < nnodes ? &tier->node_id[failed] : NULL;
+    backup = ngx_strcmp(what, "backup") == 0;
+    server = us->servers->elts;
+
+    for (i = 0; node && i < us->servers->nelts; i++) {
+        if ((ngx_uint_t) server[i].backup == backup
+            && server[i].name.len == node->len
+            && ngx_strncmp(server[i].name.data, node->data, node->len) == 0
+            && ngx_http_upstream_chring_server_line(cf, us, i, &line) == NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "chring: %s server \"%V\" of upstream \"%V\" in "
+                          "%s:%ui: %s", what, node, &us->host, us->file_name,
+                          line, copy);
+            return;
+        }
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "chring: %s servers of upstream \"%V\" in %s:%ui: %s",
+                  what, &us->host, us->file_name, us->line, copy);
+}
+
+
+/*
+ * The line of the index-th `server` directive of upstream `us`: nginx
+ * keeps no position for a `server` line, so the upstream's block is read
+ * again from its file, with nginx's own token rules (quotes, escapes, #
+ * comments, ${var}). NGX_DECLINED when the block cannot be followed: an
+ * `include` inside it, a file that cannot be read.
+ */
+static ngx_int_t
+ngx_http_upstream_chring_server_line(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_uint_t index, ngx_uint_t *line)
+{
+    u_char           *buf, *p, *last, *word, quote;
+    off_t             size;
+    ssize_t           n;
+    ngx_fd_t          fd;
+    ngx_uint_t        cur, depth, statement, nserver, word_line;
+    ngx_file_info_t   fi;
+
+    fd = ngx_open_file(us->file_name, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        return NGX_DECLINED;
+    }
+
+    buf = NULL;
+    size = 0;
+
+    if (ngx_fd_info(fd, &fi) != NGX_FILE_ERROR) {
+        size = ngx_file_size(&fi);
+    }
+
+    if (size > 0 && size <= 64 * 1024 * 1024) {
+        buf = ngx_pnalloc(cf->temp_pool, (size_t) size);
+    }
+
+    n = (buf != NULL) ? ngx_read_fd(fd, buf, (size_t) size) : -1;
+
+    (void) ngx_close_file(fd);
+
+    if (n != (ssize_t) size || buf == NULL) {
+        return NGX_DECLINED;
+    }
+
+    p = buf;
+    last = buf + size;
+
+    /* the block starts at the first "{" from the upstream's line on */
+    for (cur = 1; cur < us->line && p < last; p++) {
+        if (*p == LF) {
+            cur++;
+        }
+    }
+
+    depth = 0;
+    statement = 1;
+    nserver = 0;
+
+    while (p < last) {
+
+        if (*p == LF) {
+            cur++;
+            p++;
+            continue;
+        }
+
+        if (*p == ' ' || *p == '\t' || *p == CR) {
+            p++;
+            continue;
+        }
+
+        if (*p == '#') {
+            while (p < last && *p != LF) {
+                p++;
+            }
+            continue;
+        }
+
+        if (*p == ';' || *p == '{' || *p == '}') {
+            if (*p == '{') {
+                depth++;
+            } else if (*p == '}' && depth-- <= 1) {
+                return NGX_DECLINED;        /* the block ended */
+            }
+            statement = 1;
+            p++;
+            continue;
+        }
+
+        word = p;
+        word_line = cur;
+
+        if (*p == '"' || *p == '\'') {
+            quote = *p++;
+            while (p < last && *p != quote) {
+                if (*p == '\\' && p + 1 < last) {
+                    p++;
+                }
+                if (*p == LF) {
+                    cur++;
+                }
+                p++;
+            }
+            p++;
+
+        } else {
+            while (p < last && *p != ' ' && *p != '\t' && *p != CR
+                   && *p != LF && *p != ';' && *p != '{' && *p != '}')
+            {
+                if (*p == '\\' && p + 1 < last) {
+                    p++;
+
+                } else if (*p == '$' && p + 1 < last && p[1] == '{') {
+                    while (p < last && *p != '}' && *p != LF) {
+                        p++;
+                    }
+                }
+                p++;
+            }
+        }
+
+        if (statement && depth == 1) {
+            if (p - word == 7 && ngx_strncmp(word, "include", 7) == 0) {
+                return NGX_DECLINED;
+            }
+
+            if (p - word == 6 && ngx_strncmp(word, "server", 6) == 0) {
+                if (nserver == index) {
+                    *line = word_line;
+                    return NGX_OK;
+                }
+                nserver++;
+            }
+        }
+
+        statement = 0;
+    }
+
+    return NGX_DECLINED;
 }
 
 
@@ -952,8 +1172,8 @@ ngx_http_upstream_chring_file_stat(ngx_http_upstream_chring_file_t *file,
 /*
  * Applies the file to the primary ring as one batch, then switches this
  * process's snapshot and id map to the result. On any failure the ring,
- * snapshot and map in use stay as they were; NGX_ERROR with the reason
- * logged (chring's message names the file and line).
+ * snapshot and map in use stay as they were: NGX_ERROR, the reason in
+ * chr_last_error() (chring's message names the file and the line).
  */
 static ngx_int_t
 ngx_http_upstream_chring_file_load(ngx_http_upstream_chring_srv_conf_t *ccf,
@@ -961,7 +1181,6 @@ ngx_http_upstream_chring_file_load(ngx_http_upstream_chring_srv_conf_t *ccf,
 {
     size_t                             i, count;
     uint64_t                           fingerprint;
-    chr_status                         rc;
     ngx_uint_t                         k, *map;
     chr_snapshot                      *snap;
     chr_node_view                      view;
@@ -974,31 +1193,27 @@ ngx_http_upstream_chring_file_load(ngx_http_upstream_chring_srv_conf_t *ccf,
 
     (void) ngx_http_upstream_chring_file_stat(file, log);
 
-    if (tier->ring == NULL) {
-        rc = chr_ring_new(&ccf->options, &tier->ring);
-        if (rc != CHR_OK) {
-            goto failed;
-        }
+    if (tier->ring == NULL
+        && chr_ring_new(&ccf->options, &tier->ring) != CHR_OK)
+    {
+        return NGX_ERROR;
     }
 
-    rc = chr_ring_apply_file(tier->ring, (const char *) file->path.data,
-                             &info);
-    if (rc != CHR_OK) {
-        goto failed;
-    }
-
-    rc = chr_ring_snapshot(tier->ring, &snap);
-    if (rc != CHR_OK) {
-        goto failed;
+    if (chr_ring_apply_file(tier->ring, (const char *) file->path.data, &info)
+        != CHR_OK
+        || chr_ring_snapshot(tier->ring, &snap) != CHR_OK)
+    {
+        return NGX_ERROR;
     }
 
     if (chr_snapshot_node_count(snap, &count) != CHR_OK
         || chr_snapshot_fingerprint(snap, &fingerprint) != CHR_OK)
     {
         chr_snapshot_release(snap);
-        goto failed;
+        return NGX_ERROR;
     }
 
+    /* ngx_alloc logs a failure; chr_last_error() keeps chring's last word */
     map = ngx_alloc((count ? count : 1) * sizeof(ngx_uint_t), log);
     if (map == NULL) {
         chr_snapshot_release(snap);
@@ -1053,13 +1268,6 @@ ngx_http_upstream_chring_file_load(ngx_http_upstream_chring_srv_conf_t *ccf,
                   info.reweighted, info.replaced);
 
     return NGX_OK;
-
-failed:
-
-    ngx_log_error(NGX_LOG_ERR, log, 0,
-                  "chring: upstream \"%V\": %s", &ccf->host, chr_last_error());
-
-    return NGX_ERROR;
 }
 
 
@@ -1100,9 +1308,9 @@ ngx_http_upstream_chring_file_check(ngx_http_upstream_chring_srv_conf_t *ccf,
 
     if (ngx_http_upstream_chring_file_load(ccf, log) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "chring: upstream \"%V\": keeping the ring of revision "
-                      "%uL, fingerprint 0x%016xL", &ccf->host,
-                      file->revision, file->fingerprint);
+                      "chring: upstream \"%V\": %s; keeping the ring of "
+                      "revision %uL, fingerprint 0x%016xL", &ccf->host,
+                      chr_last_error(), file->revision, file->fingerprint);
     }
 }
 

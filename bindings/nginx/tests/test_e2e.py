@@ -597,6 +597,30 @@ def case_badconfig(ctx, check):
     status, out = lb.test_config(upstream("chring $request_uri tokens=160 hash=xxh3;"))
     check(status == 0, "a good configuration passes nginx -t", out)
 
+    missing_file = os.path.join(ctx.ws.root, "no-such-ring.txt")
+    bad_file = os.path.join(ctx.ws.root, "bad-ring.txt")
+    crc_file = os.path.join(ctx.ws.root, "crc-ring.txt")
+    with open(bad_file, "w") as f:
+        f.write("%s 1\n%s heavy\n" % (ids[0], ids[1]))
+    with open(crc_file, "w") as f:
+        f.write("%%%%hasher crc32\n%s 1\n" % ids[0])
+
+    # weight errors name the `server` line, wherever `chring` stands
+    for where in ("first", "last"):
+        servers = [Server(ids[0]), Server(ids[1], weight=2000000)]
+        if where == "first":
+            body = upstream("chring $request_uri;", servers)
+        else:
+            body = ctx.render([(port, Upstream("ring", servers, builtin="# servers first",
+                                               tail="chring $request_uri;"))])
+        status, out = lb.test_config(body)
+        with open(lb.conf_path) as f:
+            line = next(n for n, l in enumerate(f, 1) if "weight=2000000" in l)
+        want = "server \"%s\" of upstream \"ring\" in %s:%d:" % (ids[1], lb.conf_path, line)
+        check(status == 1 and want in out,
+              "a weight over the limit names its server line (chring %s): %s" % (where, want),
+              out.strip())
+
     cases = [
         ("unknown hasher", upstream("chring $request_uri hash=nosuch;"),
          "no hasher named 'nosuch'"),
@@ -634,7 +658,17 @@ def case_badconfig(ctx, check):
          "weight 2000000"),
         ("too many tokens", upstream(
             "chring $request_uri tokens=65536;", servers=[Server(ids[0], weight=300)]),
-         "chring: primary servers of upstream \"ring\""),
+         "chring: primary server \"%s\" of upstream \"ring\"" % ids[0]),
+        ("ring file missing", upstream("chring $request_uri file=%s;" % missing_file),
+         missing_file),
+        ("check= without file=", upstream("chring $request_uri check=1s;"),
+         "\"check=\" needs \"file=\""),
+        ("check=0", upstream("chring $request_uri file=%s check=0;" % bad_file),
+         "invalid \"check=0\""),
+        ("a bad ring file", upstream("chring $request_uri file=%s;" % bad_file),
+         "%s:2: " % bad_file),
+        ("a ring file with other options", upstream(
+            "chring $request_uri file=%s;" % crc_file), "%s:" % crc_file),
         ("outside an upstream", "  server { listen 127.0.0.1:%d; chring $request_uri; }" % port,
          "\"chring\" directive is not allowed here"),
     ]
@@ -833,8 +867,10 @@ def case_ringfile(ctx, check):
                 check(not wrong, "rewrite %d: a bad file (%s) changes nothing" % (n - 1, what),
                       "\n    ".join(wrong[:5]))
                 errors = log_lines(log_mark, "%s:%d:" % (path, line))
+                keeping = "keeping the ring of revision %d, fingerprint %s" % (revision,
+                                                                           fingerprint)
                 check(len(errors) == lb.workers
-                      and all("[error]" in l and what in l for l in errors),
+                      and all("[error]" in l and what in l and keeping in l for l in errors),
                       "rewrite %d: the bad file is logged with %s:%d, once per worker"
                       % (n - 1, os.path.basename(path), line), "\n    ".join(errors)
                       or lb.log_text()[log_mark:])
