@@ -827,7 +827,7 @@ ngx_http_upstream_chring_create_conf(ngx_conf_t *cf)
 
 /*
  * chring KEY [tokens=N] [hash=NAME] [seed=N] [placement=native|nginx]
- *            [plugin_dir=PATH];
+ *            [plugin_dir=PATH] [file=PATH [check=TIME]];
  *
  * The options are checked here by creating the primary ring (an unknown
  * hasher or an out-of-range value fails `nginx -t` at this line, with
