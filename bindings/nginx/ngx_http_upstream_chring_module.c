@@ -142,6 +142,11 @@ static ngx_uint_t ngx_http_upstream_chring_view_node(
 static ngx_int_t ngx_http_upstream_chring_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_upstream_chring_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_upstream_chring_named_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_upstream_chring_value(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, ngx_http_upstream_srv_conf_t *uscf,
+    uintptr_t which);
 
 
 /* Bits of `seen` in the directive parser: each parameter at most once. */
@@ -1332,6 +1337,16 @@ static ngx_http_variable_t  ngx_http_upstream_chring_vars[] = {
       ngx_http_upstream_chring_variable, NGX_HTTP_CHRING_VAR_REVISION,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
+    /* $chring_fingerprint_NAME, $chring_revision_NAME: upstream NAME's */
+
+    { ngx_string("chring_fingerprint_"), NULL,
+      ngx_http_upstream_chring_named_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE|NGX_HTTP_VAR_PREFIX, 0 },
+
+    { ngx_string("chring_revision_"), NULL,
+      ngx_http_upstream_chring_named_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE|NGX_HTTP_VAR_PREFIX, 0 },
+
       ngx_http_null_variable
 };
 
@@ -1365,18 +1380,75 @@ static ngx_int_t
 ngx_http_upstream_chring_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
-    u_char                               *p;
-    uint64_t                              fingerprint;
-    ngx_http_upstream_srv_conf_t         *uscf;
-    ngx_http_upstream_chring_srv_conf_t  *ccf;
-
-    v->not_found = 1;
-
     if (r->upstream == NULL || r->upstream->upstream == NULL) {
+        v->not_found = 1;
         return NGX_OK;
     }
 
-    uscf = r->upstream->upstream;
+    return ngx_http_upstream_chring_value(r, v, r->upstream->upstream, data);
+}
+
+
+/*
+ * $chring_fingerprint_NAME, $chring_revision_NAME: the same for upstream
+ * NAME, whatever the request (a status location). nginx lowercases
+ * variable names, so NAME is compared without case.
+ */
+static ngx_int_t
+ngx_http_upstream_chring_named_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_str_t                       *name = (ngx_str_t *) data;
+
+    size_t                           skip;
+    uintptr_t                        which;
+    ngx_uint_t                       i;
+    ngx_http_upstream_main_conf_t   *umcf;
+    ngx_http_upstream_srv_conf_t   **uscfp;
+
+    static ngx_str_t  fingerprint = ngx_string("chring_fingerprint_");
+
+    if (name->len >= fingerprint.len
+        && ngx_strncmp(name->data, fingerprint.data, fingerprint.len) == 0)
+    {
+        which = NGX_HTTP_CHRING_VAR_FINGERPRINT;
+        skip = fingerprint.len;
+
+    } else {
+        which = NGX_HTTP_CHRING_VAR_REVISION;
+        skip = sizeof("chring_revision_") - 1;
+    }
+
+    umcf = ngx_http_get_module_main_conf(r, ngx_http_upstream_module);
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if (uscfp[i]->host.len == name->len - skip
+            && ngx_strncasecmp(uscfp[i]->host.data, name->data + skip,
+                               name->len - skip) == 0
+            && uscfp[i]->srv_conf != NULL)
+        {
+            return ngx_http_upstream_chring_value(r, v, uscfp[i], which);
+        }
+    }
+
+    v->not_found = 1;
+
+    return NGX_OK;
+}
+
+
+/* The variables' value for chring upstream `uscf` (else not found). */
+static ngx_int_t
+ngx_http_upstream_chring_value(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, ngx_http_upstream_srv_conf_t *uscf,
+    uintptr_t data)
+{
+    u_char                               *p;
+    uint64_t                              fingerprint;
+    ngx_http_upstream_chring_srv_conf_t  *ccf;
+
+    v->not_found = 1;
 
     if (uscf->srv_conf == NULL) {
         return NGX_OK;          /* an implicit upstream (proxy_pass host) */

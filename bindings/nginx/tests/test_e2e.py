@@ -800,6 +800,10 @@ def case_ringfile(ctx, check):
       add_header X-Chring-Revision $chring_revision always;
       add_header X-Worker $pid always;
     }
+    location = /status {  # no upstream: the named variables
+      add_header X-Worker $pid always;
+      return 200 "$chring_fingerprint_ring $chring_revision_ring";
+    }
   }""" % (path, "\n".join("    server %s;" % i for i in b), port))
 
     # Good files: (members in file order). Bad files: (text, line, message).
@@ -836,6 +840,10 @@ def case_ringfile(ctx, check):
     def round_trip(conns, owners, fingerprint, revision):
         wrong = []
         for pid in sorted(conns.conns):
+            status = conns.get(pid, "/status")
+            if status != ("%s %d" % (fingerprint, revision), None, None):
+                wrong.append("worker %s /status: got %s, want %s %d"
+                             % (pid, status, fingerprint, revision))
             for key in keys:
                 got = conns.get(pid, key)
                 if got != (owners[key], fingerprint, str(revision)):
