@@ -21,6 +21,12 @@
  * node removed. Lookups go to a snapshot held for the configuration's life
  * and never allocate. The round-robin peer_free does the failure
  * accounting (max_fails, fail_timeout).
+ *
+ * With file=PATH a ring file (chr_ring_apply_file) says which servers are
+ * primary members and with which weights; each worker re-checks it every
+ * check= interval on the request path and applies a changed file to its
+ * own copy of the ring as one batch. Ring answers then map to servers by
+ * id (node_of_index), since the file, not the configuration, orders them.
  */
 
 #include <ngx_config.h>
