@@ -21,6 +21,12 @@
  * node removed. Lookups go to a snapshot held for the configuration's life
  * and never allocate. The round-robin peer_free does the failure
  * accounting (max_fails, fail_timeout).
+ *
+ * With file=PATH a ring file (chr_ring_apply_file) says which servers are
+ * primary members and with which weights; each worker re-checks it every
+ * check= interval on the request path and applies a changed file to its
+ * own copy of the ring as one batch. Ring answers then map to servers by
+ * id (node_of_index), since the file, not the configuration, orders them.
  */
 
 #include <ngx_config.h>
@@ -43,7 +49,34 @@ typedef struct {
     chr_ring                          *ring;
     chr_snapshot                      *snapshot;   /* held for the lookups */
     ngx_uint_t                        *node_of_peer;  /* peer index -> tag */
+    /* file= only: the nodes' server texts, and snapshot node index -> node */
+    ngx_str_t                         *node_id;
+    ngx_uint_t                         nnodes;
+    ngx_uint_t                        *node_of_index;
 } ngx_http_upstream_chring_tier_t;
+
+
+/*
+ * file=: the ring file that defines the primary tier's members, as this
+ * process last saw it. Each process (master at configuration, then every
+ * worker) keeps its own copy: the workers re-check it on their own.
+ */
+typedef struct {
+    ngx_str_t                          path;        /* NUL-terminated */
+    ngx_msec_t                         check;       /* check= interval */
+    ngx_msec_t                         next_check;
+    /* a change of any of these (or of the stat() errno) is a new file */
+    ngx_err_t                          err;
+    ino_t                              ino;
+    dev_t                              dev;
+    off_t                              size;
+    time_t                             mtime_sec;
+    long                               mtime_nsec;
+    /* the ring now in use */
+    uint64_t                           revision;
+    uint64_t                           fingerprint;
+    ngx_uint_t                         has_revision;
+} ngx_http_upstream_chring_file_t;
 
 
 typedef struct {
@@ -53,7 +86,15 @@ typedef struct {
     ngx_http_upstream_chring_tier_t    primary;
     ngx_http_upstream_chring_tier_t    backup;
     ngx_flag_t                         configured;
+    ngx_http_upstream_chring_file_t   *file;        /* NULL without file= */
+    ngx_str_t                          host;        /* the upstream's name */
 } ngx_http_upstream_chring_srv_conf_t;
+
+
+/* node_of_index for a file id that matches no server of the upstream */
+#define NGX_HTTP_CHRING_NO_NODE  ((ngx_uint_t) -2)
+
+#define NGX_HTTP_CHRING_CHECK_DEFAULT  1000      /* check=, milliseconds */
 
 
 typedef struct {
@@ -71,6 +112,12 @@ static ngx_int_t ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf,
     ngx_http_upstream_rr_peers_t *peers, ngx_http_upstream_chring_tier_t *tier,
     const char *what);
+static void ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_http_upstream_chring_tier_t *tier, chr_change *changes,
+    ngx_uint_t nnodes, chr_status rc, size_t failed, const char *what);
+static ngx_int_t ngx_http_upstream_chring_server_line(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_uint_t index, ngx_uint_t *line);
 static ngx_int_t ngx_http_upstream_init_chring_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us);
 static ngx_int_t ngx_http_upstream_get_chring_peer(ngx_peer_connection_t *pc,
@@ -90,6 +137,23 @@ static char *ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
     ngx_uint_t *seen);
 static void ngx_http_upstream_chring_cleanup(void *data);
 
+static ngx_int_t ngx_http_upstream_chring_file_stat(
+    ngx_http_upstream_chring_file_t *file, ngx_log_t *log);
+static ngx_int_t ngx_http_upstream_chring_file_load(
+    ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log);
+static void ngx_http_upstream_chring_file_check(
+    ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log);
+static ngx_uint_t ngx_http_upstream_chring_view_node(
+    ngx_http_upstream_chring_tier_t *tier, chr_node_view *view);
+static ngx_int_t ngx_http_upstream_chring_add_variables(ngx_conf_t *cf);
+static ngx_int_t ngx_http_upstream_chring_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_upstream_chring_named_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_upstream_chring_value(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, ngx_http_upstream_srv_conf_t *uscf,
+    uintptr_t which);
+
 
 /* Bits of `seen` in the directive parser: each parameter at most once. */
 #define NGX_HTTP_CHRING_SEEN_TOKENS      0x01
@@ -97,6 +161,8 @@ static void ngx_http_upstream_chring_cleanup(void *data);
 #define NGX_HTTP_CHRING_SEEN_SEED        0x04
 #define NGX_HTTP_CHRING_SEEN_PLACEMENT   0x08
 #define NGX_HTTP_CHRING_SEEN_PLUGIN_DIR  0x10
+#define NGX_HTTP_CHRING_SEEN_FILE        0x20
+#define NGX_HTTP_CHRING_SEEN_CHECK       0x40
 
 
 static ngx_command_t  ngx_http_upstream_chring_commands[] = {
@@ -113,7 +179,7 @@ static ngx_command_t  ngx_http_upstream_chring_commands[] = {
 
 
 static ngx_http_module_t  ngx_http_upstream_chring_module_ctx = {
-    NULL,                                  /* preconfiguration */
+    ngx_http_upstream_chring_add_variables, /* preconfiguration */
     NULL,                                  /* postconfiguration */
 
     NULL,                                  /* create main configuration */
@@ -198,12 +264,15 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
 
     tier->node_of_peer = ngx_palloc(cf->pool,
                                     peers->number * sizeof(ngx_uint_t));
+    tier->node_id = ngx_palloc(cf->pool, peers->number * sizeof(ngx_str_t));
     changes = ngx_pcalloc(cf->temp_pool, peers->number * sizeof(chr_change));
-    if (tier->node_of_peer == NULL || changes == NULL) {
+    if (tier->node_of_peer == NULL || tier->node_id == NULL || changes == NULL)
+    {
         return NGX_ERROR;
     }
 
     nnodes = 0;
+    failed = (size_t) -1;   /* no change at fault until chr_ring_apply says */
 
     for (peer = peers->peer, i = 0; peer; peer = peer->next, i++) {
         weight = peer->down ? 0 : (uint32_t) peer->weight;
@@ -229,12 +298,27 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
         }
 
         tier->node_of_peer[i] = nnodes;
+        tier->node_id[nnodes] = peer->server;
         changes[nnodes].op = CHR_OP_ADD;
         changes[nnodes].id = peer->server.data;
         changes[nnodes].id_len = peer->server.len;
         changes[nnodes].weight = weight;
         changes[nnodes].tag = nnodes;
         nnodes++;
+    }
+
+    tier->nnodes = nnodes;
+
+    if (ccf->file && tier == &ccf->primary) {
+        /* the file, not the configuration, says who is a member */
+        if (ngx_http_upstream_chring_file_load(ccf, cf->log) != NGX_OK) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "chring: upstream \"%V\" in %s:%ui: %s", &us->host,
+                          us->file_name, us->line, chr_last_error());
+            return NGX_ERROR;
+        }
+
+        return NGX_OK;
     }
 
     if (tier->ring == NULL) {
@@ -259,11 +343,217 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
 
 failed:
 
-    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                  "chring: %s servers of upstream \"%V\" in %s:%ui: %s",
-                  what, &us->host, us->file_name, us->line, chr_last_error());
+    ngx_http_upstream_chring_log_server_error(cf, us, ccf, tier, changes,
+                                              nnodes, rc, failed, what);
 
     return NGX_ERROR;
+}
+
+
+/*
+ * A ring that refuses the configured servers: names the `server` line at
+ * fault (the change chr_ring_apply reports, or the server whose tokens
+ * pass the ring's total), else the `upstream` line.
+ */
+static void
+ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_http_upstream_chring_tier_t *tier, chr_change *changes,
+    ngx_uint_t nnodes, chr_status rc, size_t failed, const char *what)
+{
+    size_t                        len;
+    uint64_t                      tokens, per_weight;
+    ngx_str_t                    *node;
+    ngx_uint_t                    i, line, backup;
+    const char                   *message;
+    ngx_http_upstream_server_t   *server;
+    u_char                        copy[NGX_MAX_ERROR_STR];
+
+    /* chr_last_error() is thread-local and stays; copy it all the same */
+    message = chr_last_error();
+    len = ngx_min(ngx_strlen(message), sizeof(copy) - 1);
+    *ngx_cpymem(copy, message, len) = '\0';
+
+    if (failed >= nnodes && rc == CHR_ERANGE) {
+        /* a batch-wide refusal: the token total; find who passes it */
+        per_weight = ccf->options.placement == CHR_PLACEMENT_NGINX
+                     ? 160 : ccf->options.tokens_per_weight;
+        if (per_weight == 0) {
+            per_weight = 160;   /* the default */
+        }
+
+        tokens = 0;
+
+        for (i = 0; i < nnodes; i++) {
+            tokens += (uint64_t) changes[i].weight * per_weight;
+            if (tokens > CHR_TOKENS_MAX) {
+                failed = i;
+                break;
+            }
+        }
+    }
+
+    node = failed < nnodes ? &tier->node_id[failed] : NULL;
+    backup = ngx_strcmp(what, "backup") == 0;
+    server = us->servers->elts;
+
+    for (i = 0; node && i < us->servers->nelts; i++) {
+        if ((ngx_uint_t) server[i].backup == backup
+            && server[i].name.len == node->len
+            && ngx_strncmp(server[i].name.data, node->data, node->len) == 0
+            && ngx_http_upstream_chring_server_line(cf, us, i, &line) == NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "chring: %s server \"%V\" of upstream \"%V\" in "
+                          "%s:%ui: %s", what, node, &us->host, us->file_name,
+                          line, copy);
+            return;
+        }
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "chring: %s servers of upstream \"%V\" in %s:%ui: %s",
+                  what, &us->host, us->file_name, us->line, copy);
+}
+
+
+/*
+ * The line of the index-th `server` directive of upstream `us`: nginx
+ * keeps no position for a `server` line, so the upstream's block is read
+ * again from its file, with nginx's own token rules (quotes, escapes, #
+ * comments, ${var}). NGX_DECLINED when the block cannot be followed: an
+ * `include` inside it, a file that cannot be read.
+ */
+static ngx_int_t
+ngx_http_upstream_chring_server_line(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_uint_t index, ngx_uint_t *line)
+{
+    u_char           *buf, *p, *last, *word, quote;
+    off_t             size;
+    ssize_t           n;
+    ngx_fd_t          fd;
+    ngx_uint_t        cur, depth, statement, nserver, word_line;
+    ngx_file_info_t   fi;
+
+    fd = ngx_open_file(us->file_name, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        return NGX_DECLINED;
+    }
+
+    buf = NULL;
+    size = 0;
+
+    if (ngx_fd_info(fd, &fi) != NGX_FILE_ERROR) {
+        size = ngx_file_size(&fi);
+    }
+
+    if (size > 0 && size <= 64 * 1024 * 1024) {
+        buf = ngx_pnalloc(cf->temp_pool, (size_t) size);
+    }
+
+    n = (buf != NULL) ? ngx_read_fd(fd, buf, (size_t) size) : -1;
+
+    (void) ngx_close_file(fd);
+
+    if (n != (ssize_t) size || buf == NULL) {
+        return NGX_DECLINED;
+    }
+
+    p = buf;
+    last = buf + size;
+
+    /* the block starts at the first "{" from the upstream's line on */
+    for (cur = 1; cur < us->line && p < last; p++) {
+        if (*p == LF) {
+            cur++;
+        }
+    }
+
+    depth = 0;
+    statement = 1;
+    nserver = 0;
+
+    while (p < last) {
+
+        if (*p == LF) {
+            cur++;
+            p++;
+            continue;
+        }
+
+        if (*p == ' ' || *p == '\t' || *p == CR) {
+            p++;
+            continue;
+        }
+
+        if (*p == '#') {
+            while (p < last && *p != LF) {
+                p++;
+            }
+            continue;
+        }
+
+        if (*p == ';' || *p == '{' || *p == '}') {
+            if (*p == '{') {
+                depth++;
+            } else if (*p == '}' && depth-- <= 1) {
+                return NGX_DECLINED;        /* the block ended */
+            }
+            statement = 1;
+            p++;
+            continue;
+        }
+
+        word = p;
+        word_line = cur;
+
+        if (*p == '"' || *p == '\'') {
+            quote = *p++;
+            while (p < last && *p != quote) {
+                if (*p == '\\' && p + 1 < last) {
+                    p++;
+                }
+                if (*p == LF) {
+                    cur++;
+                }
+                p++;
+            }
+            p++;
+
+        } else {
+            while (p < last && *p != ' ' && *p != '\t' && *p != CR
+                   && *p != LF && *p != ';' && *p != '{' && *p != '}')
+            {
+                if (*p == '\\' && p + 1 < last) {
+                    p++;
+
+                } else if (*p == '$' && p + 1 < last && p[1] == '{') {
+                    while (p < last && *p != '}' && *p != LF) {
+                        p++;
+                    }
+                }
+                p++;
+            }
+        }
+
+        if (statement && depth == 1) {
+            if (p - word == 7 && ngx_strncmp(word, "include", 7) == 0) {
+                return NGX_DECLINED;
+            }
+
+            if (p - word == 6 && ngx_strncmp(word, "server", 6) == 0) {
+                if (nserver == index) {
+                    *line = word_line;
+                    return NGX_OK;
+                }
+                nserver++;
+            }
+        }
+
+        statement = 0;
+    }
+
+    return NGX_DECLINED;
 }
 
 
@@ -302,6 +592,8 @@ ngx_http_upstream_init_chring_peer(ngx_http_request_t *r,
 
     cp->conf = ccf;
     cp->in_backup = 0;
+
+    ngx_http_upstream_chring_file_check(ccf, r->connection->log);
 
     return NGX_OK;
 }
@@ -405,7 +697,7 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
                    "chring owner: \"%*s\"", views[0].id_len, views[0].id);
 
     peer = ngx_http_upstream_chring_best_of_node(cp, tier,
-                                                 (ngx_uint_t) views[0].tag);
+                               ngx_http_upstream_chring_view_node(tier, &views[0]));
     if (peer) {
         return peer;
     }
@@ -432,7 +724,7 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
 
         for (i = seen; i < count; i++) {
             peer = ngx_http_upstream_chring_best_of_node(cp, tier,
-                                                   (ngx_uint_t) views[i].tag);
+                               ngx_http_upstream_chring_view_node(tier, &views[i]));
             if (peer) {
                 ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
                                "chring replica %uz: \"%V\"", i, &peer->server);
@@ -566,7 +858,7 @@ ngx_http_upstream_chring_create_conf(ngx_conf_t *cf)
 
 /*
  * chring KEY [tokens=N] [hash=NAME] [seed=N] [placement=native|nginx]
- *            [plugin_dir=PATH];
+ *            [plugin_dir=PATH] [file=PATH [check=TIME]];
  *
  * The options are checked here by creating the primary ring (an unknown
  * hasher or an out-of-range value fails `nginx -t` at this line, with
@@ -614,6 +906,14 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
+    if ((seen & NGX_HTTP_CHRING_SEEN_CHECK)
+        && !(seen & NGX_HTTP_CHRING_SEEN_FILE))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chring: \"check=\" needs \"file=\"");
+        return NGX_CONF_ERROR;
+    }
+
     /* What the placement requires comes from the library itself. */
     info = (chr_placement_info) CHR_PLACEMENT_INFO_INIT;
     if (chr_placement_describe(ccf->options.placement, &info) != CHR_OK) {
@@ -657,6 +957,8 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+
+    ccf->host = uscf->host;
 
     if (uscf->peer.init_upstream) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
@@ -750,6 +1052,48 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
             return NGX_CONF_ERROR;
         }
 
+    } else if (ngx_strncmp(value->data, "file=", 5) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_FILE;
+        if (arg.len == 0) {
+            goto invalid;
+        }
+        if (ccf->file == NULL) {
+            ccf->file = ngx_pcalloc(cf->pool,
+                                    sizeof(ngx_http_upstream_chring_file_t));
+            if (ccf->file == NULL) {
+                return NGX_CONF_ERROR;
+            }
+            ccf->file->check = NGX_HTTP_CHRING_CHECK_DEFAULT;
+        }
+        if (ngx_conf_full_name(cf->cycle, &arg, 0) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+        ccf->file->path.data = ngx_pnalloc(cf->pool, arg.len + 1);
+        if (ccf->file->path.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+        ccf->file->path.len = arg.len;
+        *ngx_cpymem(ccf->file->path.data, arg.data, arg.len) = '\0';
+
+    } else if (ngx_strncmp(value->data, "check=", 6) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_CHECK;
+        n = ngx_parse_time(&arg, 0);
+        if (n == NGX_ERROR || n == 0 || n > 3600000) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "chring: invalid \"%V\": the check interval "
+                               "is a time from 1ms to 1h, e.g. 500ms or 1s",
+                               value);
+            return NGX_CONF_ERROR;
+        }
+        if (ccf->file == NULL) {
+            ccf->file = ngx_pcalloc(cf->pool,
+                                    sizeof(ngx_http_upstream_chring_file_t));
+            if (ccf->file == NULL) {
+                return NGX_CONF_ERROR;
+            }
+        }
+        ccf->file->check = (ngx_msec_t) n;
+
     } else if (ngx_strncmp(value->data, "plugin_dir=", 11) == 0) {
         bit = NGX_HTTP_CHRING_SEEN_PLUGIN_DIR;
         if (arg.len == 0) {
@@ -786,8 +1130,8 @@ invalid:
 
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "chring: invalid parameter \"%V\" (expected tokens=N, "
-                       "hash=NAME, seed=N, placement=native|nginx or "
-                       "plugin_dir=PATH)", value);
+                       "hash=NAME, seed=N, placement=native|nginx, "
+                       "plugin_dir=PATH, file=PATH or check=TIME)", value);
 
     return NGX_CONF_ERROR;
 }
@@ -801,6 +1145,388 @@ ngx_http_upstream_chring_cleanup(void *data)
 
     chr_snapshot_release(ccf->primary.snapshot);
     chr_ring_free(ccf->primary.ring);
+    if (ccf->primary.node_of_index) {
+        ngx_free(ccf->primary.node_of_index);
+    }
     chr_snapshot_release(ccf->backup.snapshot);
     chr_ring_free(ccf->backup.ring);
+}
+
+
+/* file=: the ring file, loaded at configuration and re-checked by workers */
+
+
+/* The ring node of a lookup's answer: by tag, or through the file's map. */
+static ngx_uint_t
+ngx_http_upstream_chring_view_node(ngx_http_upstream_chring_tier_t *tier,
+    chr_node_view *view)
+{
+    if (tier->node_of_index == NULL) {
+        return (ngx_uint_t) view->tag;
+    }
+
+    return tier->node_of_index[view->index];
+}
+
+
+/*
+ * Records what stat() says about the file; NGX_OK when it differs from
+ * what was recorded before (a new file to load), NGX_DECLINED when not.
+ */
+static ngx_int_t
+ngx_http_upstream_chring_file_stat(ngx_http_upstream_chring_file_t *file,
+    ngx_log_t *log)
+{
+    struct stat  st;
+
+    if (stat((const char *) file->path.data, &st) == -1) {
+        if (file->err == ngx_errno) {
+            return NGX_DECLINED;
+        }
+
+        file->err = ngx_errno;
+        return NGX_OK;
+    }
+
+    if (file->err == 0
+        && file->ino == st.st_ino
+        && file->dev == st.st_dev
+        && file->size == st.st_size
+        && file->mtime_sec == st.st_mtim.tv_sec
+        && file->mtime_nsec == st.st_mtim.tv_nsec)
+    {
+        return NGX_DECLINED;
+    }
+
+    file->err = 0;
+    file->ino = st.st_ino;
+    file->dev = st.st_dev;
+    file->size = st.st_size;
+    file->mtime_sec = st.st_mtim.tv_sec;
+    file->mtime_nsec = st.st_mtim.tv_nsec;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Applies the file to the primary ring as one batch, then switches this
+ * process's snapshot and id map to the result. On any failure the ring,
+ * snapshot and map in use stay as they were: NGX_ERROR, the reason in
+ * chr_last_error() (chring's message names the file and the line).
+ */
+static ngx_int_t
+ngx_http_upstream_chring_file_load(ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_log_t *log)
+{
+    size_t                             i, count;
+    uint64_t                           fingerprint;
+    ngx_uint_t                         k, *map;
+    chr_snapshot                      *snap;
+    chr_node_view                      view;
+    chr_ringfile_info                  info = CHR_RINGFILE_INFO_INIT;
+    ngx_http_upstream_chring_file_t   *file;
+    ngx_http_upstream_chring_tier_t   *tier;
+
+    file = ccf->file;
+    tier = &ccf->primary;
+
+    (void) ngx_http_upstream_chring_file_stat(file, log);
+
+    if (tier->ring == NULL
+        && chr_ring_new(&ccf->options, &tier->ring) != CHR_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (chr_ring_apply_file(tier->ring, (const char *) file->path.data, &info)
+        != CHR_OK
+        || chr_ring_snapshot(tier->ring, &snap) != CHR_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (chr_snapshot_node_count(snap, &count) != CHR_OK
+        || chr_snapshot_fingerprint(snap, &fingerprint) != CHR_OK)
+    {
+        chr_snapshot_release(snap);
+        return NGX_ERROR;
+    }
+
+    /* ngx_alloc logs a failure; chr_last_error() keeps chring's last word */
+    map = ngx_alloc((count ? count : 1) * sizeof(ngx_uint_t), log);
+    if (map == NULL) {
+        chr_snapshot_release(snap);
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < count; i++) {
+        map[i] = NGX_HTTP_CHRING_NO_NODE;
+
+        if (chr_snapshot_node(snap, i, &view) != CHR_OK) {
+            continue;
+        }
+
+        for (k = 0; k < tier->nnodes; k++) {
+            if (tier->node_id[k].len == view.id_len
+                && ngx_memcmp(tier->node_id[k].data, view.id, view.id_len)
+                   == 0)
+            {
+                map[i] = k;
+                break;
+            }
+        }
+
+        if (map[i] == NGX_HTTP_CHRING_NO_NODE) {
+            /* a member nobody serves: its keys go to their next replica */
+            ngx_log_error(NGX_LOG_WARN, log, 0,
+                          "chring: upstream \"%V\": \"%*s\" in %s matches no "
+                          "server of the upstream", &ccf->host,
+                          view.id_len, view.id, file->path.data);
+        }
+    }
+
+    chr_snapshot_release(tier->snapshot);
+    if (tier->node_of_index) {
+        ngx_free(tier->node_of_index);
+    }
+
+    tier->snapshot = snap;
+    tier->node_of_index = map;
+
+    file->fingerprint = fingerprint;
+    file->revision = info.revision;
+    file->has_revision = (info.flags & CHR_RINGFILE_HAS_REVISION) != 0;
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "chring: upstream \"%V\": loaded %s: revision %uL%s, "
+                  "fingerprint 0x%016xL, %uz members (%uD added, "
+                  "%uD removed, %uD reweighted, %uD replaced)",
+                  &ccf->host, file->path.data, file->revision,
+                  file->has_revision ? "" : " (none in the file)",
+                  file->fingerprint, count, info.added, info.removed,
+                  info.reweighted, info.replaced);
+
+    return NGX_OK;
+}
+
+
+/*
+ * On the request path: one time comparison, and at most every check=
+ * interval a stat(). A changed file is loaded; a bad one is logged once
+ * (its stat is recorded, so the next check sees no change) and the ring
+ * in use stays.
+ */
+static void
+ngx_http_upstream_chring_file_check(ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_log_t *log)
+{
+    ngx_http_upstream_chring_file_t  *file;
+
+    file = ccf->file;
+
+    if (file == NULL
+        || (ngx_msec_int_t) (ngx_current_msec - file->next_check) < 0)
+    {
+        return;
+    }
+
+    file->next_check = ngx_current_msec + file->check;
+
+    if (ngx_http_upstream_chring_file_stat(file, log) != NGX_OK) {
+        return;
+    }
+
+    if (file->err) {
+        ngx_log_error(NGX_LOG_ERR, log, file->err,
+                      "chring: upstream \"%V\": stat() \"%s\" failed; keeping "
+                      "the ring of revision %uL, fingerprint 0x%016xL",
+                      &ccf->host, file->path.data, file->revision,
+                      file->fingerprint);
+        return;
+    }
+
+    if (ngx_http_upstream_chring_file_load(ccf, log) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "chring: upstream \"%V\": %s; keeping the ring of "
+                      "revision %uL, fingerprint 0x%016xL", &ccf->host,
+                      chr_last_error(), file->revision, file->fingerprint);
+    }
+}
+
+
+/* Variables: $chring_fingerprint, $chring_revision */
+
+
+#define NGX_HTTP_CHRING_VAR_FINGERPRINT  0
+#define NGX_HTTP_CHRING_VAR_REVISION     1
+
+
+static ngx_http_variable_t  ngx_http_upstream_chring_vars[] = {
+
+    { ngx_string("chring_fingerprint"), NULL,
+      ngx_http_upstream_chring_variable, NGX_HTTP_CHRING_VAR_FINGERPRINT,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("chring_revision"), NULL,
+      ngx_http_upstream_chring_variable, NGX_HTTP_CHRING_VAR_REVISION,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    /* $chring_fingerprint_NAME, $chring_revision_NAME: upstream NAME's */
+
+    { ngx_string("chring_fingerprint_"), NULL,
+      ngx_http_upstream_chring_named_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE|NGX_HTTP_VAR_PREFIX, 0 },
+
+    { ngx_string("chring_revision_"), NULL,
+      ngx_http_upstream_chring_named_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE|NGX_HTTP_VAR_PREFIX, 0 },
+
+      ngx_http_null_variable
+};
+
+
+static ngx_int_t
+ngx_http_upstream_chring_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_upstream_chring_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The primary ring of the request's upstream (empty when the request has
+ * no chring upstream): its fingerprint, "0x" and 16 hex digits, and the
+ * revision of the ring file it came from (empty without file= or without
+ * a %%revision in the file).
+ */
+static ngx_int_t
+ngx_http_upstream_chring_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    if (r->upstream == NULL || r->upstream->upstream == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    return ngx_http_upstream_chring_value(r, v, r->upstream->upstream, data);
+}
+
+
+/*
+ * $chring_fingerprint_NAME, $chring_revision_NAME: the same for upstream
+ * NAME, whatever the request (a status location). nginx lowercases
+ * variable names, so NAME is compared without case.
+ */
+static ngx_int_t
+ngx_http_upstream_chring_named_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_str_t                       *name = (ngx_str_t *) data;
+
+    size_t                           skip;
+    uintptr_t                        which;
+    ngx_uint_t                       i;
+    ngx_http_upstream_main_conf_t   *umcf;
+    ngx_http_upstream_srv_conf_t   **uscfp;
+
+    static ngx_str_t  fingerprint = ngx_string("chring_fingerprint_");
+
+    if (name->len >= fingerprint.len
+        && ngx_strncmp(name->data, fingerprint.data, fingerprint.len) == 0)
+    {
+        which = NGX_HTTP_CHRING_VAR_FINGERPRINT;
+        skip = fingerprint.len;
+
+    } else {
+        which = NGX_HTTP_CHRING_VAR_REVISION;
+        skip = sizeof("chring_revision_") - 1;
+    }
+
+    umcf = ngx_http_get_module_main_conf(r, ngx_http_upstream_module);
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if (uscfp[i]->host.len == name->len - skip
+            && ngx_strncasecmp(uscfp[i]->host.data, name->data + skip,
+                               name->len - skip) == 0
+            && uscfp[i]->srv_conf != NULL)
+        {
+            return ngx_http_upstream_chring_value(r, v, uscfp[i], which);
+        }
+    }
+
+    v->not_found = 1;
+
+    return NGX_OK;
+}
+
+
+/* The variables' value for chring upstream `uscf` (else not found). */
+static ngx_int_t
+ngx_http_upstream_chring_value(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, ngx_http_upstream_srv_conf_t *uscf,
+    uintptr_t data)
+{
+    u_char                               *p;
+    uint64_t                              fingerprint;
+    ngx_http_upstream_chring_srv_conf_t  *ccf;
+
+    v->not_found = 1;
+
+    if (uscf->srv_conf == NULL) {
+        return NGX_OK;          /* an implicit upstream (proxy_pass host) */
+    }
+
+    ccf = ngx_http_conf_upstream_srv_conf(uscf, ngx_http_upstream_chring_module);
+
+    if (ccf == NULL || !ccf->configured || ccf->primary.snapshot == NULL) {
+        return NGX_OK;
+    }
+
+    ngx_http_upstream_chring_file_check(ccf, r->connection->log);
+
+    p = ngx_pnalloc(r->pool, 2 + NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (data == NGX_HTTP_CHRING_VAR_FINGERPRINT) {
+        if (ccf->file) {
+            fingerprint = ccf->file->fingerprint;
+
+        } else if (chr_snapshot_fingerprint(ccf->primary.snapshot,
+                                            &fingerprint)
+                   != CHR_OK)
+        {
+            return NGX_OK;
+        }
+
+        v->len = ngx_sprintf(p, "0x%016xL", fingerprint) - p;
+
+    } else {
+        if (ccf->file == NULL || !ccf->file->has_revision) {
+            return NGX_OK;
+        }
+
+        v->len = ngx_sprintf(p, "%uL", ccf->file->revision) - p;
+    }
+
+    v->data = p;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
 }

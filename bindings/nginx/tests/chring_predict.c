@@ -5,6 +5,7 @@
  *   chring_predict [OPTIONS] SERVERS_FILE < keys > owners
  *   chring_predict [OPTIONS] --replicas N SERVERS_FILE < keys > replicas
  *   chring_predict [OPTIONS] --ownership SERVERS_FILE > shares
+ *   chring_predict [OPTIONS] --fingerprint SERVERS_FILE > fingerprint
  *
  * SERVERS_FILE: one member per line, "WEIGHT ID" (ID = the `server` text,
  * the rest of the line; WEIGHT 0 = a `down` server), in configuration
@@ -12,7 +13,8 @@
  * Keys: one per line. Output: the owner's id per key, or "-" when no
  * member has a token; with --replicas N, the key's first N replicas
  * (1..32), tab-separated, owner first. With --ownership: "FRACTION ID"
- * per member.
+ * per member. With --fingerprint: the ring's chr_ring_fingerprint() as
+ * "0x" and 16 hex digits (the module's $chring_fingerprint).
  * OPTIONS: --placement native|nginx, --hash NAME, --tokens N, --seed N.
  * Exit status 0, or 1 with chr_last_error() on stderr.
  */
@@ -33,7 +35,7 @@ static int fail(const char *what, chr_status status) {
 
 static int usage(void) {
     fprintf(stderr, "usage: chring_predict [--placement native|nginx] [--hash NAME] "
-                    "[--tokens N] [--seed N] [--replicas N | --ownership] SERVERS_FILE\n");
+                    "[--tokens N] [--seed N] [--replicas N | --ownership | --fingerprint] SERVERS_FILE\n");
     return 2;
 }
 
@@ -120,6 +122,7 @@ int main(int argc, char **argv) {
     chr_options opts = CHR_OPTIONS_INIT;
     const char *servers = NULL;
     int ownership = 0;
+    int fingerprint = 0;
     size_t replicas = 1;
     unsigned long long number;
 
@@ -128,6 +131,8 @@ int main(int argc, char **argv) {
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(arg, "--ownership") == 0) {
             ownership = 1;
+        } else if (strcmp(arg, "--fingerprint") == 0) {
+            fingerprint = 1;
         } else if (strcmp(arg, "--replicas") == 0 && next) {
             if (!parse_u64(next, REPLICAS_MAX, &number) || number == 0) return usage();
             replicas = (size_t)number;
@@ -165,7 +170,14 @@ int main(int argc, char **argv) {
         st = chr_ring_snapshot(ring, &snap);
         if (st != CHR_OK) rc = fail("chr_ring_snapshot", st);
     }
-    if (rc == 0) rc = ownership ? print_ownership(snap) : print_replicas(snap, replicas);
+    if (rc == 0 && fingerprint) {
+        uint64_t value = 0;
+        st = chr_snapshot_fingerprint(snap, &value);
+        if (st != CHR_OK) rc = fail("chr_snapshot_fingerprint", st);
+        else printf("0x%016llx\n", (unsigned long long)value);
+    } else if (rc == 0) {
+        rc = ownership ? print_ownership(snap) : print_replicas(snap, replicas);
+    }
     chr_snapshot_release(snap);
     chr_ring_free(ring);
     return rc;

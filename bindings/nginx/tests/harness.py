@@ -303,6 +303,10 @@ class Predictor:
         return [l.split("\t") for l in self._run(list(options) + ["--replicas", str(n)],
                                                  members, keys)]
 
+    def fingerprint(self, members, options=()):
+        """The ring's fingerprint, "0x" and 16 hex digits."""
+        return self._run(list(options) + ["--fingerprint"], members)[0]
+
     def ownership(self, members, options=()):
         shares = {}
         for line in self._run(list(options) + ["--ownership"], members):

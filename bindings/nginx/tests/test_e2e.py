@@ -28,6 +28,12 @@ options, key by key. Cases:
              every primary fails
   badconfig  (module) bad configurations fail `nginx -t` with a clear
              message and exit status 1, never a crash
+  ringfile   (module) `chring ... file=`: 20 rewrites of the ring file
+             (adds, removes, reweights, an id no server has, bad files)
+             under a steady stream of requests; each worker follows every
+             good file within 2 s, keeps the last good ring on a bad one,
+             logs each load and each bad file once, and reports the ring's
+             $chring_fingerprint and $chring_revision
 
 Statistical bounds (share checks) are 5 standard deviations; each is
 derived where it is computed. Ends with "N passed, N failed"; exit status 0
@@ -38,7 +44,9 @@ import argparse
 import http.client
 import math
 import os
+import random
 import sys
+import threading
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -154,7 +162,8 @@ class ModuleFlavor:
     """The chring upstream module: `chring KEY tokens=.. hash=..;` in the upstream."""
 
     name = "module"
-    cases = ("routing", "down", "stop", "tries", "compat", "wide", "backup", "badconfig")
+    cases = ("routing", "down", "stop", "tries", "compat", "wide", "backup", "badconfig",
+             "ringfile")
 
     def __init__(self, args):
         self.module = os.path.abspath(args.module)
@@ -588,6 +597,30 @@ def case_badconfig(ctx, check):
     status, out = lb.test_config(upstream("chring $request_uri tokens=160 hash=xxh3;"))
     check(status == 0, "a good configuration passes nginx -t", out)
 
+    missing_file = os.path.join(ctx.ws.root, "no-such-ring.txt")
+    bad_file = os.path.join(ctx.ws.root, "bad-ring.txt")
+    crc_file = os.path.join(ctx.ws.root, "crc-ring.txt")
+    with open(bad_file, "w") as f:
+        f.write("%s 1\n%s heavy\n" % (ids[0], ids[1]))
+    with open(crc_file, "w") as f:
+        f.write("%%%%hasher crc32\n%s 1\n" % ids[0])
+
+    # weight errors name the `server` line, wherever `chring` stands
+    for where in ("first", "last"):
+        servers = [Server(ids[0]), Server(ids[1], weight=2000000)]
+        if where == "first":
+            body = upstream("chring $request_uri;", servers)
+        else:
+            body = ctx.render([(port, Upstream("ring", servers, builtin="# servers first",
+                                               tail="chring $request_uri;"))])
+        status, out = lb.test_config(body)
+        with open(lb.conf_path) as f:
+            line = next(n for n, l in enumerate(f, 1) if "weight=2000000" in l)
+        want = "server \"%s\" of upstream \"ring\" in %s:%d:" % (ids[1], lb.conf_path, line)
+        check(status == 1 and want in out,
+              "a weight over the limit names its server line (chring %s): %s" % (where, want),
+              out.strip())
+
     cases = [
         ("unknown hasher", upstream("chring $request_uri hash=nosuch;"),
          "no hasher named 'nosuch'"),
@@ -625,7 +658,17 @@ def case_badconfig(ctx, check):
          "weight 2000000"),
         ("too many tokens", upstream(
             "chring $request_uri tokens=65536;", servers=[Server(ids[0], weight=300)]),
-         "chring: primary servers of upstream \"ring\""),
+         "chring: primary server \"%s\" of upstream \"ring\"" % ids[0]),
+        ("ring file missing", upstream("chring $request_uri file=%s;" % missing_file),
+         missing_file),
+        ("check= without file=", upstream("chring $request_uri check=1s;"),
+         "\"check=\" needs \"file=\""),
+        ("check=0", upstream("chring $request_uri file=%s check=0;" % bad_file),
+         "invalid \"check=0\""),
+        ("a bad ring file", upstream("chring $request_uri file=%s;" % bad_file),
+         "%s:2: " % bad_file),
+        ("a ring file with other options", upstream(
+            "chring $request_uri file=%s;" % crc_file), "%s:" % crc_file),
         ("outside an upstream", "  server { listen 127.0.0.1:%d; chring $request_uri; }" % port,
          "\"chring\" directive is not allowed here"),
     ]
@@ -634,6 +677,240 @@ def case_badconfig(ctx, check):
         ok = status == 1 and expected in out and "[emerg]" in out and "test failed" in out
         check(ok, "%s: nginx -t exits 1 with %r" % (name, expected),
               "status %d, output:\n%s" % (status, out.strip()))
+
+
+# -- ringfile: live membership from a ring file --------------------------------
+
+CONVERGE_SECONDS = 2.0  # the bound the module promises with its default check=1s
+
+
+class Stream:
+    """A loopback client in a thread: one request per fresh connection (so
+    both workers serve them), random keys, bounded by a count and a
+    deadline; counts answers that are not 200."""
+
+    def __init__(self, port, keys, limit=1000000, seconds=240.0):
+        self.port, self.keys, self.limit = port, keys, limit
+        self.deadline = time.monotonic() + seconds
+        self.sent = 0
+        self.failures = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        rng = random.Random(16)
+        while (not self.stopping.is_set() and self.sent < self.limit
+               and time.monotonic() < self.deadline):
+            key = rng.choice(self.keys)
+            try:
+                status, _ = harness.http_get(self.port, key, timeout=10)
+                if status != 200:
+                    self.failures.append("%s: HTTP %d" % (key, status))
+            except OSError as e:
+                self.failures.append("%s: %s" % (key, e))
+            self.sent += 1
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        self.thread.join(timeout=30)
+        return False
+
+
+class WorkerConnections:
+    """One keep-alive connection to each worker (told apart by X-Worker),
+    to send every key to every worker."""
+
+    def __init__(self, port, workers, attempts=200):
+        self.port = port
+        self.conns = {}
+        for _ in range(attempts):
+            if len(self.conns) == workers:
+                break
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("GET", "/probe")
+            resp = conn.getresponse()
+            resp.read()
+            pid = resp.getheader("X-Worker")
+            if pid in self.conns:
+                conn.close()
+            else:
+                self.conns[pid] = conn
+        if len(self.conns) != workers:
+            raise RuntimeError("reached %d of %d workers" % (len(self.conns), workers))
+
+    def get(self, pid, path):
+        """(body, fingerprint, revision) from worker `pid`."""
+        conn = self.conns[pid]
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        body = resp.read().decode()
+        if resp.getheader("X-Worker") != pid:
+            raise RuntimeError("connection of worker %s answered by %s"
+                               % (pid, resp.getheader("X-Worker")))
+        if resp.status != 200:
+            body = "HTTP %d" % resp.status
+        return body, resp.getheader("X-Chring-Fingerprint"), resp.getheader("X-Chring-Revision")
+
+    def close(self):
+        for conn in self.conns.values():
+            conn.close()
+
+
+def ringfile_text(revision, members):
+    return "%%%%revision %d\n" % revision + "".join("%s %d\n" % m for m in members)
+
+
+def case_ringfile(ctx, check):
+    """`chring $request_uri file=PATH;` followed live by both workers."""
+    backends = harness.Backends(ctx.ws, 6)
+    backends.start()
+    b = backends.ids
+    stranger = "127.0.0.1:9"  # in the file, no `server` of the upstream
+    servers = set(b)
+    port = harness.free_ports(1)[0]
+    path = os.path.join(ctx.ws.root, "ring.txt")
+    keys = keys_for("ringfile", 200)
+
+    def write(text):
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)  # readers see the old or the new file
+
+    initial = [(b[0], 1), (b[1], 1), (b[2], 1), (b[3], 1)]  # b[4], b[5]: not members
+    write(ringfile_text(1, initial))
+    lb = ctx.balancer()
+    lb.start("""
+  upstream ring {
+    chring $request_uri file=%s;
+%s
+  }
+  server {
+    listen 127.0.0.1:%d reuseport;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    location / {
+      proxy_pass http://ring;
+      proxy_connect_timeout 2s;
+      proxy_read_timeout 10s;
+      add_header X-Chring-Fingerprint $chring_fingerprint always;
+      add_header X-Chring-Revision $chring_revision always;
+      add_header X-Worker $pid always;
+    }
+    location = /status {  # no upstream: the named variables
+      add_header X-Worker $pid always;
+      return 200 "$chring_fingerprint_ring $chring_revision_ring";
+    }
+  }""" % (path, "\n".join("    server %s;" % i for i in b), port))
+
+    # Good files: (members in file order). Bad files: (text, line, message).
+    steps = [
+        [(b[0], 1), (b[1], 1), (b[2], 1), (b[3], 1), (b[4], 1)],          # add
+        [(b[0], 1), (b[1], 3), (b[2], 1), (b[3], 1), (b[4], 1)],          # reweight
+        [(b[1], 3), (b[2], 1), (b[3], 1), (b[4], 1)],                     # remove
+        ("%s 1\n%s x\n" % (b[1], b[2]), 3, "weight"),                    # bad weight
+        [(b[5], 2), (b[1], 3), (b[2], 1), (b[0], 1), (b[3], 1), (b[4], 1)],
+        [(b[5], 2), (b[1], 3), (b[2], 0), (b[0], 1), (b[3], 1), (b[4], 1)],
+        [(b[5], 2), (b[1], 3), (b[2], 0), (b[0], 1), (b[4], 1)],
+        [(b[5], 2), (b[1], 3), (b[2], 0), (b[0], 1), (b[4], 1), (stranger, 1)],
+        [(b[5], 2), (b[1], 3), (b[2], 0), (b[0], 1), (b[4], 2)],
+        ("%s 1\n%s 2\n%s 1\n" % (b[0], b[1], b[0]), 4, "duplicate"),     # same id twice
+        [(b[5], 2), (b[1], 3), (b[2], 0), (b[0], 1), (b[4], 2), (b[3], 1)],
+        [(b[2], 0), (b[0], 1), (b[4], 2), (b[3], 1)],
+        [(b[2], 0), (b[0], 5), (b[4], 2), (b[3], 1)],
+        [(b[2], 1), (b[0], 5), (b[4], 2), (b[3], 1), (b[1], 1), (b[5], 1)],
+        ("%%%%frobnicate 1\n%s 1\n" % b[0], 2, "frobnicate"),            # unknown directive
+        [(b[2], 1), (b[0], 5), (b[3], 1), (b[1], 1), (b[5], 1)],
+        [(b[2], 1), (b[0], 1), (b[3], 1), (b[1], 1), (b[5], 1)],
+        [(b[2], 1)],
+        [(i, 1) for i in b],
+        [(b[0], 2), (b[3], 1), (b[5], 1)],
+    ]
+    check(len(steps) == 20, "20 rewrites of the ring file")
+
+    def expected(members):
+        owners = {}
+        for key, reps in zip(keys, ctx.predict.replicas(members, keys, 32)):
+            owners[key] = next((r for r in reps if r in servers), "none")
+        return owners, ctx.predict.fingerprint(members)
+
+    def round_trip(conns, owners, fingerprint, revision):
+        wrong = []
+        for pid in sorted(conns.conns):
+            status = conns.get(pid, "/status")
+            if status != ("%s %d" % (fingerprint, revision), None, None):
+                wrong.append("worker %s /status: got %s, want %s %d"
+                             % (pid, status, fingerprint, revision))
+            for key in keys:
+                got = conns.get(pid, key)
+                if got != (owners[key], fingerprint, str(revision)):
+                    wrong.append("worker %s %s: got %s, want %s"
+                                 % (pid, key, got, (owners[key], fingerprint, revision)))
+        return wrong
+
+    def log_lines(since, needle):
+        return [l for l in lb.log_text()[since:].splitlines() if needle in l]
+
+    conns = WorkerConnections(port, lb.workers)
+    revision = 1
+    owners, fingerprint = expected(initial)
+    wrong = round_trip(conns, owners, fingerprint, revision)
+    check(not wrong, "at start both workers route by the file's ring (revision 1, %s)"
+          % fingerprint, "\n    ".join(wrong[:5]))
+
+    with Stream(port, keys) as stream:
+        for n, step in enumerate(steps, 2):
+            sent_before = stream.sent
+            log_mark = len(lb.log_text())
+            t0 = time.monotonic()
+            if isinstance(step, tuple):
+                text, line, what = step
+                write(ringfile_text(n, []) + text)
+                # every worker checks within its 1 s interval; then the ring is unchanged
+                time.sleep(CONVERGE_SECONDS)
+                wrong = round_trip(conns, owners, fingerprint, revision)
+                check(not wrong, "rewrite %d: a bad file (%s) changes nothing" % (n - 1, what),
+                      "\n    ".join(wrong[:5]))
+                errors = log_lines(log_mark, "%s:%d:" % (path, line))
+                keeping = "keeping the ring of revision %d, fingerprint %s" % (revision,
+                                                                           fingerprint)
+                check(len(errors) == lb.workers
+                      and all("[error]" in l and what in l and keeping in l for l in errors),
+                      "rewrite %d: the bad file is logged with %s:%d, once per worker"
+                      % (n - 1, os.path.basename(path), line), "\n    ".join(errors)
+                      or lb.log_text()[log_mark:])
+                continue
+            write(ringfile_text(n, step))
+            owners, fingerprint = expected(step)
+            revision = n
+            while True:
+                started = time.monotonic()
+                wrong = round_trip(conns, owners, fingerprint, revision)
+                if not wrong or started - t0 > CONVERGE_SECONDS:
+                    break
+            check(not wrong, "rewrite %d: both workers route every key by revision %d (%s) "
+                  "within %.0f s" % (n - 1, n, fingerprint, CONVERGE_SECONDS),
+                  "\n    ".join(wrong[:5]))
+            wrong = round_trip(conns, owners, fingerprint, revision)
+            check(not wrong, "rewrite %d: and keep doing so" % (n - 1), "\n    ".join(wrong[:5]))
+            loads = log_lines(log_mark, "loaded %s: revision %d," % (path, n))
+            check(len(loads) == lb.workers and all("[notice]" in l and fingerprint in l
+                                                   for l in loads),
+                  "rewrite %d: each worker logged the load once, with the fingerprint"
+                  % (n - 1), "\n    ".join(loads))
+            if any(m[0] == stranger for m in step):
+                strangers = log_lines(log_mark, '"%s" in %s matches no server' % (stranger, path))
+                check(len(strangers) == lb.workers and all("[warn]" in l for l in strangers),
+                      "rewrite %d: an id no server has is reported" % (n - 1),
+                      "\n    ".join(strangers))
+            check(stream.sent > sent_before, "rewrite %d: the stream kept sending" % (n - 1))
+    conns.close()
+    check(not stream.failures and stream.sent > 0,
+          "no request of the stream failed (%d sent)" % stream.sent,
+          "\n    ".join(stream.failures[:5]))
 
 
 CASES = {
@@ -645,6 +922,7 @@ CASES = {
     "wide": case_wide,
     "backup": case_backup,
     "badconfig": case_badconfig,
+    "ringfile": case_ringfile,
 }
 FLAVORS = {"module": ModuleFlavor, "lua": LuaFlavor}
 
