@@ -11,6 +11,10 @@ packages=(
   golang-go cargo luajit2                           # bindings (OpenResty's LuaJIT: the one nginx-lua uses)
   nginx nginx-dev libnginx-mod-http-lua wrk         # nginx module, OpenResty-style Lua
   nutcracker                                        # twemproxy, for tests/compat
+  clang libclang-rt-14-dev                          # libFuzzer harnesses, the clang ASan build
+  etcd-server etcd-client python3-etcd3             # a real etcd for the membership tests
+  libcurl4-openssl-dev                              # the etcd v3 JSON gateway client
+  debhelper dpkg-dev lintian luarocks               # packages for each ecosystem
 )
 
 missing=()
