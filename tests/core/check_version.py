@@ -8,7 +8,10 @@ by meson as --meson-version, so a stale build dir shows too):
   - chr_version() and chr_version_string() of the built libchring;
   - the Go binding's BindingVersion, the Rust crate's Cargo.toml (and its
     Cargo.lock entry), the Lua module's _VERSION and CHR_VERSION_* constants,
-    and the OpenResty example's _VERSION.
+    and the OpenResty example's _VERSION;
+  - every "Since: X.Y" of the public headers: no call is newer than the
+    project (a "Since: 0.2" in version 0.1.0 names a release that does not
+    exist).
 
 Usage: check_version.py --source-root DIR --meson-version X.Y.Z --probe PROGRAM
 Prints every mismatch and exits 1, or prints one OK line.
@@ -54,6 +57,14 @@ def main():
     for name, want in (("MAJOR", major), ("MINOR", minor), ("PATCH", patch)):
         got = one(rf"^#define\s+CHR_VERSION_{name}\s+(\d+)\s*$", header, f"chring.h CHR_VERSION_{name}")
         checks.append((f"chring.h CHR_VERSION_{name}", int(got), want))
+
+    for path in ("include/c/chring.h", "include/c/chring_plugin.h"):
+        text = read(root, path)
+        sinces = re.findall(r"\bSince:\s*(\d+)\.(\d+)", text)
+        newer = sorted({f"{a}.{b}" for a, b in sinces if (int(a), int(b)) > (major, minor)})
+        checks.append((f"{path}: 'Since:' lines newer than {major}.{minor}", newer, []))
+    checks.append(("include/c/chring.h: 'Since:' lines",
+                   len(re.findall(r"\bSince:", header)) > 0, True))
 
     out = subprocess.run([args.probe], stdout=subprocess.PIPE, text=True, check=True).stdout
     fields = dict(line.split(" ", 1) for line in out.splitlines())
