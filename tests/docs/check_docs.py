@@ -42,7 +42,9 @@ OUTSIDE = [
     (re.compile(r"\bSTYL[E]\.md\b"), "the house-style file"),
     (re.compile(r"\bcompat-algorithm[s]\.md\b"), "the compatibility reference"),
     (re.compile(r"(?<![\w/.-])measurement[s]\.md\b"), "the measurements reference"),
-    (re.compile(r"/wor[k]/(?:shared|wt|main|baseline)\b"), "a path of the development machine"),
+    (re.compile(r"/wor[k]/"), "a path of the development machine"),
+    (re.compile(r"(?<![\w./-])/hom[e]/\w"), "a home directory"),
+    (re.compile(r"\b[Ii]ssu[e]s?\s+#?\d+\b"), "an issue of the tracker, which a clone does not have"),
 ]
 SKIP_DIRS = {".git", "target", "node_modules", "__pycache__"}
 

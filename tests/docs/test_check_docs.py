@@ -31,6 +31,8 @@ TREE = {
         "/* the contracts in ../../../notes/contracts.txt */",  # 4: leaves the tree
         "/* tests/fuzz/corpus/NAME, src/libchring.so.1 */",     # 5: placeholder, built
         "/* libmemcached's src/libmemcached/hosts.cc */",       # 6: cited upstream source
+        "/* as issue 12 asks */",                               # 7: the tracker
+        "/* copied from " + "/wo" + "rk/notes */",               # 8: the machine
     ]) + "\n",
     "src/core/ring.cpp": "// ring\n",
     "src/cli/x.cpp": "\n".join([
@@ -49,6 +51,8 @@ EXPECTED = {
     ("include/c/chring.h", 3, "src/ring.cpp"),
     ("include/c/chring.h", 4, "leaves the repository"),
     ("src/cli/x.cpp", 2, "../gen_data.c"),
+    ("include/c/chring.h", 7, "issue of the tracker"),
+    ("include/c/chring.h", 8, "development machine"),
 }
 
 

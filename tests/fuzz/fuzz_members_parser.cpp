@@ -39,8 +39,8 @@ struct Outcome {
     std::vector<Entry> members;
 };
 
-// The parser under test, behind one function: it moves into the library
-// (the ring-file parser) in a later issue, and only this adapter changes.
+// The parser under test, behind one function: when the CLI reads its files
+// with the library's ring-file parser, only this adapter changes.
 Outcome parse_under_test(const std::string &text) {
     Outcome o;
     std::istringstream in(text);
