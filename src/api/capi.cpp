@@ -85,22 +85,17 @@ chr_status replicas_on(const Snapshot &s, const char *who, uint64_t hash, size_t
 }
 
 // The arguments of a lookup on a ring or a snapshot (`handle`, called
-// `handle_name`): inlined, since it is on every lookup's path.
-__attribute__((always_inline)) inline chr_status check_lookup_args(const char *who,
-                                                                   const void *handle,
-                                                                   const char *handle_name,
-                                                                   const void *key, size_t len,
-                                                                   const void *out) {
-    if (!handle) return null_arg(who, handle_name);
-    if (!out) return null_arg(who, "out");
-    return check_key(who, key, len);
-}
+// `handle_name`). A statement macro, not a function: the checks are on every
+// lookup's path, and this keeps them exactly as written out (a helper,
+// even inlined, changed the registers GCC allocates for the whole call).
+#define CHR_CHECK_LOOKUP_ARGS(who, handle, handle_name, key, len, out)      \
+    if (!(handle)) return null_arg((who), (handle_name));                    \
+    if (!(out)) return null_arg((who), "out");                               \
+    if (chr_status st_ = check_key((who), (key), (len))) return st_
 
-// The same for replicas, which also take n and count.
-chr_status check_replica_args(const char *who, const void *handle, const char *handle_name,
-                              const void *key, size_t len, size_t n, const void *out,
-                              const size_t *count) {
-    if (!handle) return null_arg(who, handle_name);
+// The arguments of chr_ring_replicas and chr_snapshot_replicas, after the handle.
+chr_status check_replica_args(const char *who, const void *key, size_t len, size_t n,
+                              const void *out, const size_t *count) {
     if (!out) return null_arg(who, "out");
     if (!count) return null_arg(who, "count");
     if (n == 0) return fail(CHR_EINVAL, "%s: n is 0 (ask for at least 1 replica)", who);
@@ -262,7 +257,7 @@ CHR_API chr_status chr_ring_set_weight(chr_ring *ring, const void *id, size_t id
 CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t key_len,
                                    chr_node_ref *out) noexcept {
     static const char *who = "chr_ring_lookup";
-    if (chr_status st = check_lookup_args(who, ring, "ring", key, key_len, out)) return st;
+    CHR_CHECK_LOOKUP_ARGS(who, ring, "ring", key, key_len, out);
     const Ring &r = *impl(ring);
     const uint64_t h = r.hash_key(key, key_len);
     return r.read(who, [&](const Snapshot &s) {
@@ -275,8 +270,8 @@ CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t
 CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size_t key_len,
                                      size_t n, chr_node_ref *out, size_t *count) noexcept {
     static const char *who = "chr_ring_replicas";
-    if (chr_status st = check_replica_args(who, ring, "ring", key, key_len, n, out, count))
-        return st;
+    if (!ring) return null_arg(who, "ring");
+    if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
     const Ring &r = *impl(ring);
     const uint64_t h = r.hash_key(key, key_len);
     return guarded(who, [&] {
@@ -339,7 +334,7 @@ CHR_API void chr_snapshot_release(chr_snapshot *snap) noexcept {
 CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key, size_t key_len,
                                        chr_node_view *out) noexcept {
     static const char *who = "chr_snapshot_lookup";
-    if (chr_status st = check_lookup_args(who, snap, "snap", key, key_len, out)) return st;
+    CHR_CHECK_LOOKUP_ARGS(who, snap, "snap", key, key_len, out);
     const Snapshot &s = *impl(snap);
     if (__builtin_expect(s.token_count() == 0, 0)) return empty_ring(who);
     uint32_t o = s.owner_of(key, key_len);
@@ -367,8 +362,8 @@ CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *k
                                          size_t key_len, size_t n, chr_node_view *out,
                                          size_t *count) noexcept {
     static const char *who = "chr_snapshot_replicas";
-    if (chr_status st = check_replica_args(who, snap, "snap", key, key_len, n, out, count))
-        return st;
+    if (!snap) return null_arg(who, "snap");
+    if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
     const Snapshot &s = *impl(snap);
     return guarded(who, [&] {
         return replicas_on(s, who, s.hash_key(key, key_len), n, count,
