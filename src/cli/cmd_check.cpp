@@ -13,7 +13,7 @@ namespace {
 struct CheckFlags {
     std::string file;
     RingConfig ring;
-    std::string format = "table";
+    OutputFlags output;
 };
 
 Table file_table(const std::string &name, const LoadedRing &loaded, const Snapshot &snap, bool canonical) {
@@ -62,7 +62,7 @@ Table members_table(const std::vector<NodeInfo> &members) {
 
 void run(CheckFlags &f, const CLI::App &cmd) {
     note_given_options(cmd, f.ring);
-    Format format = parse_format(f.format);
+    Format format = parse_format(f.output.format);
     MemberSource source;
     source.name = input_name(f.file);
     source.text = read_input(f.file, ring_file_limits());
@@ -90,10 +90,7 @@ void add_check_command(CLI::App &app) {
                 "without option directives.");
     cmd->add_option("file", flags->file, "The ring file ('-' = stdin)")->type_name("FILE")->required();
     add_ring_options(*cmd, flags->ring);
-    cmd->add_option("--format", flags->format, "Output: aligned tables for people, json or csv for scripts")
-        ->type_name("table|json|csv")
-        ->check(CLI::IsMember({"table", "json", "csv"}).description(""))
-        ->capture_default_str();
+    add_output_options(*cmd, flags->output, false);
     cmd->callback([flags, cmd] { run(*flags, *cmd); });
 }
 
