@@ -48,8 +48,9 @@
  *
  * SIZE QUERIES
  *   Calls that fill a caller buffer (chr_ring_nodes, chr_hasher_list,
- *   chr_hasher_digest, chr_ring_export, chr_snapshot_export) take a
- *   capacity and report the size needed. Passing
+ *   chr_hasher_digest, chr_ring_export, chr_snapshot_export,
+ *   chr_ringfile_escape, chr_ringfile_unescape) take a capacity and report
+ *   the size needed. Passing
  *   out = NULL with capacity 0 asks only the size: the call returns
  *   CHR_ERANGE with the size (CHR_OK if it is 0), and, being a question
  *   rather than a failure, leaves chr_last_error() untouched. A real

@@ -602,17 +602,21 @@ chr_status apply_from(const char *who, chr_ring *ring, const Source &src, chr_ri
     return guarded(who, [&] { return load_source(src, ring, nullptr, nullptr, info); });
 }
 
+chr_status copy_out(const char *who, const std::string &text, char *buf, size_t capacity,
+                    size_t *out_len, const char *what) {
+    *out_len = text.size();
+    if (capacity < text.size()) return too_small(who, buf, capacity, text.size(), what);
+    if (!text.empty()) std::memcpy(buf, text.data(), text.size());
+    if (capacity > text.size()) buf[text.size()] = '\0';
+    return CHR_OK;
+}
+
 chr_status export_snapshot(const char *who, const Snapshot &s, uint32_t flags, uint64_t revision,
                            char *buf, size_t capacity, size_t *len) {
     const std::string text = (flags & CHR_EXPORT_JSON)
                                  ? chring::ringfile::json_text(s, flags, revision)
                                  : chring::ringfile::canonical_text(s, flags, revision);
-    *len = text.size();
-    if (capacity < text.size())
-        return too_small(who, buf, capacity, text.size(), "bytes of the ring file");
-    std::memcpy(buf, text.data(), text.size());
-    if (capacity > text.size()) buf[text.size()] = '\0';
-    return CHR_OK;
+    return copy_out(who, text, buf, capacity, len, "bytes of the ring file");
 }
 
 chr_status check_export(const char *who, uint32_t flags, const char *buf, size_t capacity,
@@ -627,14 +631,6 @@ chr_status check_export(const char *who, uint32_t flags, const char *buf, size_t
 
 // `text` into a caller buffer (with a NUL when it fits), or CHR_ERANGE
 // with the size needed (no message for a size query: buf NULL, capacity 0).
-chr_status copy_out(const char *who, const std::string &text, char *buf, size_t capacity,
-                    size_t *out_len, const char *what) {
-    *out_len = text.size();
-    if (capacity < text.size()) return too_small(who, buf, capacity, text.size(), what);
-    if (!text.empty()) std::memcpy(buf, text.data(), text.size());
-    if (capacity > text.size()) buf[text.size()] = '\0';
-    return CHR_OK;
-}
 
 chr_status check_out(const char *who, const void *buf, size_t capacity, const size_t *out_len) {
     if (!out_len) return null_arg(who, "out_len");
