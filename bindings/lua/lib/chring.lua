@@ -13,7 +13,9 @@
 -- never copied; lookups reuse preallocated out-structs.
 --
 -- The shared library is loaded at require time from $CHRING_LIB if set,
--- else as "chring" (libchring.so) then "libchring.so.1" on the loader's path.
+-- else by its soname, "libchring.so.1", on the loader's path; a copy that
+-- `meson install` put under a prefix other than /usr tries the library of
+-- that prefix first (its path is written into the copy at install time).
 local ffi = require "ffi"
 local bit = require "bit"
 
@@ -197,17 +199,39 @@ _M.placement = {
     ketama_unweighted = K.CHR_PLACEMENT_KETAMA_UNWEIGHTED, nginx = K.CHR_PLACEMENT_NGINX,
 }
 
+-- Raises msg at the first caller outside this file, so that an argument
+-- error names the line of the call that passed the argument, as a
+-- builtin's does (level 2 of the API function, however deep the check sits
+-- in here).
+local this_source = debug.getinfo(1, "S").source
+local function raise(msg)
+    local level = 2
+    while true do
+        local info = debug.getinfo(level, "S")
+        if not info or info.source ~= this_source then break end
+        level = level + 1
+    end
+    error(msg, level)
+end
+
 local function load_library()
     local explicit = os.getenv("CHRING_LIB")
-    local names = explicit and { explicit } or { "chring", "libchring.so.1" }
+    local names = { "libchring.so.1" }
+    -- Replaced by meson install outside /usr (bindings/meson.build); the
+    -- source tree's copy keeps the placeholder and uses the soname alone.
+    local installed_libdir = "@CHRING_INSTALLED_LIBDIR@"
+    if installed_libdir ~= "" and installed_libdir:sub(1, 1) ~= "@" then
+        table.insert(names, 1, installed_libdir .. "/libchring.so.1")
+    end
+    if explicit then names = { explicit } end
     local errors = {}
     for _, name in ipairs(names) do
         local ok, lib = pcall(ffi.load, name)
         if ok then return lib end
         errors[#errors + 1] = tostring(lib)
     end
-    error("chring: cannot load libchring (" .. table.concat(errors, "; ")
-          .. "); set CHRING_LIB to its path", 3)
+    raise("chring: cannot load libchring (" .. table.concat(errors, "; ")
+          .. "); set CHRING_LIB to its path")
 end
 local C = load_library()
 _M._lib = C
@@ -241,7 +265,7 @@ local function failure(status)
 end
 
 local function bad_arg(n, fname, expected, got)
-    error(("chring: bad argument #%d to '%s' (%s expected, got %s)"):format(n, fname, expected, got), 3)
+    raise(("chring: bad argument #%d to '%s' (%s expected, got %s)"):format(n, fname, expected, got))
 end
 
 local function check_string(v, n, fname)
@@ -310,7 +334,7 @@ local function handle_methods(free, released)
     end
     local function live_ptr(self)
         local p = self.ptr
-        if p == nil then error("chring: use of a " .. released, 3) end
+        if p == nil then raise("chring: use of a " .. released) end
         return p
     end
     return release, live_ptr
