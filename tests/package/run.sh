@@ -81,7 +81,7 @@ else
     fail "apt-get install"; tail -30 "$work/install.log"
     echo "$passed passed, $failed failed"; exit 1
 fi
-for p in "${packages[@]}"; do dpkg -L "$p"; done | sort -u >"$work/listed"
+for p in "${packages[@]}"; do dpkg -L "$p"; done | grep -vx '/\.' | sort -u >"$work/listed"
 
 home=$work/home
 mkdir -p "$home"
@@ -140,8 +140,8 @@ CONF
 check "modules-enabled has the module's snippet" \
     grep -q 'ngx_http_upstream_chring_module.so' /etc/nginx/modules-enabled/50-mod-http-upstream-chring.conf
 check "nginx -t with the module loaded through modules-enabled" \
-    run nginx -t -p "$work/nginx" -c "$work/nginx/nginx.conf"
-run nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' >"$work/nginx/stdout" 2>&1 &
+    run nginx -t -c "$work/nginx/nginx.conf"
+run nginx -c "$work/nginx/nginx.conf" -g 'daemon off;' >"$work/nginx/stdout" 2>&1 &
 nginx_pid=$!
 keys=$(seq -f '/k%g' 1 40)
 # shellcheck disable=SC2086
