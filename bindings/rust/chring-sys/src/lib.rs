@@ -1,5 +1,9 @@
-//! Raw declarations of `include/c/chring.h` and `chring_plugin.h`, one for
-//! one. `tests/header.rs` compiles every declaration, struct layout and
+//! Raw declarations of libchring's C API, `chring.h` and `chring_plugin.h`,
+//! one for one; the safe binding is the `chring` crate. `build.rs` finds
+//! the library with `pkg-config` and links it; its directory is this
+//! package's `links = "chring"` metadata, `DEP_CHRING_LIBDIR` for the build
+//! scripts of packages that depend on this one directly.
+//! `tests/header.rs` compiles every declaration, struct layout and
 //! constant below against the real header with the C compiler, so any
 //! drift fails the tests. Keep one item per line in the form that test
 //! parses: `pub const NAME: TYPE = VALUE;` and `pub fn name(args) -> ret;`.
