@@ -8,7 +8,8 @@
 # `dpkg-buildpackage -us -uc -b`, so nothing is written next to the
 # checkout; the .deb, .changes and .buildinfo files land in OUTDIR. lintian
 # then checks the .changes and fails the script on any error (warnings are
-# printed; debian/README.lintian says which are left, and why).
+# printed and counted; a tag that is expected carries its reason in
+# debian/*.lintian-overrides).
 #
 # dh_auto_test runs only debian/build-check.sh (seconds), not the suites:
 # scripts/test.sh runs those from its own build trees, and
@@ -37,11 +38,14 @@ fi
 [ -f "$src/debian/control" ] || { echo "package: copying the source tree failed" >&2; exit 1; }
 
 echo "=== package: dpkg-buildpackage -us -uc -b in $src"
-start=$(date +%s)
-(cd "$src" && nice -n 15 dpkg-buildpackage -us -uc -b -j"$(nproc)") >"$work/build.log" 2>&1 \
-    || { tail -60 "$work/build.log"; echo "=== package: dpkg-buildpackage FAILED (log above)"; exit 1; }
+# CPU seconds too: on a loaded machine they, divided by the cores, tell what
+# an idle one would take.
+TIMEFORMAT="=== package: built in %0R s (CPU %0U s user + %0S s system)"
+if ! { time (cd "$src" && nice -n 15 dpkg-buildpackage -us -uc -b -j"$(nproc)") >"$work/build.log" 2>&1; } 2>"$work/time"; then
+    tail -60 "$work/build.log"; echo "=== package: dpkg-buildpackage FAILED (log above)"; exit 1
+fi
 grep '^build-check:' "$work/build.log" || true
-echo "=== package: built in $(( $(date +%s) - start )) s"
+cat "$work/time"
 
 mkdir -p "$outdir"
 rm -f "$outdir"/*.deb "$outdir"/*.changes "$outdir"/*.buildinfo
