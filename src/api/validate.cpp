@@ -10,7 +10,7 @@ chr_status null_bytes(const char *who, const char *what, size_t len) {
     return fail(CHR_EINVAL, "%s: %s is NULL with length %zu", who, what, len);
 }
 
-chr_status null_key(const char *who, size_t len) { return null_bytes(who, "key", len); }
+chr_status null_key(const char *who, size_t len) { return len ? null_bytes(who, "key", len) : CHR_OK; }
 
 chr_status check_id(const char *who, const void *id, size_t len) {
     if (chr_status st = check_bytes(who, "id", id, len)) return st;
