@@ -31,7 +31,7 @@ _chring() {
     fi
 
     case $prev in
-        -m | --members | --key-file | --svg | --file | --out | --output)
+        -m | --members | --key-file | --svg | -o | --output)
             COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
         --plugin-dir)
