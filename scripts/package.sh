@@ -41,7 +41,7 @@ echo "=== package: dpkg-buildpackage -us -uc -b in $src"
 # CPU seconds too: on a loaded machine they, divided by the cores, tell what
 # an idle one would take.
 TIMEFORMAT="=== package: built in %0R s (CPU %0U s user + %0S s system)"
-if ! { time (cd "$src" && nice -n 15 dpkg-buildpackage -us -uc -b -j"$(nproc)") >"$work/build.log" 2>&1; } 2>"$work/time"; then
+if ! { time (cd "$src" && nice -n 15 dpkg-buildpackage -us -uc -b -j"$(nproc)" >"$work/build.log" 2>&1); } 2>"$work/time"; then
     tail -60 "$work/build.log"; echo "=== package: dpkg-buildpackage FAILED (log above)"; exit 1
 fi
 grep '^build-check:' "$work/build.log" || true
