@@ -208,7 +208,7 @@ static void test_wild_table_pointer(void **state) {
 
 static void test_table_outside_the_plugin(void **state) {
     (void)state;
-    expect_table_refused("broken-heap-table.so", "fixture_heap_table");
+    expect_table_refused("broken-foreign-table.so", "fixture_foreign_table");
 }
 
 static void test_table_running_off_its_segment(void **state) {
