@@ -178,10 +178,12 @@ private:
     }
     template <class T>
     bool one(uint64_t vaddr, T &out) const {
-        std::vector<unsigned char> b;
-        if (!bytes(vaddr, sizeof out, b)) return false;
-        std::memcpy(&out, b.data(), sizeof out);
-        return true;
+        const Phdr *p = image_.holding(vaddr, sizeof out, false);
+        if (!p) return false;
+        std::memset(&out, 0, sizeof out);
+        const uint64_t off = vaddr - p->p_vaddr;
+        return off >= p->p_filesz ||
+               read_(p->p_offset + off, &out, size_t(std::min<uint64_t>(sizeof out, p->p_filesz - off)));
     }
     template <class T>
     static T at(const std::vector<unsigned char> &b, uint64_t i) {
@@ -239,17 +241,23 @@ private:
         std::vector<unsigned char> buckets;
         if (!bytes(buckets_at, nbuckets * 4, buckets))
             return bad(v, "its DT_GNU_HASH table runs outside its PT_LOAD");
+        // The chains run to at most the end of their segment: read that once.
         const uint64_t chains_at = buckets_at + nbuckets * 4;
+        const Phdr *holding = image_.holding(chains_at, 4, false);
+        std::vector<unsigned char> chains;
+        if (!holding || !bytes(chains_at, std::min<uint64_t>(holding->p_vaddr + holding->p_memsz - chains_at,
+                                                             kMaxTableEntries * 4) & ~uint64_t(3),
+                               chains))
+            return bad(v, "its DT_GNU_HASH chains run outside the image");
         uint64_t count = symoffset, walked = 0;
         for (uint64_t b = 0; b < nbuckets; ++b) {
             uint64_t i = at<uint32_t>(buckets, b);
             if (i == 0) continue;
             if (i < symoffset) return bad(v, "a DT_GNU_HASH bucket points below the symbol offset");
             for (;; ++i) {
-                uint32_t h = 0;
-                if (++walked > kMaxTableEntries || !one(chains_at + (i - symoffset) * 4, h))
+                if (++walked > kMaxTableEntries || (i - symoffset + 1) * 4 > chains.size())
                     return bad(v, "its DT_GNU_HASH chains run outside the image");
-                if (h & 1) break;
+                if (at<uint32_t>(chains, i - symoffset) & 1) break;
             }
             count = std::max(count, i + 1);
         }
