@@ -160,8 +160,13 @@ void Watcher::list() {
 bool Watcher::handle(const std::string &line, bool &created) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) throw Relist("etcd sent a watch line that is not JSON");
-    if (auto err = j.find("error"); err != j.end())
-        throw Relist("the watch failed: " + j.value("message", err->is_string() ? err->get<std::string>() : ""));
+    if (auto err = j.find("error"); err != j.end()) {
+        // {"error": {"grpc_code": 14, "message": ...}} on a stream, or the
+        // unary shape {"error": "...", "message": "...", "code": N}.
+        std::string message = err->is_object() ? err->value("message", std::string()) : j.value("message", std::string());
+        if (message.empty() && err->is_string()) message = err->get<std::string>();
+        throw Relist("the watch failed (" + (message.empty() ? err->dump() : message) + ")");
+    }
     auto res = j.find("result");
     if (res == j.end() || !res->is_object()) throw Relist("etcd sent a watch line without a result");
     check_header(parse_header(*res));
