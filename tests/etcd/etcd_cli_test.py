@@ -18,6 +18,8 @@ directory; etcd_server.py) and stops it. CASE is one of:
             etcdctl, keeps the last good file over a malformed value and
             recovers on the next valid one, runs --exec with the revision and
             fingerprint, leaves no temporary file, exits 0 on SIGTERM
+  catchup   a watcher stopped while ~12 MB of changes are made and compacted
+            away catches up to the last revision once continued
 Ends with a line "N passed, N failed".
 """
 import argparse
@@ -451,7 +453,47 @@ def case_follow(opts):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-CASES = {"admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow}
+def case_catchup(opts):
+    """A stopped watcher falls behind by ~12 MB of changes, etcd compacts
+    them away, the watcher resumes: it catches up (from the stream's backlog
+    or, past the compaction, by listing again) to the last revision, with no
+    false alarm from the catch-up responses' headers."""
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watcher = None
+    try:
+        out = os.path.join(tmp, "ring")
+        stderr_path = os.path.join(tmp, "watch.log")
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            c.ok("add", "seed", "--weight", "1")
+            with open(stderr_path, "w") as err:
+                watcher = subprocess.Popen(watch_cmd(opts, etcd.url, out, "--keepalive", "0.5", "--interval-max", "1"),
+                                           stderr=err, env=run_env())
+            check(wait_for(lambda: read(out) is not None), "the first file is published")
+            watcher.send_signal(signal.SIGSTOP)
+            kv = etcd.client()
+            pad = " # " + "x" * 20000  # a comment: large values, the same ring
+            for i in range(600):
+                last = kv.put(PREFIX + "/members/n%02d" % (i % 50), "%d%s" % (1 + i % 3, pad))
+            etcd.compact(last)
+            watcher.send_signal(signal.SIGCONT)
+            ok = wait_for(lambda: file_field(read(out) or "", "revision") == str(last))
+            check(ok, "the watcher reaches revision %d after SIGCONT (has %s)" % (last, file_field(read(out) or "", "revision")))
+            check(read(out) == c.show(), "the caught-up file equals show --format ring-file")
+            log = read(stderr_path)
+            check("went back" not in log and "refused" not in log, "no false alarm while catching up:\n" + log)
+            watcher.send_signal(signal.SIGTERM)
+            check(watcher.wait(10) == 0, "SIGTERM: exit 0")
+    finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.send_signal(signal.SIGCONT)
+            watcher.kill()
+            watcher.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+CASES = {"admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow,
+         "catchup": case_catchup}
 
 
 def main():

@@ -103,7 +103,7 @@ private:
     void follow(unsigned &attempt);
     bool handle(const std::string &line, bool &created);
     void probe();
-    void check_header(const Header &h);
+    void check_header(const Header &h, bool revision);
     bool publish();
     void run_exec(uint64_t fingerprint);
     double backoff(unsigned attempt);
@@ -115,7 +115,7 @@ private:
 
     State state_;
     uint64_t revision_ = 0;       // the revision state_ is the prefix's state at
-    uint64_t seen_revision_ = 0;  // the highest header revision seen since the last list
+    uint64_t seen_revision_ = 0;  // the highest revision a list or probe returned
     uint64_t cluster_id_ = 0;
     bool have_cluster_ = false;
 
@@ -130,9 +130,14 @@ double Watcher::backoff(unsigned attempt) {
     return ceiling * half(random_);
 }
 
-void Watcher::check_header(const Header &h) {
+// Another cluster id, or (`revision`) a revision below the highest one a
+// linearizable read returned, ends the watch. Watch responses carry the
+// cluster id, but their revision is not monotonic: a watcher that catches
+// up gets headers of the revisions it is sent.
+void Watcher::check_header(const Header &h, bool revision) {
     if (h.cluster_id != 0 && have_cluster_ && h.cluster_id != cluster_id_)
         throw Relist("etcd's cluster id changed from " + hex64(cluster_id_) + " to " + hex64(h.cluster_id));
+    if (!revision) return;
     if (h.revision != 0 && h.revision < seen_revision_)
         throw Relist("etcd's revision went back from " + std::to_string(seen_revision_) + " to " +
                      std::to_string(h.revision) + " (restored from a backup?)");
@@ -169,9 +174,9 @@ bool Watcher::handle(const std::string &line, bool &created) {
     }
     auto res = j.find("result");
     if (res == j.end() || !res->is_object()) throw Relist("etcd sent a watch line without a result");
-    check_header(parse_header(*res));
+    check_header(parse_header(*res), false);
     if (uint64_t compacted = json_u64(*res, "compact_revision"))
-        throw Relist("a compacted revision (watching from " + std::to_string(revision_ + 1) +
+        throw Relist("a compacted revision (the watch needs revision " + std::to_string(revision_ + 1) +
                      ", etcd keeps revisions from " + std::to_string(compacted) + ")");
     if (res->value("canceled", false))
         throw Relist("etcd canceled the watch: " + res->value("cancel_reason", std::string("no reason given")));
@@ -205,7 +210,7 @@ void Watcher::probe() {
         throw Relist(std::string("no answer to the keepalive probe: ") + e.what());
     }
     if (client_.endpoint() != endpoint) throw Relist(endpoint + " stopped answering the keepalive probe");
-    check_header(r.header);
+    check_header(r.header, true);
 }
 
 void Watcher::follow(unsigned &attempt) {
