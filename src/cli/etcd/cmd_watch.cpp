@@ -35,7 +35,7 @@ namespace chring::cli::etcd {
 namespace {
 
 StopFlag g_stop = 0;
-int g_signal = 0;
+volatile std::sig_atomic_t g_signal = 0;
 
 extern "C" void on_stop_signal(int sig) {
     g_signal = sig;
