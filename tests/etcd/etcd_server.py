@@ -111,7 +111,8 @@ class EtcdClient:
     def call(self, path, body):
         """POST body (a dict) to path; the decoded JSON answer."""
         data = json.dumps(body).encode()
-        for attempt in (0, 1):  # a keep-alive connection etcd closed: once more, fresh
+        for attempt in (0, 1):
+            reused = self.conn is not None
             if self.conn is None:
                 self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
             try:
@@ -119,10 +120,16 @@ class EtcdClient:
                 resp = self.conn.getresponse()
                 text = resp.read().decode(errors="replace")
                 break
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                # a keep-alive connection etcd had closed (idle, or a restart):
+                # once more on a fresh one. Never after a timeout, when the
+                # request may have been applied.
+                self.close()
+                if attempt == 1 or not reused:
+                    raise
             except (http.client.HTTPException, OSError):
                 self.close()
-                if attempt == 1:
-                    raise
+                raise
         if resp.status != 200:
             raise EtcdError(resp.status, text)
         return json.loads(text)
