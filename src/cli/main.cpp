@@ -11,8 +11,17 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "ring_handle.hpp"
+#ifdef CHRING_CLI_ETCD
+#include "etcd/etcd_commands.hpp"
+#endif
 
 namespace {
+
+#ifdef CHRING_CLI_ETCD
+constexpr const char *kCommands = "demo, sim, lookup, inspect, watch, etcd";
+#else
+constexpr const char *kCommands = "demo, sim, lookup, inspect";
+#endif
 
 std::string version_text() {
     uint32_t v = chr_version();
@@ -49,19 +58,23 @@ int main(int argc, char **argv) {
     chring::cli::add_sim_command(app);
     chring::cli::add_lookup_command(app);
     chring::cli::add_inspect_command(app);
+#ifdef CHRING_CLI_ETCD
+    chring::cli::etcd::add_watch_command(app);
+    chring::cli::etcd::add_etcd_command(app);
+#endif
     // CLI11 would say only "A subcommand is required" for a misspelt one.
     if (argc > 1 && argv[1][0] != '-') {
         try {
             app.get_subcommand(argv[1]);
         } catch (const CLI::OptionNotFound &) {
-            print_error("unknown command '" + std::string(argv[1]) + "' (demo, sim, lookup, inspect; see chring --help)");
+            print_error("unknown command '" + std::string(argv[1]) + "' (" + kCommands + "; see chring --help)");
             return 2;
         }
     }
     try {
         app.parse(argc, argv);
         if (app.get_subcommands().empty()) {
-            print_error("a command is required: demo, sim, lookup or inspect (see chring --help)");
+            print_error(std::string("a command is required: ") + kCommands + " (see chring --help)");
             return 2;
         }
     } catch (const CLI::CallForVersion &e) {
