@@ -97,12 +97,7 @@ class TcpProxy:
                 self._stopping = True
             self._wake_w.send(b"x")
             self._thread.join(10)
-        for p in self._pairs:
-            p.close()
-        self._pairs = []
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
+        self._close_all()
         self._wake_r.close()
         self._wake_w.close()
         self._sel.close()
@@ -125,14 +120,18 @@ class TcpProxy:
         self.port = s.getsockname()[1]
         self._listener = s
 
+    def _close_all(self):
+        """Every connection and the listening socket."""
+        for p in self._pairs:
+            p.close()
+        self._pairs = []
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+
     def _apply(self, mode):
         if mode == "drop":
-            for p in self._pairs:
-                p.close()
-            self._pairs = []
-            if self._listener is not None:
-                self._listener.close()
-                self._listener = None
+            self._close_all()
         elif mode == "flow" and self._listener is None:
             self._listen()
         self.mode = mode

@@ -271,17 +271,10 @@ class Proc:
         return self.process is not None and self.process.poll() is None
 
     def signal(self, sig):
-        try:
-            os.killpg(self.process.pid, sig)
-        except ProcessLookupError:
-            pass
+        etcd_server.signal_group(self.process, sig)
 
-    def _finish(self, timeout):
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.signal(signal.SIGKILL)
-            self.process.wait(timeout=10)
+    def _finish(self, timeout, sig):
+        etcd_server.end_group(self.process, timeout, sig)
         self.reader.join(timeout=10)
         for f in (self.process.stdin, self.process.stdout, self.process.stderr):
             if f is not None:
@@ -295,21 +288,17 @@ class Proc:
     def stop(self, timeout=5.0):
         if self.process is None:
             return
-        if self.process.poll() is None:
-            try:
-                self.process.stdin.close()
-            except OSError:
-                pass
-            self.signal(signal.SIGTERM)
-            self.signal(signal.SIGCONT)  # a stopped process takes SIGTERM only when it runs
-        self._finish(timeout)
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        self._finish(timeout, signal.SIGTERM)
 
     def kill(self):
         """SIGKILL the whole group at once."""
         if self.process is None:
             return
-        self.signal(signal.SIGKILL)
-        self._finish(10)
+        self._finish(10, signal.SIGKILL)
 
     def rss_kib(self):
         try:
@@ -597,8 +586,11 @@ class Fleet:
                            stderr=subprocess.PIPE, timeout=60, env=self.env)
         if r.returncode != 0:
             return "exit %d: %s" % (r.returncode, r.stderr.decode(errors="replace").strip())
-        ring = json.loads(r.stdout)
-        return int(ring["revision"]), ring["fingerprint"].lower()
+        try:
+            ring = json.loads(r.stdout)
+            return int(ring["revision"]), ring["fingerprint"].lower()
+        except (ValueError, KeyError, TypeError) as e:
+            return "unreadable output (%s): %r" % (e, r.stdout[:200])
 
     def verify_published(self, what, since, until, sample=600):
         """Every (revision, fingerprint) reported in [since, until] is the
@@ -1049,6 +1041,10 @@ def case_malformed(fleet, results):
             fleet.check(any(("revision %d" % revs[-1]) in l for _, l in refused),
                         "%s: %s logged 'refused revision %d: ...'" % (what, w.name, revs[-1]),
                         repr(refused))
+            fleet.check(any(("revision %d" % revs[0]) in l and puts[0][0] in l
+                            for _, l in refused),
+                        "%s: %s named the key at fault for revision %d" % (what, w.name, revs[0]),
+                        repr(refused))
         time.sleep(0.5)  # the loaders and nginx look at the files every 20-50 ms
         kept = {r.name: r.latest() for r in fleet.reporters()}
         fleet.check(all(v == good for v in kept.values()) and all(
@@ -1266,6 +1262,13 @@ def main():
         print("skipped: %s" % why)
         return SKIP
 
+    def terminated(signum, frame):
+        # meson's timeout (or ^C): stop the fleet, whose processes run in
+        # process groups of their own, before going
+        raise RuntimeError("stopped by signal %d" % signum)
+
+    signal.signal(signal.SIGTERM, terminated)
+    signal.signal(signal.SIGINT, terminated)
     sys.path.insert(0, args.nginx_tests)
     import test_e2e  # its Check: one line per check, failures with details
     check = test_e2e.Check()
