@@ -68,6 +68,7 @@ missing (etcd, etcdctl, `chring watch`, Go, LuaJIT, nginx with the module).
 """
 
 import argparse
+import bisect
 import json
 import math
 import os
@@ -367,6 +368,7 @@ class Fleet:
         self.workspace = None
         self.nginx_reporters = {}
         self.t_start = time.monotonic()
+        self.convergences = []  # what each converge() measured
         self.poller = None
         self.polling = threading.Event()
         libdir = os.path.dirname(os.path.abspath(args.libchring))
@@ -561,6 +563,8 @@ class Fleet:
         late = {n: l for n, l in lags.items()
                 if l is None or (deadline is not None and l > deadline)}
         slowest = max(lags, key=lambda n: float("inf") if lags[n] is None else lags[n])
+        self.convergences.append({"check": what, "revision": rev, "slowest": slowest,
+                                  "seconds": lags[slowest], "deadline": deadline})
         bound = "within %.0f s of the last change" % deadline if deadline is not None else \
             "within %.0f s" % WAIT_SECONDS
         self.check(not late, "%s: all %d processes report revision %d, fingerprint %s %s "
@@ -798,21 +802,21 @@ class Background:
 def lags_of(fleet, changes, since):
     """Per kind of reporter: the seconds from each change (sent) to each
     reporter of that kind first reporting its revision or a later one;
-    'fleet': to the last reporter of all."""
+    'fleet': to the last reporter of all. For a time in which revisions
+    only go up; reports before `since` are not looked at."""
     per_kind = {}
     fleet_lags = [0.0] * len(changes)
     missing = 0
     for r in fleet.reporters():
         entries = r.entries(since)
-        j = 0
+        revs = [e[1] for e in entries]
         for i, (t, rev, _) in enumerate(changes):
-            while j < len(entries) and (entries[j][1] < rev or entries[j][0] < t):
-                j += 1
+            j = bisect.bisect_left(revs, rev)
             if j == len(entries):
                 missing += 1
                 fleet_lags[i] = float("inf")
                 continue
-            lag = entries[j][0] - t
+            lag = max(0.0, entries[j][0] - t)
             per_kind.setdefault(r.kind, []).append(lag)
             fleet_lags[i] = max(fleet_lags[i], lag)
     per_kind["fleet"] = fleet_lags
@@ -894,6 +898,9 @@ def case_kill_etcd(fleet, results):
                 % fleet.driver.failures)
     fleet.check(fleet.driver.failures > 0, "some calls failed while etcd was down")
     fleet.converge("after SIGKILL and restart of etcd", fleet.driver.last_time())
+    per_kind, missing = lags_of(fleet, fleet.driver.changes[n0:], start)
+    fleet.check(missing == 0, "every reporter reported each change's revision or a later one")
+    report_lags("kill-etcd", per_kind, results)
     for w in fleet.watchers:
         relists = w.lines_since(t_kill, RELISTING)
         fleet.check(relists, "%s logged a re-list after the kill" % w.name,
@@ -940,7 +947,7 @@ def case_restore(fleet, results):
     fleet.etcd.snapshot_save(snapshot)
     made = fleet.driver.run(100, mean_interval=0.01)
     fleet.check(made == 100, "100 changes after the snapshot")
-    lags = fleet.converge("100 changes after the snapshot", fleet.driver.last_time())
+    fleet.converge("100 changes after the snapshot", fleet.driver.last_time())
     high_rev = fleet.driver.changes[-1][1]
     fleet.driver.close()
     t_restore = time.monotonic()
@@ -960,12 +967,10 @@ def case_restore(fleet, results):
                 "the changes after the restore reused revision numbers (last %d <= %d)"
                 % (fleet.driver.changes[-1][1], high_rev))
     fleet.alive("restore")
-    del lags
 
 
 def case_cut(fleet, results, seconds=30.0):
     settle(fleet, "cut")
-    cut_off = [fleet.watchers[2]] + list(fleet.nginx_reporters.values())
     cut_off_reps = [fleet.watchers[2].reporter] + list(fleet.nginx_reporters.values())
     others = [r for r in fleet.reporters() if r not in cut_off_reps]
     before = {r.name: r.latest() for r in cut_off_reps}
@@ -988,7 +993,6 @@ def case_cut(fleet, results, seconds=30.0):
                 "nothing since the cut matches %r" % RELISTING.pattern)
     after_fault(fleet, "cut", t_restore, results)
     fleet.alive("cut")
-    del cut_off
 
 
 def etcdctl_put(fleet, key, value):
@@ -1164,7 +1168,11 @@ def case_burst(fleet, results, total=10000, clients=8, seconds=10.0):
             made, t_end - t0, sum(d.failures for d in drivers)))
         fleet.check(made == total, "%d changes from %d clients" % (total, clients))
         results["burst_seconds"] = round(t_end - t0, 2)
-        lags = fleet.converge("after the burst", t_end)
+        fleet.converge("after the burst", t_end)
+        changes = sorted(c for d in drivers for c in d.changes)
+        per_kind, missing = lags_of(fleet, changes, t0)
+        fleet.check(missing == 0, "every reporter reported each change's revision or a later one")
+        report_lags("burst", per_kind, results)
         rev, _ = fleet.expected()
         fleet.check(rev == last_rev, "the fleet converged to the burst's last revision %d"
                     % last_rev)
@@ -1193,7 +1201,6 @@ def case_burst(fleet, results, total=10000, clients=8, seconds=10.0):
                     and max(first, second) <= (baseline[name] or 0) + 65536,
                     "%s's memory stays bounded during the burst" % name, repr(memory[name]))
     results["memory"] = memory
-    del lags
     fleet.alive("burst")
 
 
@@ -1289,6 +1296,7 @@ def main():
     finally:
         fleet.stop()
         fleet.keep_or_remove(check.failed)
+    results["checks"] = fleet.convergences
     results["seconds"] = round(time.monotonic() - t0, 1)
     results["passed"], results["failed"] = check.passed, check.failed
     if args.results_dir:
