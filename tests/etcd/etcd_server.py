@@ -16,6 +16,7 @@ HTTP connection: Python's standard library only, no gRPC stack.
 """
 
 import base64
+import contextlib
 import http.client
 import json
 import os
@@ -31,18 +32,37 @@ ETCDCTL = os.environ.get("CHRING_ETCDCTL", "etcdctl")
 
 
 def free_ports(count):
-    """`count` distinct loopback ports that were free a moment ago."""
-    sockets, ports = [], []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    """`count` distinct loopback ports that were free a moment ago (all
+    bound at once, so they differ)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for s in socks:
             s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in sockets:
-            s.close()
-    return ports
+        return [s.getsockname()[1] for s in socks]
+
+
+def signal_group(process, sig):
+    """`sig` to the process group of `process` (started with
+    start_new_session=True); nothing if it is gone."""
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def end_group(process, timeout=10.0, sig=signal.SIGTERM):
+    """Ends `process` and its group: `sig` (with SIGCONT, which a stopped
+    process needs to act on it), then SIGKILL if it is still there after
+    `timeout` seconds. Waits for it."""
+    if process.poll() is None:
+        signal_group(process, sig)
+        if sig != signal.SIGKILL:
+            signal_group(process, signal.SIGCONT)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        signal_group(process, signal.SIGKILL)
+        process.wait(timeout=10)
 
 
 def available():
@@ -111,7 +131,8 @@ class EtcdClient:
     def call(self, path, body):
         """POST body (a dict) to path; the decoded JSON answer."""
         data = json.dumps(body).encode()
-        for attempt in (0, 1):  # a keep-alive connection etcd closed: once more, fresh
+        for attempt in (0, 1):
+            reused = self.conn is not None
             if self.conn is None:
                 self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
             try:
@@ -119,10 +140,16 @@ class EtcdClient:
                 resp = self.conn.getresponse()
                 text = resp.read().decode(errors="replace")
                 break
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                # a keep-alive connection etcd had closed (idle, or a restart):
+                # once more on a fresh one. Never after a timeout, when the
+                # request may have been applied.
+                self.close()
+                if attempt == 1 or not reused:
+                    raise
             except (http.client.HTTPException, OSError):
                 self.close()
-                if attempt == 1:
-                    raise
+                raise
         if resp.status != 200:
             raise EtcdError(resp.status, text)
         return json.loads(text)
@@ -248,12 +275,6 @@ class EtcdServer:
         finally:
             client.close()
 
-    def _signal_group(self, sig):
-        try:
-            os.killpg(self.process.pid, sig)
-        except ProcessLookupError:
-            pass
-
     def _reap(self):
         self.process = None
         if self._log is not None:
@@ -264,21 +285,14 @@ class EtcdServer:
         """SIGTERM, then SIGKILL if it has not exited after `timeout`."""
         if self.process is None:
             return
-        if self.process.poll() is None:
-            self._signal_group(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self._signal_group(signal.SIGKILL)
-                self.process.wait(timeout=timeout)
+        end_group(self.process, timeout)
         self._reap()
 
     def kill(self):
         """SIGKILL: etcd dies at once, whatever it was doing."""
         if self.process is None:
             return
-        self._signal_group(signal.SIGKILL)
-        self.process.wait(timeout=10)
+        end_group(self.process, sig=signal.SIGKILL)
         self._reap()
 
     def running(self):
