@@ -32,7 +32,7 @@ measured and reported, not only failed.
 
 Cases (one per meson test):
 
-  stream        1,000 random changes at ~60/s; the check; p50/p99 lag from
+  stream        1,000 random changes at ~40/s; the check; p50/p99 lag from
                 each change to each process reporting it, per kind of
                 process; every (revision, fingerprint) any process reported
                 is the fingerprint of etcd's state at that revision
