@@ -63,8 +63,8 @@ Current Admin::read() {
     for (KeyValue &kv : r.kvs) {
         cur.mod_revision[kv.key] = kv.mod_revision;
         if (layout_.is_member_key(kv.key)) {
-            try {
-                MemberEntry m = parse_member(kv.key.substr(dir.size()), kv.value, kv.key);
+            try {  // the id alone, so that a member with a bad value can be removed
+                MemberEntry m = parse_member(kv.key.substr(dir.size()), "0", kv.key);
                 cur.key_of_id.emplace(m.id, kv.key);
             } catch (const CliError &) {
                 // an undecodable key: the state is refused by validate()
@@ -178,7 +178,13 @@ void run_set_weight(Admin &a) {
     const std::string id = decode_id(f.id);
     Current cur = a.read();
     const std::string key = member_key(a, cur, f.id, id);
-    MemberEntry old = parse_member(key.substr(a.layout().members_dir().size()), cur.state.at(key), key);
+    MemberEntry old;
+    try {
+        old = parse_member(key.substr(a.layout().members_dir().size()), cur.state.at(key), key);
+    } catch (const CliError &e) {
+        throw CliError(std::string(e.what()) + ": set-weight keeps the zone, which cannot be read here: remove " +
+                       "the member and add it again, or correct the value with etcdctl put");
+    }
     MemberEntry m = canonical_member(old.id, f.weight, old.zone);
     State next = cur.state;
     next[key] = m.value;

@@ -35,7 +35,7 @@ namespace chring::cli::etcd {
 namespace {
 
 StopFlag g_stop = 0;
-int g_signal = 0;
+volatile std::sig_atomic_t g_signal = 0;
 
 extern "C" void on_stop_signal(int sig) {
     g_signal = sig;
@@ -103,7 +103,7 @@ private:
     void follow(unsigned &attempt);
     bool handle(const std::string &line, bool &created);
     void probe();
-    void check_header(const Header &h);
+    void check_header(const Header &h, bool revision);
     bool publish();
     void run_exec(uint64_t fingerprint);
     double backoff(unsigned attempt);
@@ -115,7 +115,7 @@ private:
 
     State state_;
     uint64_t revision_ = 0;       // the revision state_ is the prefix's state at
-    uint64_t seen_revision_ = 0;  // the highest header revision seen since the last list
+    uint64_t seen_revision_ = 0;  // the highest revision a list or probe returned
     uint64_t cluster_id_ = 0;
     bool have_cluster_ = false;
 
@@ -130,9 +130,14 @@ double Watcher::backoff(unsigned attempt) {
     return ceiling * half(random_);
 }
 
-void Watcher::check_header(const Header &h) {
+// Another cluster id, or (`revision`) a revision below the highest one a
+// linearizable read returned, ends the watch. Watch responses carry the
+// cluster id, but their revision is not monotonic: a watcher that catches
+// up gets headers of the revisions it is sent.
+void Watcher::check_header(const Header &h, bool revision) {
     if (h.cluster_id != 0 && have_cluster_ && h.cluster_id != cluster_id_)
         throw Relist("etcd's cluster id changed from " + hex64(cluster_id_) + " to " + hex64(h.cluster_id));
+    if (!revision) return;
     if (h.revision != 0 && h.revision < seen_revision_)
         throw Relist("etcd's revision went back from " + std::to_string(seen_revision_) + " to " +
                      std::to_string(h.revision) + " (restored from a backup?)");
@@ -160,13 +165,18 @@ void Watcher::list() {
 bool Watcher::handle(const std::string &line, bool &created) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) throw Relist("etcd sent a watch line that is not JSON");
-    if (auto err = j.find("error"); err != j.end())
-        throw Relist("the watch failed: " + j.value("message", err->is_string() ? err->get<std::string>() : ""));
+    if (auto err = j.find("error"); err != j.end()) {
+        // {"error": {"grpc_code": 14, "message": ...}} on a stream, or the
+        // unary shape {"error": "...", "message": "...", "code": N}.
+        std::string message = err->is_object() ? err->value("message", std::string()) : j.value("message", std::string());
+        if (message.empty() && err->is_string()) message = err->get<std::string>();
+        throw Relist("the watch failed (" + (message.empty() ? err->dump() : message) + ")");
+    }
     auto res = j.find("result");
     if (res == j.end() || !res->is_object()) throw Relist("etcd sent a watch line without a result");
-    check_header(parse_header(*res));
+    check_header(parse_header(*res), false);
     if (uint64_t compacted = json_u64(*res, "compact_revision"))
-        throw Relist("a compacted revision (watching from " + std::to_string(revision_ + 1) +
+        throw Relist("a compacted revision (the watch needs revision " + std::to_string(revision_ + 1) +
                      ", etcd keeps revisions from " + std::to_string(compacted) + ")");
     if (res->value("canceled", false))
         throw Relist("etcd canceled the watch: " + res->value("cancel_reason", std::string("no reason given")));
@@ -200,7 +210,7 @@ void Watcher::probe() {
         throw Relist(std::string("no answer to the keepalive probe: ") + e.what());
     }
     if (client_.endpoint() != endpoint) throw Relist(endpoint + " stopped answering the keepalive probe");
-    check_header(r.header);
+    check_header(r.header, true);
 }
 
 void Watcher::follow(unsigned &attempt) {
