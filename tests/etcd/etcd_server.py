@@ -114,8 +114,10 @@ class EtcdClient:
 
     Keys and values are str (UTF-8) or bytes. Every call returns the
     revision of the store after it (the header's revision). Not thread-safe:
-    one client per thread.
+    one client per thread. A failed call raises one of `errors`.
     """
+
+    errors = (OSError, http.client.HTTPException, EtcdError, ValueError)
 
     def __init__(self, url, timeout=10.0):
         assert url.startswith("http://")
@@ -127,6 +129,10 @@ class EtcdClient:
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+
+    def reset(self):
+        """After a failed call: the next one starts on a fresh connection."""
+        self.close()
 
     def call(self, path, body):
         """POST body (a dict) to path; the decoded JSON answer."""
