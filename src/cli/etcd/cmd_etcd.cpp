@@ -5,9 +5,9 @@
 // succeeds only if nothing under the prefix changed since R.
 #include <iostream>
 
-#include "../membership.hpp"
 #include "../options.hpp"
 #include "../report.hpp"
+#include "../spelling.hpp"
 #include "etcd_client.hpp"
 #include "etcd_commands.hpp"
 #include "etcd_state.hpp"
@@ -64,8 +64,7 @@ Current Admin::read() {
         cur.mod_revision[kv.key] = kv.mod_revision;
         if (layout_.is_member_key(kv.key)) {
             try {  // the id alone, so that a member with a bad value can be removed
-                MemberEntry m = parse_member(kv.key.substr(dir.size()), "0", kv.key);
-                cur.key_of_id.emplace(m.id, kv.key);
+                cur.key_of_id.emplace(decode_id(std::string_view(kv.key).substr(dir.size()), kv.key), kv.key);
             } catch (const CliError &) {
                 // an undecodable key: the state is refused by validate()
             }
@@ -133,19 +132,30 @@ std::string summary(uint64_t revision, const Built &b) {
            std::to_string(b.members) + (b.members == 1 ? " member" : " members");
 }
 
-// The member an argument names (id field syntax, decoded).
-std::string decode_id(const std::string &arg) { return parse_member(arg, "0", "'" + arg + "'").id; }
+// The member the id argument names, in the prefix as read now.
+struct Target {
+    std::string id;   // decoded
+    Current cur;
+    std::string key;  // its key in cur
+};
 
-const std::string &member_key(const Admin &a, const Current &cur, const std::string &arg, const std::string &id) {
-    auto it = cur.key_of_id.find(id);
-    if (it == cur.key_of_id.end())
+Target find_member(Admin &a) {
+    const std::string &arg = a.flags().id;
+    Target t;
+    t.id = decode_id(arg, "'" + arg + "'");
+    t.cur = a.read();
+    auto it = t.cur.key_of_id.find(t.id);
+    if (it == t.cur.key_of_id.end())
         throw CliError("'" + arg + "' is not a member of " + a.layout().prefix() + " (revision " +
-                       std::to_string(cur.header.revision) + ")");
-    return it->second;
+                       std::to_string(t.cur.header.revision) + ")");
+    t.key = it->second;
+    return t;
 }
 
 void run_add(Admin &a) {
     const AdminFlags &f = a.flags();
+    if (!f.zone.empty())
+        if (std::string why = field_problem(f.zone); !why.empty()) throw CliError("add " + f.id + ": the zone " + why);
     std::string value = std::to_string(f.weight) + (f.zone.empty() ? "" : " " + f.zone);
     MemberEntry m = parse_member(f.id, value, "add " + f.id);
     Current cur = a.read();
@@ -163,9 +173,7 @@ void run_add(Admin &a) {
 
 void run_remove(Admin &a) {
     const AdminFlags &f = a.flags();
-    const std::string id = decode_id(f.id);
-    Current cur = a.read();
-    const std::string key = member_key(a, cur, f.id, id);
+    const auto [id, cur, key] = find_member(a);
     State next = cur.state;
     next.erase(key);
     Built b = a.validate(next, "remove " + f.id);
@@ -175,9 +183,7 @@ void run_remove(Admin &a) {
 
 void run_set_weight(Admin &a) {
     const AdminFlags &f = a.flags();
-    const std::string id = decode_id(f.id);
-    Current cur = a.read();
-    const std::string key = member_key(a, cur, f.id, id);
+    const auto [id, cur, key] = find_member(a);
     MemberEntry old;
     try {
         old = parse_member(key.substr(a.layout().members_dir().size()), cur.state.at(key), key);
@@ -199,51 +205,36 @@ void run_set_weight(Admin &a) {
               << '\n';
 }
 
-// The member lines of a canonical export, in its order.
-std::vector<std::pair<std::string, std::string>> exported_members(const std::string &text) {
-    std::vector<std::pair<std::string, std::string>> out;
-    size_t start = 0;
-    while (start < text.size()) {
-        size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        if (text.compare(start, 2, "%%") != 0) {
-            size_t space = text.find(' ', start);
-            out.emplace_back(text.substr(start, space - start), text.substr(space + 1, end - space - 1));
-        }
-        start = end + 1;
-    }
-    return out;
-}
-
 void run_apply(Admin &a) {
     const AdminFlags &f = a.flags();
-    chr_options base;
-    check(chr_options_init(&base, CHR_OPTIONS_VERSION), "");
-    base.plugin_dir = f.etcd.plugin_dir_or_null();
-    chr_ring *raw = nullptr;
-    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
-    if (chr_ring_new_from_file(f.file.c_str(), &base, &raw, &info) != CHR_OK) throw CliError(chr_last_error());
-    RingPtr file_ring(raw);
-    const bool has_options = info.flags & CHR_RINGFILE_HAS_OPTIONS;
-    const auto members = exported_members(export_ring(file_ring.get(), 0, 0));
+    RingConfig config;
+    config.plugin_dir = f.etcd.plugin_dir;
+    MembershipFlags file;
+    file.file = f.file;
+    const LoadedRing loaded = file.load(config);  // members in file order
+    const bool has_options = loaded.info.flags & CHR_RINGFILE_HAS_OPTIONS;
+    std::vector<MemberEntry> members;
+    for (const NodeInfo &n : loaded.members) members.push_back(canonical_member(n.id, n.weight, n.zone));
 
     Current cur = a.read();
     const std::string options_key = a.layout().options_key();
     State next;
     if (has_options)
-        next[options_key] = options_value(file_ring.get());
+        next[options_key] = options_value(loaded.ring->snapshot());
     else if (auto it = cur.state.find(options_key); it != cur.state.end())
         next[options_key] = it->second;  // a plain member list keeps the ring's options
-    for (const auto &[field, value] : members) next[a.layout().member_key(field)] = value;
+    for (const MemberEntry &m : members) next[a.layout().member_key(m.id_field)] = m.value;
     Built b = a.validate(next, "apply " + f.file);
 
     // For the compatibility placements the members' order breaks ties; in
     // etcd it is the order of their keys. Refuse a file whose order differs.
     std::string reference = next.count(options_key) ? next[options_key] : "";
-    for (const auto &[field, value] : members) reference += field + " " + value + "\n";
+    for (const MemberEntry &m : members) reference += m.id_field + " " + m.value + "\n";
+    const chr_options base = config.options();
     chr_ring *ref = nullptr;
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
     check(chr_ring_new_from_text(reference.data(), reference.size(), f.file.c_str(), &base, &ref, &info), f.file);
-    RingPtr reference_ring(ref);
+    chr_ring_free(ref);
     if (info.fingerprint != b.fingerprint)
         throw CliError("apply " + f.file + ": refused: in etcd the members are in the order of their keys, which "
                        "is not the file's order, and for this placement the order is part of the ring "
@@ -289,20 +280,12 @@ void run_show(Admin &a) {
         throw CliError(a.layout().prefix() + " at revision " + std::to_string(cur.header.revision) +
                        " is not a valid ring: " + b.error);
     const uint64_t rev = cur.header.revision;
+    const Snapshot snap = b.ring->snapshot();
     if (f.format == "json" || f.format == "ring-file") {
-        std::cout << export_ring(b.ring.get(), CHR_EXPORT_REVISION | (f.format == "json" ? CHR_EXPORT_JSON : 0u), rev);
+        std::cout << snap.export_text(CHR_EXPORT_REVISION | (f.format == "json" ? CHR_EXPORT_JSON : 0u), rev);
         return;
     }
-    chr_snapshot *raw = nullptr;
-    check(chr_ring_snapshot(b.ring.get(), &raw), "snapshot");
-    Snapshot snap(raw);
-    std::string options;
-    std::string values = options_value(b.ring.get());
-    for (size_t start = 0; start < values.size();) {
-        size_t end = values.find('\n', start);
-        options += (options.empty() ? "" : ", ") + values.substr(start + 2, end - start - 2);
-        start = end + 1;
-    }
+    const std::string options = describe_options(snap.options());
     Report report;
     Table t;
     t.key = "ring";
@@ -344,10 +327,9 @@ void guarded(const std::shared_ptr<AdminFlags> &flags, void (*run)(Admin &)) {
 
 void add_etcd_command(CLI::App &app) {
     auto flags = std::make_shared<AdminFlags>();
-    CLI::App *etcd = app.add_subcommand(
-        "etcd", "Change or show the ring kept in etcd, validated before anything is written (docs/etcd.md)");
-    etcd->footer("Example: chring etcd --etcd http://127.0.0.1:2379 --prefix /chring/cache add cache-d --weight 2");
-    add_etcd_flags(*etcd, flags->etcd);
+    CLI::App *etcd = add_etcd_subcommand(
+        app, "etcd", "Change or show the ring kept in etcd, validated before anything is written (docs/etcd.md)",
+        "chring etcd --etcd http://127.0.0.1:2379 --prefix /chring/cache add cache-d --weight 2", flags->etcd);
     etcd->require_subcommand(1);
     etcd->fallthrough();  // --etcd and --prefix may also follow the operation
 

@@ -23,9 +23,9 @@
 #include <random>
 #include <thread>
 
-#include "../membership.hpp"
+#include "../file_io.hpp"
 #include "../options.hpp"
-#include "atomic_file.hpp"
+#include "../spelling.hpp"
 #include "etcd_client.hpp"
 #include "etcd_commands.hpp"
 #include "etcd_state.hpp"
@@ -57,12 +57,6 @@ void log(const std::string &message) {
     std::string line = "chring watch: " + visible(message) + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
-}
-
-std::string seconds_text(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, s < 10 ? "%.2f" : "%.0f", s);
-    return buf;
 }
 
 // Why the watch ended and the prefix is listed again.
@@ -250,10 +244,10 @@ bool Watcher::publish() {
         log("refused revision " + std::to_string(revision_) + ": " + b.error + "; " + keeping);
         return false;
     }
-    std::string text = export_ring(b.ring.get(), CHR_EXPORT_REVISION, revision_);
+    std::string text = b.ring->snapshot().export_text(CHR_EXPORT_REVISION, revision_);
     if (published_ && text == published_text_) return true;  // listed again, nothing new
     try {
-        write_file_atomically(f_.out, text);
+        write_file_atomically(f_.out, text, "ring file");
     } catch (const CliError &e) {
         log("cannot publish revision " + std::to_string(revision_) + ": " + e.what() + "; " + keeping);
         return false;
@@ -340,42 +334,11 @@ int Watcher::run() {
 
 }  // namespace
 
-CLI::Validator seconds(double min, double max) {
-    const std::string range = seconds_text(min) + ".." + seconds_text(max);
-    return CLI::Validator(
-        [=](std::string &text) -> std::string {
-            size_t dot = text.find('.');
-            std::string whole = text.substr(0, dot), frac = dot == std::string::npos ? "" : text.substr(dot + 1);
-            auto digits = [](const std::string &s) { return s.find_first_not_of("0123456789") == std::string::npos; };
-            if (whole.empty() || !digits(whole) || whole.size() > 9 || (dot != std::string::npos && (frac.empty() || !digits(frac))))
-                return "'" + text + "' is not a number of seconds (" + range + ", e.g. 2 or 0.5)";
-            double v = std::strtod(text.c_str(), nullptr);
-            if (v < min || v > max) return "'" + text + "' is out of range (" + range + " seconds)";
-            return std::string();
-        },
-        "SECONDS", "seconds");
-}
-
-void add_etcd_flags(CLI::App &cmd, EtcdFlags &flags) {
-    cmd.add_option("--etcd", flags.endpoints, "etcd client URL(s), comma-separated (http://127.0.0.1:2379)")
-        ->type_name("URL[,URL...]")
-        ->required();
-    cmd.add_option("--prefix", flags.prefix, "Key prefix of the ring: PREFIX/members/ID, PREFIX/options")
-        ->type_name("PREFIX")
-        ->required();
-    cmd.add_option("--timeout", flags.timeout, "Bound on each request to etcd, connecting included")
-        ->type_name("SECONDS")
-        ->check(seconds(0.01, 3600))
-        ->capture_default_str();
-    cmd.add_option("--plugin-dir", flags.plugin_dir, "Extra directory searched for hash plugins")->type_name("DIR");
-}
-
 void add_watch_command(CLI::App &app) {
     auto flags = std::make_shared<WatchFlags>();
-    CLI::App *cmd = app.add_subcommand(
-        "watch", "Follow a ring kept in etcd: publish it as a ring file after every change (docs/etcd.md)");
-    cmd->footer("Example: chring watch --etcd http://127.0.0.1:2379 --prefix /chring/cache --out /etc/chring/cache.ring");
-    add_etcd_flags(*cmd, flags->etcd);
+    CLI::App *cmd = add_etcd_subcommand(
+        app, "watch", "Follow a ring kept in etcd: publish it as a ring file after every change (docs/etcd.md)",
+        "chring watch --etcd http://127.0.0.1:2379 --prefix /chring/cache --out /etc/chring/cache.ring", flags->etcd);
     cmd->add_option("--out", flags->out, "The ring file to publish (replaced atomically)")->type_name("FILE")->required();
     cmd->add_option("--exec", flags->exec,
                     "Command run by /bin/sh after each publish (CHRING_FILE, CHRING_REVISION, CHRING_FINGERPRINT set)")

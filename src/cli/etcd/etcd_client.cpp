@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <mutex>
 
-#include "../membership.hpp"
 #include "../options.hpp"
+#include "../spelling.hpp"
 
 namespace chring::cli::etcd {
 
@@ -46,6 +46,21 @@ int check_stop(void *user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 std::string excerpt(const std::string &text) {
     std::string head = text.substr(0, 120);
     return "'" + visible(head) + (text.size() > head.size() ? "...'" : "'");
+}
+
+// Sets `c` up to POST the JSON `body` (not copied: it must outlive the
+// transfer) to `url`, connecting within `connect_seconds`, with TCP
+// keepalive. Returns the header list, which the caller frees after it.
+curl_slist *json_post(CURL *c, const std::string &url, const std::string &body, double connect_seconds) {
+    curl_slist *headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, millis(connect_seconds));
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    return headers;
 }
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -190,15 +205,8 @@ nlohmann::json Client::post_once(const std::string &url, const std::string &body
     curl_easy_reset(c);  // keeps the connection cache
     Answer answer;
     char error[CURL_ERROR_SIZE] = "";
-    curl_slist *headers = curl_slist_append(nullptr, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_slist *headers = json_post(c, url, body, timeout_);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, millis(timeout_));
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, millis(timeout_));
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
@@ -276,18 +284,10 @@ WatchStream::WatchStream(const std::string &endpoint, const nlohmann::json &crea
     easy_ = easy;
     multi_ = multi;
     if (!easy || !multi) throw CliError("cannot create a libcurl handle");
-    curl_slist *headers = curl_slist_append(nullptr, "Content-Type: application/json");
-    headers_ = headers;
     url_ = endpoint + "/v3/watch";
-    curl_easy_setopt(easy, CURLOPT_URL, url_.c_str());
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body_.data());
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body_.size()));
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, millis(connect_timeout_seconds));
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    headers_ = json_post(easy, url_, body_, connect_timeout_seconds);
     // The kernel's keepalive finds a peer that vanished; the watcher's own
     // probes (cmd_watch.cpp) find an etcd that stopped answering.
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPIDLE, 10L);
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPINTVL, 5L);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_data);

@@ -1,9 +1,11 @@
 #include "etcd_state.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "../options.hpp"
-#include "../ring_handle.hpp"
+#include "../spelling.hpp"
 #include "etcd_client.hpp"
 
 namespace chring::cli::etcd {
@@ -70,26 +72,6 @@ std::string options_problem(size_t line, std::string_view text) {
         if (name == known) return "";
     return "line " + std::to_string(line) + ": " + quoted(name) +
            " is not an option directive (%%placement, %%hasher, %%seed or %%tokens-per-weight)";
-}
-
-// A ring of default options (native placement).
-RingPtr default_ring() {
-    chr_ring *ring = nullptr;
-    check(chr_ring_new(nullptr, &ring), "cannot create a ring");
-    return RingPtr(ring);
-}
-
-// The member lines of a canonical export (after the directives).
-std::vector<std::string> member_lines(const std::string &text) {
-    std::vector<std::string> lines;
-    size_t start = 0;
-    while (start < text.size()) {
-        size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        if (!starts_with(std::string_view(text).substr(start), "%%")) lines.push_back(text.substr(start, end - start));
-        start = end + 1;
-    }
-    return lines;
 }
 
 }  // namespace
@@ -193,73 +175,57 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
         b.members = 0;
         return b;
     }
-    b.ring.reset(ring);
+    b.ring = std::make_unique<Ring>(ring);
     b.fingerprint = info.fingerprint;
     return b;
 }
 
-std::string export_ring(const chr_ring *ring, uint32_t flags, uint64_t revision) {
-    std::string out;
-    for (int attempt = 0; attempt < 8; ++attempt) {
-        size_t len = 0;
-        chr_status st = chr_ring_export(ring, flags, revision, out.empty() ? nullptr : &out[0], out.size(), &len);
-        if (st == CHR_OK) {
-            out.resize(len);
-            return out;
-        }
-        if (st != CHR_ERANGE) check(st, "cannot export the ring");
-        out.assign(len + 1, '\0');
-    }
-    throw CliError("cannot export the ring: it kept changing size");
+std::string decode_id(std::string_view id_field, const std::string &what) {
+    if (std::string why = field_problem(id_field); !why.empty()) throw CliError(what + ": the id " + why);
+    std::string id, why;
+    if (!decode_member_field(id_field, MemberField::id, id, why)) throw CliError(what + ": " + why);
+    return id;
 }
 
 MemberEntry parse_member(const std::string &id_field, const std::string &value, const std::string &what) {
-    if (std::string why = field_problem(id_field); !why.empty()) throw CliError(what + ": the id " + why);
+    const std::string id = decode_id(id_field, what);
     if (std::string why = value_problem(value); !why.empty()) throw CliError(what + ": " + why);
-    const std::string text = id_field + " " + value + "\n";
-    chr_ring *raw = nullptr;
-    if (chr_ring_new_from_text(text.data(), text.size(), kName, nullptr, &raw, nullptr) != CHR_OK)
-        throw CliError(what + ": " + library_reason(chr_last_error()));
-    RingPtr ring(raw);
-    chr_snapshot *snap = nullptr;
-    check(chr_ring_snapshot(ring.get(), &snap), "snapshot");
-    Snapshot s(snap);
-    std::vector<NodeInfo> nodes = s.nodes();
-    if (nodes.size() != 1) throw CliError(what + ": not one member");
-    return canonical_member(nodes[0].id, nodes[0].weight, nodes[0].zone);
+    // The value's fields as the parser splits a line: blanks separate them,
+    // a field that starts with '#' starts a comment.
+    std::vector<std::string_view> fields;
+    const std::string_view v = value;
+    for (size_t i = v.find_first_not_of(" \t"); i != std::string_view::npos && v[i] != '#';
+         i = v.find_first_not_of(" \t", i)) {
+        const size_t end = std::min(v.find_first_of(" \t", i), v.size());
+        fields.push_back(v.substr(i, end - i));
+        i = end;
+    }
+    if (fields.empty() || fields.size() > 2)
+        throw CliError(what + ": the value has " + std::to_string(fields.size()) +
+                       " fields (a member's value is '<weight> [zone]')");
+    const std::string weight(fields[0]);
+    if (std::string why = number_problem(weight, 0, CHR_WEIGHT_MAX); !why.empty())
+        throw CliError(what + ": weight " + why);
+    std::string zone, why;
+    if (fields.size() == 2 && !decode_member_field(fields[1], MemberField::zone, zone, why))
+        throw CliError(what + ": " + why);
+    return canonical_member(id, uint32_t(std::stoul(weight)), zone);
 }
 
 MemberEntry canonical_member(const std::string &id, uint32_t weight, const std::string &zone) {
-    RingPtr ring = default_ring();
-    check(chr_ring_add(ring.get(), id.data(), id.size(), weight, zone.data(), zone.size(), 0),
-          "member '" + percent_encode(id) + "'");
-    std::vector<std::string> lines = member_lines(export_ring(ring.get(), 0, 0));
-    if (lines.size() != 1) throw CliError("member '" + percent_encode(id) + "': cannot spell it");
     MemberEntry m;
     m.id = id;
     m.zone = zone;
     m.weight = weight;
-    size_t space = lines[0].find(' ');
-    m.id_field = lines[0].substr(0, space);
-    m.value = lines[0].substr(space + 1);
+    m.id_field = canonical_field(id);
+    m.value = std::to_string(weight) + (zone.empty() ? "" : " " + canonical_field(zone));
     return m;
 }
 
-std::string options_value(const chr_ring *ring) {
-    std::string text = export_ring(ring, 0, 0), out;
-    size_t start = 0;
-    while (start < text.size()) {
-        size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        std::string_view line = std::string_view(text).substr(start, end - start);
-        for (const char *name : {"%%placement ", "%%hasher ", "%%seed ", "%%tokens-per-weight "})
-            if (starts_with(line, name)) {
-                out.append(line.data(), line.size());
-                out += '\n';
-            }
-        start = end + 1;
-    }
-    return out;
+std::string options_value(const Snapshot &snap) {
+    const RingConfig c = snap.options();
+    return "%%placement " + c.placement + "\n%%hasher " + c.hasher + "\n%%seed " + std::to_string(c.seed) +
+           "\n%%tokens-per-weight " + std::to_string(c.tokens_per_weight) + "\n";
 }
 
 }  // namespace chring::cli::etcd

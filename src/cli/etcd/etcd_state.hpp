@@ -13,14 +13,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
+
+#include "../ring_handle.hpp"
 
 namespace chring::cli::etcd {
-
-struct RingDeleter {
-    void operator()(chr_ring *ring) const { chr_ring_free(ring); }
-};
-using RingPtr = std::unique_ptr<chr_ring, RingDeleter>;
 
 // Where a ring lives in etcd.
 class Layout {
@@ -45,7 +41,7 @@ using State = std::map<std::string, std::string>;
 
 // A state read as a ring: the ring, or why the state is refused.
 struct Built {
-    RingPtr ring;        // null when refused
+    std::unique_ptr<Ring> ring;  // null when refused
     std::string error;   // "KEY: reason" (or "PREFIX: reason" for the state as a whole)
     uint64_t fingerprint = 0;
     size_t members = 0;
@@ -60,9 +56,6 @@ struct Built {
 // hasher not available here). `plugin_dir` may be NULL.
 Built build_ring(const Layout &layout, const State &state, const char *plugin_dir);
 
-// The canonical ring file of `ring` (chr_ring_export with these flags).
-std::string export_ring(const chr_ring *ring, uint32_t flags, uint64_t revision);
-
 // Why `field` cannot be one field of a ring-file line, or "" when it can.
 std::string field_problem(std::string_view field);
 
@@ -75,15 +68,21 @@ struct MemberEntry {
     std::string value;       // canonical "<weight>[ <zone field>]"
 };
 
-// Reads a member line "<id field> <weight> [zone field]" with the
-// library's parser. Throws CliError with the library's reason (`what`
-// names the line in it, e.g. the key).
+// The id an id field spells (a member key's last part, an argument),
+// decoded as a ring file's member line decodes it. Throws CliError
+// "WHAT: the id ..." when it is not one field or does not decode.
+std::string decode_id(std::string_view id_field, const std::string &what);
+
+// Reads a member: its id field and its value "<weight> [zone field]", as
+// the ring-file parser reads the line "<id field> <value>". Throws CliError
+// "WHAT: reason".
 MemberEntry parse_member(const std::string &id_field, const std::string &value, const std::string &what);
 
-// The canonical spelling of a member given as decoded bytes.
+// The canonical spelling of a member given as decoded bytes
+// (chr_ringfile_escape), as chr_ring_export writes its line.
 MemberEntry canonical_member(const std::string &id, uint32_t weight, const std::string &zone);
 
 // The canonical options value of a ring: its four option directive lines.
-std::string options_value(const chr_ring *ring);
+std::string options_value(const Snapshot &snap);
 
 }  // namespace chring::cli::etcd
