@@ -27,7 +27,7 @@ CLI::Validator seconds(double min, double max) {
             if (v < min || v > max) return "'" + text + "' is out of range (" + range + " seconds)";
             return std::string();
         },
-        "SECONDS", "seconds");
+        "", "SECONDS");
 }
 
 void add_etcd_flags(CLI::App &cmd, EtcdFlags &flags) {
