@@ -353,6 +353,20 @@ static size_t phdr_at(const unsigned char *elf, uint32_t type) {
     return 0;
 }
 
+/* Whether the plugin has a dynamic entry `tag` (which ones a build's linker
+ * writes varies: without calls through the PLT or versioned symbols, the
+ * gcc build's plugin has no DT_JMPREL, DT_VERSYM or DT_VERNEED). */
+static int dyn_has(const unsigned char *elf, int64_t tag) {
+    Elf64_Phdr ph;
+    memcpy(&ph, elf + phdr_at(elf, PT_DYNAMIC), sizeof ph);
+    for (size_t at = (size_t)ph.p_offset;; at += sizeof(Elf64_Dyn)) {
+        Elf64_Dyn d;
+        memcpy(&d, elf + at, sizeof d);
+        if (d.d_tag == tag) return 1;
+        if (d.d_tag == DT_NULL) return 0;
+    }
+}
+
 static size_t dyn_at(const unsigned char *elf, int64_t tag) {
     Elf64_Phdr ph;
     memcpy(&ph, elf + phdr_at(elf, PT_DYNAMIC), sizeof ph);
@@ -438,8 +452,14 @@ static void test_corrupted_dynamic_sections_are_refused(void **state) {
     path_join(path, dir, "chring-corrupted.so");
     unsigned char *copy = malloc(size);
     assert_non_null(copy);
+    size_t ran = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         const corruption *c = &cases[i];
+        if (c->tag > 0 && !dyn_has(elf, c->tag)) {
+            printf("skipped \"%s\": this build's plugin has no such entry\n", c->what);
+            continue;
+        }
+        ++ran;
         memcpy(copy, elf, size);
         if (c->tag > 0) {
             Elf64_Dyn d;
@@ -467,6 +487,8 @@ static void test_corrupted_dynamic_sections_are_refused(void **state) {
             fail_msg("%s: status %d, message \"%s\" (want CHR_EPLUGIN_NOTSO, \"%s\")", c->what, st, message,
                      c->reason);
     }
+    /* Every linker writes the entries of all but the three optional cases. */
+    assert_true(ran >= sizeof cases / sizeof cases[0] - 3);
     unlink(path);
     free(copy);
     free(elf);
