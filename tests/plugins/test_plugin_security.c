@@ -92,35 +92,30 @@ static int group_teardown(void **state) {
 
 /* ---- trust rules ---------------------------------------------------------------- */
 
-static void test_file_writable_by_others(void **state) {
+/* A plugin or its directory writable by others, or by the group: refused by
+ * chr_plugin_load and skipped by discovery, each saying which rule. */
+static void test_writable_files_and_directories(void **state) {
     (void)state;
-    char dir[PATH_SIZE], file[PATH_SIZE];
-    make_dir(dir, "mode-0666", 0755);
-    copy_fixture("fixture-trust.so", dir, "chring-trust.so", file);
-    assert_int_equal(chmod(file, 0666), 0);
-    expect_untrusted(file, "writable by others (mode 0666)");
-    expect_discovery_skips(dir, "fixture_trust", "writable by others (mode 0666)");
-    assert_int_equal(chmod(file, 0775), 0);
-    expect_untrusted(file, "writable by its group (mode 0775)");
-}
-
-static void test_directory_writable_by_others(void **state) {
-    (void)state;
-    char dir[PATH_SIZE], file[PATH_SIZE];
-    make_dir(dir, "dir-0777", 0777);
-    copy_fixture("fixture-trust.so", dir, "chring-trust.so", file);
-    expect_untrusted(file, "writable by others (mode 0777)");
-    expect_discovery_skips(dir, "fixture_trust", "writable by others (mode 0777)");
-}
-
-/* Sticky does not help the plugin's own directory: anyone may add a file. */
-static void test_sticky_directory_writable_by_others(void **state) {
-    (void)state;
-    char dir[PATH_SIZE], file[PATH_SIZE];
-    make_dir(dir, "dir-1777", 01777);
-    copy_fixture("fixture-trust.so", dir, "chring-trust.so", file);
-    expect_untrusted(file, "writable by others (mode 1777)");
-    expect_discovery_skips(dir, "fixture_trust", "(mode 1777)");
+    static const struct {
+        const char *dir;
+        mode_t dir_mode, file_mode;
+        const char *reason;           /* in chr_plugin_load's message */
+        const char *discovery_reason; /* in the CHR_ENOHASHER message */
+    } cases[] = {
+        {"file-0666", 0755, 0666, "writable by others (mode 0666)", "writable by others (mode 0666)"},
+        {"file-0775", 0755, 0775, "writable by its group (mode 0775)", "(mode 0775)"},
+        {"dir-0777", 0777, 0755, "writable by others (mode 0777)", "writable by others (mode 0777)"},
+        /* sticky does not help the plugin's own directory: anyone may add a file */
+        {"dir-1777", 01777, 0755, "writable by others (mode 1777)", "(mode 1777)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        char dir[PATH_SIZE], file[PATH_SIZE];
+        make_dir(dir, cases[i].dir, cases[i].dir_mode);
+        copy_fixture("fixture-trust.so", dir, "chring-trust.so", file);
+        assert_int_equal(chmod(file, cases[i].file_mode), 0);
+        expect_untrusted(file, cases[i].reason);
+        expect_discovery_skips(dir, "fixture_trust", cases[i].discovery_reason);
+    }
 }
 
 static void test_file_owned_by_another_user(void **state) {
@@ -358,6 +353,20 @@ static size_t phdr_at(const unsigned char *elf, uint32_t type) {
     return 0;
 }
 
+/* Whether the plugin has a dynamic entry `tag` (which ones a build's linker
+ * writes varies: without calls through the PLT or versioned symbols, the
+ * gcc build's plugin has no DT_JMPREL, DT_VERSYM or DT_VERNEED). */
+static int dyn_has(const unsigned char *elf, int64_t tag) {
+    Elf64_Phdr ph;
+    memcpy(&ph, elf + phdr_at(elf, PT_DYNAMIC), sizeof ph);
+    for (size_t at = (size_t)ph.p_offset;; at += sizeof(Elf64_Dyn)) {
+        Elf64_Dyn d;
+        memcpy(&d, elf + at, sizeof d);
+        if (d.d_tag == tag) return 1;
+        if (d.d_tag == DT_NULL) return 0;
+    }
+}
+
 static size_t dyn_at(const unsigned char *elf, int64_t tag) {
     Elf64_Phdr ph;
     memcpy(&ph, elf + phdr_at(elf, PT_DYNAMIC), sizeof ph);
@@ -443,8 +452,14 @@ static void test_corrupted_dynamic_sections_are_refused(void **state) {
     path_join(path, dir, "chring-corrupted.so");
     unsigned char *copy = malloc(size);
     assert_non_null(copy);
+    size_t ran = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         const corruption *c = &cases[i];
+        if (c->tag > 0 && !dyn_has(elf, c->tag)) {
+            printf("skipped \"%s\": this build's plugin has no such entry\n", c->what);
+            continue;
+        }
+        ++ran;
         memcpy(copy, elf, size);
         if (c->tag > 0) {
             Elf64_Dyn d;
@@ -472,6 +487,8 @@ static void test_corrupted_dynamic_sections_are_refused(void **state) {
             fail_msg("%s: status %d, message \"%s\" (want CHR_EPLUGIN_NOTSO, \"%s\")", c->what, st, message,
                      c->reason);
     }
+    /* Every linker writes the entries of all but the three optional cases. */
+    assert_true(ran >= sizeof cases / sizeof cases[0] - 3);
     unlink(path);
     free(copy);
     free(elf);
@@ -479,9 +496,7 @@ static void test_corrupted_dynamic_sections_are_refused(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_file_writable_by_others),
-        cmocka_unit_test(test_directory_writable_by_others),
-        cmocka_unit_test(test_sticky_directory_writable_by_others),
+        cmocka_unit_test(test_writable_files_and_directories),
         cmocka_unit_test(test_file_owned_by_another_user),
         cmocka_unit_test(test_relative_search_entries),
         cmocka_unit_test(test_trusted_copy_loads),

@@ -1,0 +1,117 @@
+/* A fixed amount of one kind of work through the public API, for counting
+ * instructions (tests/bench/ab_instructions.sh runs it under callgrind).
+ * Instruction counts do not depend on what else the machine runs, so an
+ * A/B of two builds of libchring.so with this same binary separates a change
+ * of a few percent where the timed benchmarks, on a busy host, cannot.
+ *
+ *   fixed_work OP NODES COUNT
+ *
+ * OP: ring_lookup, snapshot_lookup, ring_replicas3, snapshot_replicas3
+ * (COUNT lookups of distinct keys), add_one_node, remove_one_node (COUNT
+ * single-node updates of a ring of NODES), build_from_scratch (COUNT rings
+ * of NODES built with one batch). NODES are "node-0000".. with weight 1 in
+ * the default ring (native placement, xxh3, 160 tokens per weight). The
+ * setup is the same for COUNT 0, so (count(K) - count(0)) / K is the cost of
+ * one operation. Exits 1 with a message on any failed call. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chring.h"
+
+static void check(chr_status st, const char *what) {
+    if (st != CHR_OK) {
+        fprintf(stderr, "fixed_work: %s: %s\n", what, chr_last_error());
+        exit(1);
+    }
+}
+
+static void node_id(char *buf, size_t size, size_t i) { snprintf(buf, size, "node-%04u", (unsigned)i); }
+
+static chr_ring *ring_of(size_t nodes) {
+    chr_ring *ring = NULL;
+    check(chr_ring_new(NULL, &ring), "chr_ring_new");
+    chr_change *changes = calloc(nodes ? nodes : 1, sizeof *changes);
+    char(*ids)[16] = calloc(nodes ? nodes : 1, sizeof *ids);
+    if (!changes || !ids) {
+        fprintf(stderr, "fixed_work: out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < nodes; ++i) {
+        node_id(ids[i], sizeof ids[i], i);
+        changes[i].op = CHR_OP_ADD;
+        changes[i].id = ids[i];
+        changes[i].id_len = strlen(ids[i]);
+        changes[i].weight = 1;
+    }
+    check(chr_ring_apply(ring, changes, nodes, NULL), "chr_ring_apply");
+    free(ids);
+    free(changes);
+    return ring;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: fixed_work OP NODES COUNT\n");
+        return 2;
+    }
+    const char *op = argv[1];
+    const size_t nodes = strtoull(argv[2], NULL, 10);
+    const size_t count = strtoull(argv[3], NULL, 10);
+    char key[32];
+    const char extra[] = "node-extra";
+    chr_node_ref ref;
+    chr_node_ref refs[3];
+    size_t found = 0;
+
+    if (strcmp(op, "build_from_scratch") == 0) {
+        for (size_t c = 0; c < count; ++c) chr_ring_free(ring_of(nodes));
+        return 0;
+    }
+    chr_ring *ring = ring_of(nodes);
+    chr_snapshot *snap = NULL;
+    check(chr_ring_snapshot(ring, &snap), "chr_ring_snapshot");
+    if (strcmp(op, "ring_lookup") == 0) {
+        for (size_t c = 0; c < count; ++c) {
+            int n = snprintf(key, sizeof key, "key-%zu", c);
+            check(chr_ring_lookup(ring, key, (size_t)n, &ref), "chr_ring_lookup");
+        }
+    } else if (strcmp(op, "snapshot_lookup") == 0) {
+        for (size_t c = 0; c < count; ++c) {
+            int n = snprintf(key, sizeof key, "key-%zu", c);
+            chr_node_view view;
+            check(chr_snapshot_lookup(snap, key, (size_t)n, &view), "chr_snapshot_lookup");
+        }
+    } else if (strcmp(op, "ring_replicas3") == 0) {
+        for (size_t c = 0; c < count; ++c) {
+            int n = snprintf(key, sizeof key, "key-%zu", c);
+            check(chr_ring_replicas(ring, key, (size_t)n, 3, refs, &found), "chr_ring_replicas");
+        }
+    } else if (strcmp(op, "snapshot_replicas3") == 0) {
+        chr_node_view views[3];
+        for (size_t c = 0; c < count; ++c) {
+            int n = snprintf(key, sizeof key, "key-%zu", c);
+            check(chr_snapshot_replicas(snap, key, (size_t)n, 3, views, &found), "chr_snapshot_replicas");
+        }
+    } else if (strcmp(op, "add_one_node") == 0 || strcmp(op, "remove_one_node") == 0) {
+        /* Each round is one add and one remove; the two ops differ in which
+         * of them the round starts from, as in bench_update. */
+        const int remove_first = strcmp(op, "remove_one_node") == 0;
+        if (remove_first) check(chr_ring_add(ring, extra, sizeof extra - 1, 1, NULL, 0, 0), "chr_ring_add");
+        for (size_t c = 0; c < count; ++c) {
+            if (remove_first) {
+                check(chr_ring_remove(ring, extra, sizeof extra - 1), "chr_ring_remove");
+                check(chr_ring_add(ring, extra, sizeof extra - 1, 1, NULL, 0, 0), "chr_ring_add");
+            } else {
+                check(chr_ring_add(ring, extra, sizeof extra - 1, 1, NULL, 0, 0), "chr_ring_add");
+                check(chr_ring_remove(ring, extra, sizeof extra - 1), "chr_ring_remove");
+            }
+        }
+    } else {
+        fprintf(stderr, "fixed_work: unknown OP '%s'\n", op);
+        return 2;
+    }
+    chr_snapshot_release(snap);
+    chr_ring_free(ring);
+    return 0;
+}
