@@ -650,6 +650,12 @@ ElfVerdict check_elf(const ReadAt &read, uint64_t size, const ElfHost &host) {
                                   segment_name(p.p_type));
             }
             break;
+        case PT_GNU_RELRO:
+            // After relocating, the loader makes these pages read-only: a range
+            // past its PT_LOAD would write-protect whatever is mapped next.
+            if (p.p_memsz && !image.holding(p.p_vaddr, p.p_memsz, false, true))
+                return refuse(true, "its PT_GNU_RELRO lies outside the memory of every PT_LOAD");
+            break;
         default: break;
         }
     }
