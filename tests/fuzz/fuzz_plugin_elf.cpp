@@ -325,6 +325,21 @@ bool unread_header_byte(uint64_t i) {
            in(offsetof(Elf64_Ehdr, e_shentsize), 3 * sizeof(Elf64_Half));  // e_shentsize, e_shnum, e_shstrndx
 }
 
+// Whether byte i of the program headers lies in the p_filesz of a PT_LOAD
+// whose value the edits made smaller: the segment's tail then reads as
+// zeros, as if those data bytes had been edited (the plugin's constructors
+// run on them), which is no structure chring could judge.
+bool shrunk_file_size(const std::vector<uint8_t> &f, uint64_t i) {
+    const Layout &l = g_layout;
+    const uint64_t header = l.phoff + (i - l.phoff) / sizeof(Elf64_Phdr) * sizeof(Elf64_Phdr);
+    const uint64_t field = header + offsetof(Elf64_Phdr, p_filesz);
+    if (i < field || i >= field + sizeof(Elf64_Xword) || header + sizeof(Elf64_Phdr) > f.size()) return false;
+    Elf64_Phdr base, now;
+    std::memcpy(&base, &g_base[header], sizeof base);
+    std::memcpy(&now, &f[header], sizeof now);
+    return base.p_type == PT_LOAD && now.p_type == PT_LOAD && now.p_filesz < base.p_filesz;
+}
+
 // Whether the edits reached what chring validates before dlopen (the ELF
 // header, the program headers, the dynamic section, and the file's size
 // against its PT_LOAD segments: src/plugin/elf_check.cpp), rather than
@@ -339,6 +354,7 @@ bool structural_edit(const std::vector<uint8_t> &f) {
     for (const auto &r : ranges)
         for (uint64_t i = r[0]; i < r[1] && i < f.size(); ++i)
             if (f[i] != g_base[i] && !(r[0] == 0 && unread_header_byte(i)) &&
+                !(r[0] == l.phoff && shrunk_file_size(f, i)) &&
                 !(r[0] == l.dyn && dyn_end <= f.size() && code_address_value(f, i)))
                 return true;
     return false;
