@@ -102,6 +102,14 @@ void child_setup() {
 
 enum class Where { Chring, DynamicLoader, Plugin };
 
+// The sanitizer runtime's entry points (and the interceptors it puts in front
+// of libc's string functions), called by whoever crashed through them.
+bool sanitizer_entry(const char *name) {
+    return name && (std::strncmp(name, "__asan", 6) == 0 || std::strncmp(name, "__sanitizer", 11) == 0 ||
+                    std::strncmp(name, "__ubsan", 7) == 0 || std::strncmp(name, "__interceptor_", 14) == 0 ||
+                    std::strcmp(name, "strnlen") == 0 || std::strcmp(name, "strlen") == 0);
+}
+
 // The innermost frame that is neither libc nor the signal handler decides.
 Where classify(const Shared &s) {
     Dl_info self;
@@ -128,12 +136,20 @@ Where classify(const Shared &s) {
             // whoever crashed through it (an instrumented plugin's
             // constructor registering its globals, chring's strnlen): the
             // caller decides.
-            if (info.dli_sname && (std::strncmp(info.dli_sname, "__asan", 6) == 0 ||
-                                   std::strncmp(info.dli_sname, "__sanitizer", 11) == 0 ||
-                                   std::strncmp(info.dli_sname, "__ubsan", 7) == 0 ||
-                                   std::strncmp(info.dli_sname, "__interceptor_", 14) == 0 ||
-                                   std::strcmp(info.dli_sname, "strnlen") == 0 || std::strcmp(info.dli_sname, "strlen") == 0))
-                continue;
+            if (sanitizer_entry(info.dli_sname)) continue;
+            // An unnamed frame (not exported) is the sanitizer runtime's
+            // inside when the next named frame of this executable is one of
+            // its entries (an ODR report aborting from __asan_register_globals).
+            if (!info.dli_sname) {
+                int j = i + 1;
+                Dl_info next;
+                for (; j < s.frames; ++j)
+                    if (dladdr(s.frame[j], &next) && next.dli_fbase == self.dli_fbase && next.dli_sname) break;
+                if (j < s.frames && sanitizer_entry(next.dli_sname)) {
+                    i = j;
+                    continue;
+                }
+            }
             // Frames of the handler itself, when the PC was not recorded.
             if (reinterpret_cast<uintptr_t>(s.frame[i]) >= reinterpret_cast<uintptr_t>(&on_fatal) &&
                 reinterpret_cast<uintptr_t>(s.frame[i]) < reinterpret_cast<uintptr_t>(&on_fatal) + 512)
