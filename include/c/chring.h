@@ -500,15 +500,24 @@ CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size
                                       double *fraction) CHR_NOEXCEPT;
 
 /**
+ * The fingerprint algorithm of this library (docs/semantics.md,
+ * "Fingerprint"): compare fingerprints only between libraries with the same
+ * version. Version 2 added the zones, and only for rings where some member
+ * has one: a ring without zones fingerprints as in version 1.
+ */
+#define CHR_FINGERPRINT_VERSION 2
+
+/**
  * A 64-bit digest of the placement options, the sorted token array (value
- * and owner id) and the members (id, weight). Two rings with equal
- * fingerprints route every key, and every replica list, the same; rings
- * built from the same options and membership have equal fingerprints
- * whatever the order of the calls that built them, on every platform.
- * Tags and zones are metadata and not included. A compatibility placement
- * ignores seed and tokens_per_weight, so rings that differ only in those
- * are the same ring and have equal fingerprints.
- * Thread-safety: as chr_ring_lookup. Since: 0.1.
+ * and owner id), the members (id, weight) and their zones. Two rings with
+ * equal fingerprints route every key, and every replica list under every
+ * replica policy, the same; rings built from the same options and
+ * membership have equal fingerprints whatever the order of the calls that
+ * built them, on every platform. Tags are metadata and not included. A
+ * compatibility placement ignores seed and tokens_per_weight, so rings that
+ * differ only in those are the same ring and have equal fingerprints.
+ * Thread-safety: as chr_ring_lookup. Since: 0.1 (zones since 0.2:
+ * CHR_FINGERPRINT_VERSION 2).
  */
 CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) CHR_NOEXCEPT;
 
@@ -607,9 +616,10 @@ CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, ui
  * Cost: the walk goes on until it has the nodes it needs, so under a zone
  * policy a key whose zones are not all near its successor walks further
  * than CHR_REPLICAS_NODES does (up to every token when a zone is small).
- * Memory: no allocation for n <= 32, or for rings of up to 65,536 members
- * (a bitmap on the stack); beyond, a per-thread table is sized once per
- * thread (the same bounds as chr_ring_replicas).
+ * Memory: no allocation for n <= 32, or when the members plus the distinct
+ * zone labels number at most 65,536 (a bitmap on the stack); beyond, a
+ * per-thread table is sized once per thread (as chr_ring_replicas does past
+ * 65,536 members).
  */
 #define CHR_REPLICAS_NODES 0
 #define CHR_REPLICAS_ZONES_FIRST 1
