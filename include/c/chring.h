@@ -993,6 +993,64 @@ CHR_API chr_status chr_ring_export(const chr_ring *ring, uint32_t flags, uint64_
 CHR_API chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags, uint64_t revision,
                                        char *buf, size_t capacity, size_t *len) CHR_NOEXCEPT;
 
+/*
+ * Fields: how an id or a zone is spelled in a ring file, for tools that
+ * write member lines, take ids on a command line or show them. Both calls
+ * follow docs/ring-file.md, the rules chr_ring_new_from_text() reads and
+ * chr_ring_export() writes.
+ */
+
+/* chr_ringfile_escape() flags */
+#define CHR_ESCAPE_HIDDEN 0x1u /**< also %XX the C1 and bidirectional controls (text for a terminal) */
+
+/**
+ * The field spelling of `bytes`, as chr_ring_export() writes ids and zones:
+ * a byte is %XX (uppercase hex) if and only if it is a control byte
+ * (0x00-0x1F, 0x7F), a space, '%', a '#' at the start, or not part of a
+ * valid UTF-8 sequence; everything else is copied. With CHR_ESCAPE_HIDDEN,
+ * the bytes of the code points a terminal acts on instead of showing them
+ * are %XX too: the C1 controls U+0080..U+009F (U+009B is a CSI) and the
+ * bidirectional marks, embeddings, overrides and isolates (U+061C,
+ * U+200E/F, U+202A..E, U+2066..9). Either spelling decodes back to `bytes`
+ * (chr_ringfile_unescape); only flags 0 is the canonical one.
+ * @param bytes, len  any bytes; NULL with len 0 is the empty string
+ * @param flags       0 or CHR_ESCAPE_HIDDEN; other bits are CHR_EINVAL
+ * @param buf         room for `capacity` bytes (3 * len always suffices; NULL
+ *                    with capacity 0 asks the size: see SIZE QUERIES); a NUL
+ *                    is added after the text when it fits
+ * @param out_len     receives the spelling's length without a NUL; on
+ *                    CHR_ERANGE the capacity needed
+ * @return CHR_OK; CHR_EINVAL (NULL out_len, NULL bytes or buf with a length,
+ *         unknown flags); CHR_ERANGE (capacity too small: nothing written);
+ *         CHR_ENOMEM.
+ * Thread-safety: any thread. Ownership: writes caller memory only.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_ringfile_escape(const void *bytes, size_t len, uint32_t flags, char *buf,
+                                       size_t capacity, size_t *out_len) CHR_NOEXCEPT;
+
+/**
+ * Decodes one field as a ring file's member line does: `%` and two hex
+ * digits (either case) stand for that byte, every other byte for itself.
+ * @param field, len  the field as written (NULL with len 0: empty)
+ * @param what        NUL-terminated name of the field in messages ("id",
+ *                    "zone", "key"); NULL = "field"
+ * @param buf         room for `capacity` bytes (len always suffices; NULL
+ *                    with capacity 0 asks the size); not NUL-terminated
+ *                    unless capacity leaves room, as chr_ringfile_escape
+ * @param out_len     receives the decoded length; on CHR_ERANGE the
+ *                    capacity needed
+ * @return CHR_OK; CHR_EFORMAT (a raw control byte, or a '%' not followed by
+ *         two hex digits: chr_last_error() reads "<what> '<field>': <reason>",
+ *         without a function name, so a tool can show it as it is);
+ *         CHR_EINVAL; CHR_ERANGE (nothing written); CHR_ENOMEM.
+ *         No length limit applies: ids and zones have theirs at the ring.
+ * Thread-safety: any thread. Ownership: writes caller memory only.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_ringfile_unescape(const char *field, size_t len, const char *what,
+                                         char *buf, size_t capacity, size_t *out_len) CHR_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif
