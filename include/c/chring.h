@@ -832,7 +832,7 @@ CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t 
  *     %%seed 0
  *     %%tokens-per-weight 160
  *     %%revision 42
- *     %%fingerprint 0xe6081dc01eea9c5b
+ *     %%fingerprint 0x058b64534d60e174
  *     cache-a 1 eu-west-1a
  *     cache-b 2
  *

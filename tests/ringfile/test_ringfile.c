@@ -468,8 +468,8 @@ static void test_members_file_compatible(void **state) {
     chr_ring *k = NULL, *k_calls = NULL;
     assert_chr_ok(chr_ring_new_from_text(text, strlen(text), "m", &ketama, &k, NULL));
     assert_chr_ok(chr_ring_new(&ketama, &k_calls));
-    assert_chr_ok(chr_ring_add(k_calls, "cache-a", 7, 1, NULL, 0, 0));
-    assert_chr_ok(chr_ring_add(k_calls, "cache-b", 7, 2, NULL, 0, 1));
+    assert_chr_ok(chr_ring_add(k_calls, "cache-a", 7, 1, "eu-west-1a", 10, 0));
+    assert_chr_ok(chr_ring_add(k_calls, "cache-b", 7, 2, "eu-west-1b", 10, 1));
     assert_chr_ok(chr_ring_add(k_calls, "10.0.0.7:11211", 14, 1, NULL, 0, 2));
     assert_chr_ok(chr_ring_add(k_calls, "draining-node", 13, 0, NULL, 0, 3));
     assert_chr_ok(chr_ring_add(k_calls, "caf\xC3\xA9 au lait", 13, 1, NULL, 0, 4));
