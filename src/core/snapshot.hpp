@@ -99,7 +99,9 @@ public:
     }
     template <class Emit>
     size_t replicas_from_token(size_t k, size_t n, ReplicaPolicy policy, Emit &&emit) const {
-        if (policy == ReplicaPolicy::nodes) return replicas_from_token(k, n, emit);
+        // One live zone: every policy is the plain walk (firsts = the owner,
+        // then the rest in walk order).
+        if (policy == ReplicaPolicy::nodes || live_zones_ <= 1) return replicas_from_token(k, n, emit);
         return zone_replicas_from_token(k, n, policy == ReplicaPolicy::zones_first, emit);
     }
 
