@@ -243,43 +243,62 @@ static size_t list_violations(const model *m, const uint32_t *list, size_t count
     return bad;
 }
 
-static void test_zone_properties(void **state) {
-    (void)state;
-    const size_t topologies = 20, keys_each = 1000000 / 20 / scale_down();
-    test_rng rng = rng_seeded(0x20E5);
-    size_t violations = 0, lists = 0;
+/* Checks `keys` against one topology's model; returns its violations and
+ * adds the lists it compared to *lists. */
+typedef size_t (*topology_check)(const model *m, const key_set *keys, size_t *lists);
+
+/* Runs `check` over `topologies` random topologies (every other one with
+ * an empty zone label), `keys_each` keys each; returns the violations. */
+static size_t over_topologies(uint64_t seed, size_t topologies, size_t keys_each,
+                              topology_check check, size_t *lists) {
+    test_rng rng = rng_seeded(seed);
+    size_t violations = 0;
     for (size_t t = 0; t < topologies; ++t) {
         topology top;
         random_topology(&rng, &top, (int)(t & 1));
         chr_ring *ring = ring_of(&top);
         model *m = model_of(ring, &top);
-        key_set *keys = key_set_new(keys_each, 0x5EED0 + t);
-        for (size_t k = 0; k < keys->count; ++k) {
-            chr_node_view owner;
-            assert_chr_ok(chr_snapshot_lookup(m->snap, keys->keys[k], keys->lens[k], &owner));
-            uint32_t full[MAX_N];
-            const size_t full_count =
-                policy_list(m, CHR_REPLICAS_ZONES_FIRST, keys->keys[k], keys->lens[k], MAX_N, full);
-            for (size_t n = 1; n <= MAX_N; ++n) {
-                uint32_t zf[MAX_N], nts[MAX_N];
-                size_t zc = policy_list(m, CHR_REPLICAS_ZONES_FIRST, keys->keys[k], keys->lens[k], n, zf);
-                size_t nc = policy_list(m, CHR_REPLICAS_NTS, keys->keys[k], keys->lens[k], n, nts);
-                violations += list_violations(m, zf, zc, n, owner.index);
-                violations += !(zc <= full_count && memcmp(zf, full, zc * sizeof *zf) == 0);
-                /* NTS: same set, so the same length and every node in zf */
-                violations += nc != zc;
-                for (size_t i = 0; i < nc; ++i) {
-                    int in = 0;
-                    for (size_t j = 0; j < zc; ++j) in |= nts[i] == zf[j];
-                    violations += !in;
-                }
-                lists += 2;
-            }
-        }
+        key_set *keys = key_set_new(keys_each, seed + t);
+        violations += check(m, keys, lists);
         key_set_free(keys);
         model_free(m);
         chr_ring_free(ring);
     }
+    return violations;
+}
+
+static size_t check_properties(const model *m, const key_set *keys, size_t *lists) {
+    size_t violations = 0;
+    for (size_t k = 0; k < keys->count; ++k) {
+        chr_node_view owner;
+        assert_chr_ok(chr_snapshot_lookup(m->snap, keys->keys[k], keys->lens[k], &owner));
+        uint32_t full[MAX_N];
+        const size_t full_count =
+            policy_list(m, CHR_REPLICAS_ZONES_FIRST, keys->keys[k], keys->lens[k], MAX_N, full);
+        for (size_t n = 1; n <= MAX_N; ++n) {
+            uint32_t zf[MAX_N], nts[MAX_N];
+            size_t zc = policy_list(m, CHR_REPLICAS_ZONES_FIRST, keys->keys[k], keys->lens[k], n, zf);
+            size_t nc = policy_list(m, CHR_REPLICAS_NTS, keys->keys[k], keys->lens[k], n, nts);
+            violations += list_violations(m, zf, zc, n, owner.index);
+            violations += !(zc <= full_count && memcmp(zf, full, zc * sizeof *zf) == 0);
+            /* NTS: same set, so the same length and every node in zf */
+            violations += nc != zc;
+            for (size_t i = 0; i < nc; ++i) {
+                int in = 0;
+                for (size_t j = 0; j < zc; ++j) in |= nts[i] == zf[j];
+                violations += !in;
+            }
+            *lists += 2;
+        }
+    }
+    return violations;
+}
+
+static void test_zone_properties(void **state) {
+    (void)state;
+    const size_t topologies = 20, keys_each = 1000000 / 20 / scale_down();
+    size_t lists = 0;
+    const size_t violations = over_topologies(0x20E5, topologies, keys_each, check_properties, &lists);
     printf("# properties: %zu lists over %zu topologies, %zu violations\n", lists, topologies,
            violations);
     assert_int_equal(violations, 0);
@@ -287,32 +306,27 @@ static void test_zone_properties(void **state) {
 
 /* ---- the NTS transcription ----------------------------------------------- */
 
+static size_t check_transcription(const model *m, const key_set *keys, size_t *lists) {
+    size_t violations = 0;
+    for (size_t k = 0; k < keys->count; ++k) {
+        const size_t n = 1 + k % MAX_N;
+        uint32_t ref[MAX_N], ref_zf[MAX_N], nts[MAX_N], zf[MAX_N];
+        const size_t rc = nts_reference(m, key_position(keys->keys[k], keys->lens[k]), n, ref);
+        firsts_first(m, ref, rc, ref_zf);
+        size_t nc = policy_list(m, CHR_REPLICAS_NTS, keys->keys[k], keys->lens[k], n, nts);
+        size_t zc = policy_list(m, CHR_REPLICAS_ZONES_FIRST, keys->keys[k], keys->lens[k], n, zf);
+        violations += !lists_equal(nts, nc, ref, rc);
+        violations += !lists_equal(zf, zc, ref_zf, rc);
+        *lists += 2;
+    }
+    return violations;
+}
+
 static void test_nts_transcription(void **state) {
     (void)state;
     const size_t topologies = 50 / (scale_down() > 5 ? 5 : 1), keys_each = 100000 / scale_down();
-    test_rng rng = rng_seeded(0xCA55);
-    size_t violations = 0, lists = 0;
-    for (size_t t = 0; t < topologies; ++t) {
-        topology top;
-        random_topology(&rng, &top, (int)(t & 1));
-        chr_ring *ring = ring_of(&top);
-        model *m = model_of(ring, &top);
-        key_set *keys = key_set_new(keys_each, 0xA11CE + t);
-        for (size_t k = 0; k < keys->count; ++k) {
-            const size_t n = 1 + k % MAX_N;
-            uint32_t ref[MAX_N], ref_zf[MAX_N], nts[MAX_N], zf[MAX_N];
-            const size_t rc = nts_reference(m, key_position(keys->keys[k], keys->lens[k]), n, ref);
-            firsts_first(m, ref, rc, ref_zf);
-            size_t nc = policy_list(m, CHR_REPLICAS_NTS, keys->keys[k], keys->lens[k], n, nts);
-            size_t zc = policy_list(m, CHR_REPLICAS_ZONES_FIRST, keys->keys[k], keys->lens[k], n, zf);
-            violations += !lists_equal(nts, nc, ref, rc);
-            violations += !lists_equal(zf, zc, ref_zf, rc);
-            lists += 2;
-        }
-        key_set_free(keys);
-        model_free(m);
-        chr_ring_free(ring);
-    }
+    size_t lists = 0;
+    const size_t violations = over_topologies(0xCA55, topologies, keys_each, check_transcription, &lists);
     printf("# transcription: %zu lists over %zu topologies, %zu differ\n", lists, topologies,
            violations);
     assert_int_equal(violations, 0);

@@ -618,12 +618,17 @@ function Ring:replicas(key, n, out)
     return ring_replicas(self, key, n, out, nil, "replicas")
 end
 
--- As replicas, under a replica policy (a replica_policy value or name).
-function Ring:replicas_policy(key, n, policy, out)
-    local code = policy_arg(policy, 3, "replicas_policy")
-    if not code then return failure(K.CHR_ENOTSUP) end
-    return ring_replicas(self, key, n, out, code, "replicas_policy")
+-- A replicas_policy method over ring_replicas or snapshot_replicas.
+local function policy_method(replicas)
+    return function(self, key, n, policy, out)
+        local code = policy_arg(policy, 3, "replicas_policy")
+        if not code then return failure(K.CHR_ENOTSUP) end
+        return replicas(self, key, n, out, code, "replicas_policy")
+    end
 end
+
+-- As replicas, under a replica policy (a replica_policy value or name).
+Ring.replicas_policy = policy_method(ring_replicas)
 
 local function counter(fn)
     return function(self)
@@ -769,11 +774,7 @@ function Snapshot:replicas(key, n, out)
 end
 
 -- As replicas, under a replica policy (a replica_policy value or name).
-function Snapshot:replicas_policy(key, n, policy, out)
-    local code = policy_arg(policy, 3, "replicas_policy")
-    if not code then return failure(K.CHR_ENOTSUP) end
-    return snapshot_replicas(self, key, n, out, code, "replicas_policy")
-end
+Snapshot.replicas_policy = policy_method(snapshot_replicas)
 
 -- Each member's replica share (by 1-based node index): the fraction of
 -- keys for which it is among the first n replicas under `policy`, exact

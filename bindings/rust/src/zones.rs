@@ -70,52 +70,42 @@ impl std::fmt::Display for ReplicaPolicy {
     }
 }
 
+/// Runs a replica call into room for `room` raw entries (at least 1, so
+/// that n = 0 reaches the library and gets its error) and wraps the ones
+/// it wrote.
+fn collect<R: Copy, T>(
+    room: usize,
+    empty: R,
+    wrap: impl Fn(R) -> T,
+    call: impl FnOnce(*mut R, usize, &mut usize) -> sys::chr_status,
+) -> Result<Vec<T>> {
+    let mut out = vec![empty; room.max(1)];
+    let mut count = 0usize;
+    check(call(out.as_mut_ptr(), room.max(1), &mut count))?;
+    out.truncate(count);
+    Ok(out.into_iter().map(wrap).collect())
+}
+
 impl Ring {
     /// [`Ring::replicas`] under a replica policy; `ReplicaPolicy::Nodes`
     /// gives exactly its lists.
     pub fn replicas_policy(&self, key: impl AsRef<[u8]>, n: usize, policy: ReplicaPolicy) -> Result<Vec<Node>> {
-        let room = n.min(self.node_count()?).max(1);
-        let mut out = vec![Node::empty_raw(); room];
-        let mut count = 0usize;
         let (k, len) = bytes_arg(key.as_ref());
-        // SAFETY: out has room for min(n, room) entries.
-        check(unsafe {
-            sys::chr_ring_replicas_policy(
-                self.raw_ptr(),
-                k,
-                len,
-                policy.raw(),
-                n.min(room),
-                out.as_mut_ptr(),
-                &mut count,
-            )
-        })?;
-        out.truncate(count);
-        Ok(out.into_iter().map(Node::from_raw).collect())
+        collect(n.min(self.node_count()?), Node::empty_raw(), Node::from_raw, |out, room, count| {
+            // SAFETY: out has room for `room` entries, and at most that many are asked.
+            unsafe { sys::chr_ring_replicas_policy(self.raw_ptr(), k, len, policy.raw(), n.min(room), out, count) }
+        })
     }
 }
 
 impl Snapshot {
     /// [`Snapshot::replicas`] under a replica policy.
     pub fn replicas_policy(&self, key: impl AsRef<[u8]>, n: usize, policy: ReplicaPolicy) -> Result<Vec<NodeView<'_>>> {
-        let room = n.min(self.node_count()?).max(1);
-        let mut out = vec![NodeView::empty_raw(); room];
-        let mut count = 0usize;
         let (k, len) = bytes_arg(key.as_ref());
-        // SAFETY: out has room for min(n, room) entries.
-        check(unsafe {
-            sys::chr_snapshot_replicas_policy(
-                self.raw_ptr(),
-                k,
-                len,
-                policy.raw(),
-                n.min(room),
-                out.as_mut_ptr(),
-                &mut count,
-            )
-        })?;
-        out.truncate(count);
-        Ok(out.into_iter().map(NodeView::from_raw).collect())
+        collect(n.min(self.node_count()?), NodeView::empty_raw(), NodeView::from_raw, |out, room, count| {
+            // SAFETY: out has room for `room` entries, and at most that many are asked.
+            unsafe { sys::chr_snapshot_replicas_policy(self.raw_ptr(), k, len, policy.raw(), n.min(room), out, count) }
+        })
     }
 
     /// Per member (node index order), the fraction of keys for which it is
