@@ -66,13 +66,11 @@ Diff::Diff(const Snapshot &old_snap, const Snapshot &new_snap) : old_(old_snap),
     std::vector<u128> stays(old_nodes.size() + 1, 0);
     u128 moved = 0;
     const TokenIndex &a = old_snap.tokens(), &b = new_snap.tokens();
-    const uint32_t *old_to_new = old_to_new_.data();
     walk_pieces(a, b, [&](uint64_t first, uint64_t last, size_t ia, size_t ib) {
         const uint32_t from = ia == kNoToken ? kNoNode : a.owner_at(ia);
         const uint32_t to = ib == kNoToken ? kNoNode : b.owner_at(ib);
         const u128 width = u128(last - first) + 1;
-        const bool stay = (from == kNoNode || to == kNoNode) ? from == to : old_to_new[from] == to;
-        if (stay) {
+        if (!moves(from, to)) {
             stays[from == kNoNode ? old_nodes.size() : from] += width;
             return;
         }

@@ -84,7 +84,10 @@ public:
     }
     // Whether a key owned by `from` (old index) and then `to` (new index)
     // changed owner: different ids, or an owner on one side only.
-    bool moves(uint32_t from, uint32_t to) const noexcept { return counterpart(CHR_DIFF_OLD, from) != to; }
+    bool moves(uint32_t from, uint32_t to) const noexcept {
+        if (from == kNoNode || to == kNoNode) return from != to;
+        return old_to_new_[from] != to;
+    }
     // The owner of position h on a side, kNoNode when it has no token.
     static uint32_t owner_at(const Snapshot &s, uint64_t h) noexcept {
         return s.token_count() ? s.owner_at_hash(h) : kNoNode;
