@@ -877,6 +877,64 @@ CHR_API chr_status chr_ring_export(const chr_ring *ring, uint32_t flags, uint64_
 CHR_API chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags, uint64_t revision,
                                        char *buf, size_t capacity, size_t *len) CHR_NOEXCEPT;
 
+/*
+ * Fields: how an id or a zone is spelled in a ring file, for tools that
+ * write member lines, take ids on a command line or show them. Both calls
+ * follow docs/ring-file.md, the rules chr_ring_new_from_text() reads and
+ * chr_ring_export() writes.
+ */
+
+/* chr_ringfile_escape() flags */
+#define CHR_ESCAPE_HIDDEN 0x1u /**< also %XX the C1 and bidirectional controls (text for a terminal) */
+
+/**
+ * The field spelling of `bytes`, as chr_ring_export() writes ids and zones:
+ * a byte is %XX (uppercase hex) if and only if it is a control byte
+ * (0x00-0x1F, 0x7F), a space, '%', a '#' at the start, or not part of a
+ * valid UTF-8 sequence; everything else is copied. With CHR_ESCAPE_HIDDEN,
+ * the bytes of the code points a terminal acts on instead of showing them
+ * are %XX too: the C1 controls U+0080..U+009F (U+009B is a CSI) and the
+ * bidirectional marks, embeddings, overrides and isolates (U+061C,
+ * U+200E/F, U+202A..E, U+2066..9). Either spelling decodes back to `bytes`
+ * (chr_ringfile_unescape); only flags 0 is the canonical one.
+ * @param bytes, len  any bytes; NULL with len 0 is the empty string
+ * @param flags       0 or CHR_ESCAPE_HIDDEN; other bits are CHR_EINVAL
+ * @param buf         room for `capacity` bytes (3 * len always suffices; NULL
+ *                    with capacity 0 asks the size: see SIZE QUERIES); a NUL
+ *                    is added after the text when it fits
+ * @param out_len     receives the spelling's length without a NUL; on
+ *                    CHR_ERANGE the capacity needed
+ * @return CHR_OK; CHR_EINVAL (NULL out_len, NULL bytes or buf with a length,
+ *         unknown flags); CHR_ERANGE (capacity too small: nothing written);
+ *         CHR_ENOMEM.
+ * Thread-safety: any thread. Ownership: writes caller memory only.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_ringfile_escape(const void *bytes, size_t len, uint32_t flags, char *buf,
+                                       size_t capacity, size_t *out_len) CHR_NOEXCEPT;
+
+/**
+ * Decodes one field as a ring file's member line does: `%` and two hex
+ * digits (either case) stand for that byte, every other byte for itself.
+ * @param field, len  the field as written (NULL with len 0: empty)
+ * @param what        NUL-terminated name of the field in messages ("id",
+ *                    "zone", "key"); NULL = "field"
+ * @param buf         room for `capacity` bytes (len always suffices; NULL
+ *                    with capacity 0 asks the size); not NUL-terminated
+ *                    unless capacity leaves room, as chr_ringfile_escape
+ * @param out_len     receives the decoded length; on CHR_ERANGE the
+ *                    capacity needed
+ * @return CHR_OK; CHR_EFORMAT (a raw control byte, or a '%' not followed by
+ *         two hex digits: chr_last_error() reads "<what> '<field>': <reason>",
+ *         without a function name, so a tool can show it as it is);
+ *         CHR_EINVAL; CHR_ERANGE (nothing written); CHR_ENOMEM.
+ *         No length limit applies: ids and zones have theirs at the ring.
+ * Thread-safety: any thread. Ownership: writes caller memory only.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_ringfile_unescape(const char *field, size_t len, const char *what,
+                                         char *buf, size_t capacity, size_t *out_len) CHR_NOEXCEPT;
+
 /* ------------------------------------------------------------------------ */
 /* Migration plans: what moves between two rings                            */
 /* ------------------------------------------------------------------------ */
@@ -1000,7 +1058,7 @@ typedef struct chr_transition {
  * CHR_DIFF_INFO_INIT for bindings.
  * @return CHR_OK; CHR_EINVAL (NULL info); CHR_EVERSION (version not in
  *         1..CHR_DIFF_INFO_VERSION).
- * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.2.
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
  */
 CHR_API chr_status chr_diff_info_init(chr_diff_info *info, uint32_t version) CHR_NOEXCEPT;
 
@@ -1015,7 +1073,7 @@ CHR_API chr_status chr_diff_info_init(chr_diff_info *info, uint32_t version) CHR
  *         seed: the message names both values); CHR_ENOMEM.
  * Thread-safety: any thread (snapshots are immutable). Ownership: release
  * with chr_diff_free(); the diff holds its own reference to both snapshots,
- * which stay alive until then even if the caller releases them. Since: 0.2.
+ * which stay alive until then even if the caller releases them. Since: 0.1.
  */
 CHR_API chr_status chr_diff_new(const chr_snapshot *old_snap, const chr_snapshot *new_snap,
                                 chr_diff **out) CHR_NOEXCEPT;
@@ -1025,7 +1083,7 @@ CHR_API chr_status chr_diff_new(const chr_snapshot *old_snap, const chr_snapshot
  * no-op. Pointers borrowed through it (chr_diff_snapshot, the views of a
  * chr_transition) are invalid afterwards unless the caller holds its own
  * reference to those snapshots.
- * Thread-safety: exclusive (no other call on this diff may run). Since: 0.2.
+ * Thread-safety: exclusive (no other call on this diff may run). Since: 0.1.
  */
 CHR_API void chr_diff_free(chr_diff *diff) CHR_NOEXCEPT;
 
@@ -1034,7 +1092,7 @@ CHR_API void chr_diff_free(chr_diff *diff) CHR_NOEXCEPT;
  * @param info  its `version` set by the caller; the fields of that version
  *              are filled
  * @return CHR_OK; CHR_EINVAL; CHR_EVERSION.
- * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.2.
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
  */
 CHR_API chr_status chr_diff_describe(const chr_diff *diff, chr_diff_info *info) CHR_NOEXCEPT;
 
@@ -1047,7 +1105,7 @@ CHR_API chr_status chr_diff_describe(const chr_diff *diff, chr_diff_info *info) 
  * @return CHR_OK; CHR_EINVAL (NULL diff or written, NULL out with
  *         capacity > 0); CHR_ERANGE (cursor past the end).
  * Thread-safety: any thread. Ownership: writes caller memory only.
- * Since: 0.2.
+ * Since: 0.1.
  */
 CHR_API chr_status chr_diff_ranges(const chr_diff *diff, size_t cursor, chr_diff_range *out,
                                    size_t capacity, size_t *written) CHR_NOEXCEPT;
@@ -1057,7 +1115,7 @@ CHR_API chr_status chr_diff_ranges(const chr_diff *diff, size_t cursor, chr_diff
  * chr_diff_ranges does. Total: chr_diff_info.cells.
  * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (cursor past the end).
  * Thread-safety: any thread. Ownership: writes caller memory only.
- * Since: 0.2.
+ * Since: 0.1.
  */
 CHR_API chr_status chr_diff_matrix(const chr_diff *diff, size_t cursor, chr_diff_cell *out,
                                    size_t capacity, size_t *written) CHR_NOEXCEPT;
@@ -1069,7 +1127,7 @@ CHR_API chr_status chr_diff_matrix(const chr_diff *diff, size_t cursor, chr_diff
  * @param out   receives the snapshot, borrowed: valid until chr_diff_free();
  *              do not release it
  * @return CHR_OK; CHR_EINVAL (NULL argument, unknown side).
- * Thread-safety: any thread. Since: 0.2.
+ * Thread-safety: any thread. Since: 0.1.
  */
 CHR_API chr_status chr_diff_snapshot(const chr_diff *diff, int32_t side, const chr_snapshot **out) CHR_NOEXCEPT;
 
@@ -1080,7 +1138,7 @@ CHR_API chr_status chr_diff_snapshot(const chr_diff *diff, int32_t side, const c
  * CHR_DIFF_NONE.
  * @return CHR_OK; CHR_EINVAL (NULL argument, unknown side); CHR_ERANGE
  *         (index past that snapshot's members).
- * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.2.
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
  */
 CHR_API chr_status chr_diff_counterpart(const chr_diff *diff, int32_t side, uint32_t index,
                                         uint32_t *other) CHR_NOEXCEPT;
@@ -1093,7 +1151,7 @@ CHR_API chr_status chr_diff_counterpart(const chr_diff *diff, int32_t side, uint
  * @return CHR_OK; CHR_EINVAL (NULL diff or out, NULL key with length > 0).
  * Thread-safety: any thread; lock-free, allocation-free. Ownership: the
  * views borrow from the diff's snapshots, valid until chr_diff_free().
- * Since: 0.2.
+ * Since: 0.1.
  */
 CHR_API chr_status chr_diff_lookup(const chr_diff *diff, const void *key, size_t key_len,
                                    chr_transition *out) CHR_NOEXCEPT;
@@ -1107,7 +1165,7 @@ CHR_API chr_status chr_diff_lookup(const chr_diff *diff, const void *key, size_t
  * @return CHR_OK; CHR_EINVAL (NULL arrays with n > 0, a NULL key with a
  *         length). On error the outputs are unspecified.
  * Thread-safety: any thread. Ownership: writes caller memory only.
- * Since: 0.2.
+ * Since: 0.1.
  */
 CHR_API chr_status chr_diff_lookup_batch(const chr_diff *diff, const void *const *keys,
                                          const size_t *key_lens, size_t n, uint32_t *old_indices,
@@ -1167,7 +1225,7 @@ typedef struct chr_plan_info {
  * Fills `info` with zeros and `version`, the function twin of
  * CHR_PLAN_INFO_INIT for bindings.
  * @return CHR_OK; CHR_EINVAL; CHR_EVERSION.
- * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.2.
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
  */
 CHR_API chr_status chr_plan_info_init(chr_plan_info *info, uint32_t version) CHR_NOEXCEPT;
 
@@ -1183,21 +1241,21 @@ CHR_API chr_status chr_plan_info_init(chr_plan_info *info, uint32_t version) CHR
  *         policy); CHR_ENOMEM.
  * Thread-safety: any thread. Ownership: release with chr_plan_free(); the
  * plan holds its own references to the diff's snapshots, so it may outlive
- * the diff. Since: 0.2.
+ * the diff. Since: 0.1.
  */
 CHR_API chr_status chr_plan_new(const chr_diff *diff, int32_t policy, size_t replicas,
                                 chr_plan **out) CHR_NOEXCEPT;
 
 /**
  * Frees a plan and its snapshot references; NULL is a no-op.
- * Thread-safety: exclusive. Since: 0.2.
+ * Thread-safety: exclusive. Since: 0.1.
  */
 CHR_API void chr_plan_free(chr_plan *plan) CHR_NOEXCEPT;
 
 /**
  * Counts and totals of the plan (see chr_plan_info).
  * @return CHR_OK; CHR_EINVAL; CHR_EVERSION.
- * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.2.
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
  */
 CHR_API chr_status chr_plan_describe(const chr_plan *plan, chr_plan_info *info) CHR_NOEXCEPT;
 
@@ -1206,7 +1264,7 @@ CHR_API chr_status chr_plan_describe(const chr_plan *plan, chr_plan_info *info) 
  * Total: chr_plan_info.entries.
  * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (cursor past the end).
  * Thread-safety: any thread. Ownership: writes caller memory only.
- * Since: 0.2.
+ * Since: 0.1.
  */
 CHR_API chr_status chr_plan_ranges(const chr_plan *plan, size_t cursor, chr_plan_range *out,
                                    size_t capacity, size_t *written) CHR_NOEXCEPT;

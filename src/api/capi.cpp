@@ -579,6 +579,22 @@ chr_status check_export(const char *who, uint32_t flags, const char *buf, size_t
     return CHR_OK;
 }
 
+// `text` into a caller buffer (with a NUL when it fits), or CHR_ERANGE
+// with the size needed (no message for a size query: buf NULL, capacity 0).
+chr_status copy_out(const char *who, const std::string &text, char *buf, size_t capacity,
+                    size_t *out_len, const char *what) {
+    *out_len = text.size();
+    if (capacity < text.size()) return too_small(who, buf, capacity, text.size(), what);
+    if (!text.empty()) std::memcpy(buf, text.data(), text.size());
+    if (capacity > text.size()) buf[text.size()] = '\0';
+    return CHR_OK;
+}
+
+chr_status check_out(const char *who, const void *buf, size_t capacity, const size_t *out_len) {
+    if (!out_len) return null_arg(who, "out_len");
+    return check_buffer(who, buf, capacity);
+}
+
 }  // namespace
 
 extern "C" {
@@ -674,6 +690,35 @@ CHR_API chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags,
     if (!snap) return null_arg(who, "snap");
     if (chr_status st = check_export(who, flags, buf, capacity, len)) return st;
     return guarded(who, [&] { return export_snapshot(who, *impl(snap), flags, revision, buf, capacity, len); });
+}
+
+CHR_API chr_status chr_ringfile_escape(const void *bytes, size_t len, uint32_t flags, char *buf,
+                                       size_t capacity, size_t *out_len) noexcept {
+    static const char *who = "chr_ringfile_escape";
+    if (chr_status st = check_out(who, buf, capacity, out_len)) return st;
+    if (chr_status st = check_bytes(who, "bytes", bytes, len)) return st;
+    if (flags & ~CHR_ESCAPE_HIDDEN)
+        return fail(CHR_EINVAL, "%s: unknown flags 0x%x (known: CHR_ESCAPE_HIDDEN)", who,
+                    flags & ~CHR_ESCAPE_HIDDEN);
+    return guarded(who, [&] {
+        const std::string_view in(static_cast<const char *>(bytes ? bytes : ""), len);
+        return copy_out(who, chring::ringfile::escape_field(in, (flags & CHR_ESCAPE_HIDDEN) != 0),
+                        buf, capacity, out_len, "bytes of the spelling");
+    });
+}
+
+CHR_API chr_status chr_ringfile_unescape(const char *field, size_t len, const char *what,
+                                         char *buf, size_t capacity, size_t *out_len) noexcept {
+    static const char *who = "chr_ringfile_unescape";
+    if (chr_status st = check_out(who, buf, capacity, out_len)) return st;
+    if (chr_status st = check_bytes(who, "field", field, len)) return st;
+    return guarded(who, [&] {
+        std::string out, why;
+        if (!chring::ringfile::unescape_field(std::string_view(field ? field : "", len),
+                                              what ? what : "field", out, why))
+            return fail(CHR_EFORMAT, "%s", why.c_str());
+        return copy_out(who, out, buf, capacity, out_len, "decoded bytes");
+    });
 }
 
 }  // extern "C"

@@ -52,10 +52,6 @@ const char *status_text(chr_status status) noexcept {
     }
 }
 
-namespace {
-
-// The valid UTF-8 sequence (2..4 bytes, no overlongs, no surrogates) at
-// s[i]: its length and code point in *cp, or 0.
 size_t utf8_sequence(const unsigned char *s, size_t n, size_t i, uint32_t *cp) noexcept {
     const unsigned char lead = s[i];
     const size_t len = lead >= 0xF0 ? (lead <= 0xF4 ? 4 : 0) : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
@@ -73,12 +69,12 @@ size_t utf8_sequence(const unsigned char *s, size_t n, size_t i, uint32_t *cp) n
     return len;
 }
 
-// Code points a terminal acts on instead of showing: C1 controls and the
-// bidirectional marks, embeddings, overrides and isolates.
 bool invisible(uint32_t cp) noexcept {
     return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
            (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
+
+namespace {
 
 bool plain_ascii(unsigned char c) noexcept {
     return c > 0x20 && c < 0x7f && c != '%' && c != '\\';

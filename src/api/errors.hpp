@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "chring.h"
 
@@ -30,6 +31,16 @@ private:
     char saved_[512];
 };
 const char *status_text(chr_status status) noexcept;
+
+// The valid UTF-8 sequence (2..4 bytes, no overlongs, no surrogates, at
+// most U+10FFFF) at s[i] of n bytes: its length, and its code point in
+// *cp; 0 when s[i] does not start one.
+size_t utf8_sequence(const unsigned char *s, size_t n, size_t i, uint32_t *cp) noexcept;
+
+// Code points a terminal acts on instead of showing them: the C1 controls
+// U+0080..U+009F and the bidirectional marks, embeddings, overrides and
+// isolates (U+061C, U+200E/F, U+202A..E, U+2066..9).
+bool invisible(uint32_t cp) noexcept;
 
 // Caller bytes as a message shows them, spelled as the CLI spells ids (a
 // membership file reads them back): printable ASCII and valid UTF-8 stay

@@ -61,7 +61,7 @@ uint32_t server_weight(uint32_t n) { return n; }
 
 std::vector<Member> weighted_servers() {
     std::vector<Member> servers(kServers);
-    for (uint32_t i = 0; i < kServers; ++i) servers[i] = Member{server_name(i + 1), server_weight(i + 1), "", 0};
+    for (uint32_t i = 0; i < kServers; ++i) servers[i] = Member{server_name(i + 1), server_weight(i + 1), ""};
     return servers;
 }
 
@@ -77,7 +77,7 @@ std::string change_label(const ServerChange &c) {
 
 Change change_of(const ServerChange &c) {
     // An added server is tagged as the next position in the list.
-    return Change{c.op, Member{server_name(c.server), c.weight, "", 0}, change_label(c), kServers};
+    return Change{c.op, Member{server_name(c.server), c.weight, ""}, change_label(c), kServers};
 }
 
 // A node's index in a ring of kBlastNodes (ids in byte order: node-1,
@@ -151,7 +151,7 @@ private:
 
     std::unique_ptr<Ring> ring_of(uint32_t nodes, uint32_t tokens_per_weight) const {
         auto ring = std::make_unique<Ring>(config(tokens_per_weight));
-        ring->add(numbered_nodes(nodes), "demo");
+        ring->add(numbered_nodes(nodes));
         return ring;
     }
 
@@ -276,7 +276,7 @@ private:
             Snapshot before = ring->snapshot();
             std::vector<uint32_t> owners_before = owners_of(before, keys_, nullptr);
             std::string failed = node_name(kFailedNode);
-            ring->apply({Change{CHR_OP_REMOVE, Member{failed, 0, "", 0}, "remove " + failed}});
+            ring->apply({Change{CHR_OP_REMOVE, Member{failed, 0, ""}, "remove " + failed}});
             Snapshot after = ring->snapshot();
             std::vector<uint32_t> owners_after = owners_of(after, keys_, nullptr);
             std::vector<NodeInfo> b = before.nodes(), a = after.nodes();
@@ -407,13 +407,13 @@ private:
         const RingConfig *schemes[] = {&native, &ketama};
         for (const RingConfig *c : schemes) {
             Ring base(*c);
-            base.add(servers, "demo");
+            base.add(servers);
             Snapshot before = base.snapshot();
             std::vector<uint32_t> owners_before = owners_of(before, keys, nullptr);
             moves.emplace_back();
             for (const ServerChange &change : kServerChanges) {
                 Ring changed(*c);
-                changed.add(servers, "demo");
+                changed.add(servers);
                 changed.apply({change_of(change)});
                 Snapshot after = changed.snapshot();
                 Universe u;

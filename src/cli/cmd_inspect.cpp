@@ -24,7 +24,8 @@ bool any_zone(const std::vector<NodeInfo> &nodes) {
     return false;
 }
 
-Table summary_table(const InspectFlags &f, const Snapshot &snap, const std::vector<NodeInfo> &nodes) {
+Table summary_table(const InspectFlags &f, const RingConfig &config, const Snapshot &snap,
+                    const std::vector<NodeInfo> &nodes) {
     size_t with_tokens = 0;
     for (const NodeInfo &n : nodes) with_tokens += n.tokens > 0;
     Table t;
@@ -34,10 +35,10 @@ Table summary_table(const InspectFlags &f, const Snapshot &snap, const std::vect
     t.add_field("nodes", "nodes", count_cell(nodes.size()));
     t.add_field("nodes_with_tokens", "nodes with tokens", count_cell(with_tokens));
     t.add_field("tokens", "tokens", count_cell(snap.token_count()));
-    t.add_field("hasher", "hasher", text_cell(f.ring.effective_hasher()));
-    t.add_field("placement", "placement", text_cell(f.ring.placement));
-    t.add_field("tokens_per_weight", "tokens per weight", count_cell(f.ring.tokens_per_weight));
-    t.add_field("seed", "seed", count_cell(f.ring.seed));
+    t.add_field("hasher", "hasher", text_cell(config.effective_hasher()));
+    t.add_field("placement", "placement", text_cell(config.placement));
+    t.add_field("tokens_per_weight", "tokens per weight", count_cell(config.tokens_per_weight));
+    t.add_field("seed", "seed", count_cell(config.seed));
     t.add_field("fingerprint", "fingerprint", hex_cell(snap.fingerprint()));
     return t;
 }
@@ -135,23 +136,21 @@ void draw(const std::string &path, const Snapshot &snap, const std::vector<NodeI
     svg.save(path);
 }
 
-void run(const InspectFlags &f) {
+void run(InspectFlags &f, const CLI::App &cmd) {
+    note_given_options(cmd, f.ring);
     Format format = parse_format(f.output.format);
-    std::vector<Member> members = f.members.load();
-    Ring ring(f.ring);
-    ring.add(members, f.members.source());
-    Snapshot snap = ring.snapshot();
+    LoadedRing loaded = f.members.load(f.ring);
+    Snapshot snap = loaded.ring->snapshot();
     std::vector<NodeInfo> nodes = snap.nodes();
     if (snap.token_count() == 0)
-        warn("the ring has no node with tokens (" + f.members.why_no_tokens(members) +
-             "): every lookup in it fails");
+        warn("the ring has no node with tokens (" + loaded.why_no_tokens + "): every lookup in it fails");
 
     Report report;
-    report.tables.push_back(summary_table(f, snap, nodes));
+    report.tables.push_back(summary_table(f, loaded.config, snap, nodes));
     report.tables.push_back(nodes_table(nodes));
     report.tables.push_back(balance_table(nodes));
     if (f.tokens) report.tables.push_back(tokens_table(snap, nodes));
-    if (!f.output.svg.empty()) draw(f.output.svg, snap, nodes, f.ring);
+    if (!f.output.svg.empty()) draw(f.output.svg, snap, nodes, loaded.config);
     write_report(report, format, std::cout);
 }
 
@@ -165,7 +164,7 @@ void add_inspect_command(CLI::App &app) {
     add_ring_options(*cmd, flags->ring);
     cmd->add_flag("--tokens", flags->tokens, "Also dump the sorted token table");
     add_output_options(*cmd, flags->output, true);
-    cmd->callback([flags] { run(*flags); });
+    cmd->callback([flags, cmd] { run(*flags, *cmd); });
 }
 
 }  // namespace chring::cli

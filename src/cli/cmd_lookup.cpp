@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "keys.hpp"
 #include "options.hpp"
 
 namespace chring::cli {
@@ -125,8 +126,7 @@ public:
         shown_.emplace_back(text);
         if (flags_.percent) {
             std::string decoded, why;
-            if (!percent_decode(text, decoded, why))
-                throw CliError("key '" + visible(text) + "': " + why);
+            if (!decode_field(text, "key", decoded, why)) throw CliError(why);
             keys_.push_back(std::move(decoded));
         } else {
             keys_.emplace_back(text);
@@ -180,10 +180,18 @@ private:
     std::vector<chr_node_view> views_;
 };
 
-// Feeds every line of stdin (without its '\n' and a trailing '\r').
+// Feeds every line of stdin (without its '\n' and a trailing '\r'); a
+// line longer than kKeyLineMax is an error with its line number.
 void read_stdin_keys(Router &router) {
     std::string pending;
     std::vector<char> chunk(kReadChunk);
+    uint64_t line_number = 1;
+    auto feed = [&](std::string_view line) {
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.size() > kKeyLineMax) throw key_too_long("<stdin>", line_number);
+        router.add(line);
+        ++line_number;
+    };
     for (;;) {
         ssize_t got = ::read(STDIN_FILENO, chunk.data(), chunk.size());
         if (got < 0) {
@@ -199,27 +207,22 @@ void read_stdin_keys(Router &router) {
                 pending.append(line);
                 line = pending;
             }
-            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-            router.add(line);
+            feed(line);
             pending.clear();
         }
         pending.append(data.substr(pos));
+        if (pending.size() > kKeyLineMax + 1) throw key_too_long("<stdin>", line_number);  // + 1: a CR
     }
-    if (!pending.empty()) {
-        std::string_view line = pending;
-        if (line.back() == '\r') line.remove_suffix(1);
-        router.add(line);
-    }
+    if (!pending.empty()) feed(pending);
 }
 
-void run(const LookupFlags &f) {
+void run(LookupFlags &f, const CLI::App &cmd) {
+    note_given_options(cmd, f.ring);
     Format format = parse_format(f.format);
     if (f.keys.empty() && f.members.file == "-")
         throw UsageError("the membership and the keys cannot both come from stdin: give keys as arguments");
-    std::vector<Member> members = f.members.load();
-    Ring ring(f.ring);
-    ring.add(members, f.members.source());
-    Snapshot snap = ring.snapshot();
+    LoadedRing loaded = f.members.load(f.ring);
+    Snapshot snap = loaded.ring->snapshot();
 
     size_t with_tokens = 0, id_width = 5;
     for (const NodeInfo &n : snap.nodes()) {
@@ -227,8 +230,7 @@ void run(const LookupFlags &f) {
         id_width = std::max(id_width, display_width(printable_id(n.id)));
     }
     if (with_tokens == 0)
-        throw CliError("no key can have an owner: " + f.members.why_no_tokens(members) +
-                       " (give members with a weight above 0)");
+        throw CliError("no key can have an owner: " + loaded.why_no_tokens + " (give members with a weight above 0)");
     size_t columns = std::max<size_t>(1, std::min(f.replicas, with_tokens));
     if (columns > 1) id_width = std::max(id_width, display_width("replica " + std::to_string(columns)));
     Output out;
@@ -259,14 +261,14 @@ void add_lookup_command(CLI::App &app) {
         ->type_name("N")
         ->check(whole_number(1, CHR_NODES_MAX))
         ->capture_default_str();
-    cmd->add_flag("--percent", flags->percent, "Keys are percent-encoded (%XX), as ids in membership files");
+    cmd->add_flag("--percent", flags->percent, "Keys are percent-encoded (%XX), as ids in ring files");
     cmd->add_flag("--no-header", flags->no_header, "Leave out the header line (table, csv)");
     cmd->add_option("--format", flags->format, "Output: aligned table, csv, or json (one object per line)")
         ->type_name("table|json|csv")
         ->check(CLI::IsMember({"table", "json", "csv"}).description(""))
         ->capture_default_str();
     cmd->add_option("keys", flags->keys, "Keys to look up; none = read stdin, one per line")->type_name("KEY");
-    cmd->callback([flags] { run(*flags); });
+    cmd->callback([flags, cmd] { run(*flags, *cmd); });
 }
 
 }  // namespace chring::cli

@@ -45,23 +45,19 @@ std::string op_text(const Universe &u, size_t i) {
     return "";
 }
 
-// Runs one placement: build, route, change, route again.
-Movement simulate_ring(const SimFlags &f, const std::string &placement, const std::vector<Member> &members,
-                       const KeySet &keys, Universe &u, Progress &progress) {
-    RingConfig config = f.ring;
-    config.placement = placement;
-    Ring ring(config);
-    ring.add(members, f.members.source());
-    Snapshot before = ring.snapshot();
-    ring.apply(f.changes);
-    Snapshot after = ring.snapshot();
+// Runs one placement: route, change, route again.
+Movement simulate_ring(const SimFlags &f, LoadedRing &loaded, const KeySet &keys, Universe &u, Progress &progress) {
+    const std::string &placement = loaded.config.placement;
+    Snapshot before = loaded.ring->snapshot();
+    loaded.ring->apply(f.changes);
+    Snapshot after = loaded.ring->snapshot();
     if (before.token_count() == 0 || after.token_count() == 0)
         throw CliError(std::string(before.token_count() == 0 ? "before" : "after") +
                        " the changes no node has a weight above 0: there is nothing to route keys to");
 
     // The universe is the same for every placement; fill it on the first.
     if (u.ids.empty()) {
-        for (const Member &m : members) u.intern(m.id);  // membership order first
+        for (const NodeInfo &m : loaded.members) u.intern(m.id);  // membership order first
         for (const Change &c : f.changes) u.intern(c.member.id);
         u.record(before, after);
     }
@@ -79,7 +75,7 @@ Movement simulate_ring(const SimFlags &f, const std::string &placement, const st
 
 // hash % N over the nodes with weight > 0, in membership order; survivors
 // keep their order, added nodes are appended.
-Movement simulate_modulo(const SimFlags &f, const KeySet &keys, const Universe &u, Progress &progress) {
+Movement simulate_modulo(const RingConfig &config, const KeySet &keys, const Universe &u, Progress &progress) {
     std::vector<size_t> before, after;
     for (size_t i = 0; i < u.ids.size(); ++i) {  // universe order = membership, then changes
         if (u.weight_before[i] > 0) before.push_back(i);
@@ -90,7 +86,7 @@ Movement simulate_modulo(const SimFlags &f, const KeySet &keys, const Universe &
     if (before.empty() || after.empty()) return m;
     keys.for_each_block([&](uint64_t, const KeyBlock &block) {
         for (size_t i = 0; i < block.size(); ++i) {
-            uint64_t h = hash_bytes(f.ring.effective_hasher(), f.ring.seed, block.data[i], block.lens[i]);
+            uint64_t h = hash_bytes(config.effective_hasher(), config.seed, block.data[i], block.lens[i]);
             m.count(before[h % before.size()], after[h % after.size()], u);
         }
         progress.advance(block.size());
@@ -98,27 +94,23 @@ Movement simulate_modulo(const SimFlags &f, const KeySet &keys, const Universe &
     return m;
 }
 
-Table setup_table(const SimFlags &f, const std::vector<std::string> &placements, const KeySet &keys, const Universe &u,
-                  const std::vector<Member> &members) {
+Table setup_table(const SimFlags &f, const std::vector<LoadedRing> &rings, const KeySet &keys, const Universe &u) {
     Table t;
     t.key = "setup";
     t.title = "Simulation";
     t.add_field("members", "members",
-                text_cell(f.members.describe() + ": " + std::to_string(members.size()) + " nodes, total weight " +
-                          std::to_string(u.total_before)));
+                text_cell(f.members.describe() + ": " + std::to_string(rings[0].members.size()) +
+                          " nodes, total weight " + std::to_string(u.total_before)));
     std::string changes;
     for (const Change &c : f.changes) changes += (changes.empty() ? "" : "; ") + change_text(c);
     t.add_field("changes", "changes", text_cell(changes));
     t.add_field("keys", "keys", text_cell(keys.describe()));
     std::string hashers;
-    for (const std::string &p : placements) {
-        RingConfig c = f.ring;
-        c.placement = p;
-        hashers += (hashers.empty() ? "" : ", ") + c.effective_hasher() + " (" + p + ")";
-    }
+    for (const LoadedRing &r : rings)
+        hashers += (hashers.empty() ? "" : ", ") + r.config.effective_hasher() + " (" + r.config.placement + ")";
     t.add_field("hasher", "hasher", text_cell(hashers));
-    t.add_field("tokens_per_weight", "tokens per weight", count_cell(f.ring.tokens_per_weight));
-    t.add_field("seed", "seed", count_cell(f.ring.seed));
+    t.add_field("tokens_per_weight", "tokens per weight", count_cell(rings[0].config.tokens_per_weight));
+    t.add_field("seed", "seed", count_cell(rings[0].config.seed));
     return t;
 }
 
@@ -289,29 +281,41 @@ std::vector<Change> changes_in_order(const CLI::App &cmd, const SimFlags &f, siz
 }
 
 void run(SimFlags &f, const CLI::App &cmd) {
+    note_given_options(cmd, f.ring);
     Format format = parse_format(f.output.format);
-    std::vector<std::string> placements = f.placements.empty() ? std::vector<std::string>{"native"} : f.placements;
+    std::vector<std::string> placements = f.placements.empty() ? std::vector<std::string>{f.ring.placement} : f.placements;
     for (const std::string &p : placements) placement_mode(p);  // unknown names fail before any work
-    std::vector<Member> members = f.members.load();
-    f.changes = changes_in_order(cmd, f, members.size());
+    if (f.key_file == "-" && f.members.file == "-")
+        throw UsageError("the ring file and the key file cannot both come from stdin");
+    // One ring per placement; without --placement, a ring file's %%placement.
+    const MemberSource source = f.members.read();
+    std::vector<LoadedRing> rings;
+    for (const std::string &p : placements) {
+        RingConfig config = f.ring;
+        config.placement = p;
+        rings.push_back(build_ring(source, config));
+    }
+    f.changes = changes_in_order(cmd, f, rings[0].members.size());
     if (f.changes.empty())
         throw UsageError("nothing to simulate: give --add, --remove or --reweight (see 'chring sim --help'; "
                        "'chring inspect' shows a membership as it is)");
     KeySet keys = f.key_file.empty() ? KeySet::synthetic(f.keys) : KeySet::from_file(f.key_file);
     if (keys.size() == 0) throw UsageError("--keys must be at least 1");
+    // hash % N hashes with the flags' hasher, or the ring file's when it sets the options.
+    const RingConfig &modulo = rings[0].info.flags & CHR_RINGFILE_HAS_OPTIONS ? rings[0].config : f.ring;
 
     Universe u;
     std::vector<Movement> moves;
     {
-        Progress progress("chring sim", keys.size() * (placements.size() + 1));
-        for (const std::string &p : placements) moves.push_back(simulate_ring(f, p, members, keys, u, progress));
-        moves.push_back(simulate_modulo(f, keys, u, progress));
+        Progress progress("chring sim", keys.size() * (rings.size() + 1));
+        for (LoadedRing &r : rings) moves.push_back(simulate_ring(f, r, keys, u, progress));
+        moves.push_back(simulate_modulo(modulo, keys, u, progress));
     }
     double ideal = u.ideal_fraction();
-    bool several = placements.size() > 1;
+    bool several = rings.size() > 1;
 
     Report report;
-    report.tables.push_back(setup_table(f, placements, keys, u, members));
+    report.tables.push_back(setup_table(f, rings, keys, u));
     report.tables.push_back(moves_table(moves, ideal, keys.size()));
     report.tables.push_back(flows_table(moves, u, f.flows, keys.size(), several));
     report.tables.push_back(nodes_table(moves, u, keys.size(), several));
@@ -338,7 +342,7 @@ void add_sim_command(CLI::App &app) {
         ->type_name("N")
         ->check(whole_number(1, uint64_t(1) << 32))
         ->capture_default_str();
-    cmd->add_option("--key-file", flags->key_file, "Route these keys instead (one per line)")->type_name("FILE");
+    cmd->add_option("--key-file", flags->key_file, "Route these keys instead, one per line ('-' = stdin; at most 256 MiB, keys up to 64 KiB)")->type_name("FILE");
     cmd->add_option("--flows", flags->flows, "How many of the largest from -> to flows to list")
         ->type_name("N")
         ->check(whole_number(0, uint64_t(1) << 32))

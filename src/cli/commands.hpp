@@ -9,5 +9,7 @@ void add_demo_command(CLI::App &app);
 void add_sim_command(CLI::App &app);
 void add_lookup_command(CLI::App &app);
 void add_inspect_command(CLI::App &app);
+void add_check_command(CLI::App &app);
+void add_export_command(CLI::App &app);
 
 }  // namespace chring::cli

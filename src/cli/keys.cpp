@@ -3,8 +3,8 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+
+#include "file_io.hpp"
 
 namespace chring::cli {
 
@@ -14,19 +14,21 @@ KeySet KeySet::synthetic(uint64_t count) {
     return k;
 }
 
+CliError key_too_long(const std::string &name, uint64_t line) {
+    return CliError(name + ":" + std::to_string(line) + ": the key is longer than " + std::to_string(kKeyLineMax) +
+                    " bytes (the limit for one key)");
+}
+
 KeySet KeySet::from_file(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw CliError(path + ": cannot open key file: " + std::strerror(errno));
-    std::ostringstream all;
-    all << in.rdbuf();
-    if (in.bad()) throw CliError(path + ": read error");
     KeySet k;
-    k.source_ = path;
-    k.text_ = all.str();
+    k.source_ = input_name(path);
+    k.text_ = read_input(path, InputLimits{"key file", kKeyFileMax, false, kKeyLineMax});
     size_t pos = 0;
     while (pos < k.text_.size()) {
         size_t end = k.text_.find('\n', pos);
         if (end == std::string::npos) end = k.text_.size();
+        const size_t cr = end > pos && k.text_[end - 1] == '\r';
+        if (end - pos - cr > kKeyLineMax) throw key_too_long(k.source_, k.offsets_.size() + 1);
         k.offsets_.push_back(pos);
         pos = end + 1;
     }
@@ -34,7 +36,7 @@ KeySet KeySet::from_file(const std::string &path) {
     bool ends_in_newline = !k.text_.empty() && k.text_.back() == '\n';
     k.offsets_.push_back(k.text_.size() + (ends_in_newline ? 0 : 1));
     k.count_ = k.offsets_.size() - 1;
-    if (k.count_ == 0) throw CliError(path + ": the key file has no keys");
+    if (k.count_ == 0) throw CliError(k.source_ + ": the key file has no keys");
     return k;
 }
 

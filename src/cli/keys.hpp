@@ -12,6 +12,14 @@
 
 namespace chring::cli {
 
+// The limits of the keys the CLI reads (--key-file, lookup's stdin): one
+// key, its LF and a trailing CR excluded, and a whole key file.
+constexpr size_t kKeyLineMax = size_t(64) << 10;   // 64 KiB
+constexpr size_t kKeyFileMax = size_t(256) << 20;  // 256 MiB
+
+// "NAME:LINE: the key is longer than 65536 bytes (the limit for one key)".
+CliError key_too_long(const std::string &name, uint64_t line);
+
 // Consecutive keys in caller-ready form for chr_snapshot_lookup_batch.
 struct KeyBlock {
     std::vector<const void *> data;
@@ -25,7 +33,9 @@ public:
     static constexpr size_t kBlock = 4096;
 
     static KeySet synthetic(uint64_t count);
-    // One key per line (a trailing '\r' is dropped); empty lines are keys too.
+    // One key per line (a trailing '\r' is dropped); empty lines are keys
+    // too. "-" is standard input. At most kKeyFileMax bytes and keys of at
+    // most kKeyLineMax bytes, or a CliError naming the file (and the line).
     static KeySet from_file(const std::string &path);
 
     uint64_t size() const { return count_; }

@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "ring_handle.hpp"
+#include "spelling.hpp"
 
 namespace {
 
@@ -28,6 +29,17 @@ void print_error(const std::string &message) {
         if (c == '\n') c = ' ';  // CLI11 writes some messages over two lines
     while (!line.empty() && line.back() == ' ') line.pop_back();
     std::cerr << "chring: " << chring::cli::visible(line) << '\n';
+}
+
+// "demo, sim, lookup, ..." as registered, for the messages below.
+std::string command_names(const CLI::App &app, const char *last_joint) {
+    std::vector<std::string> names;
+    for (const CLI::App *sub : app.get_subcommands([](const CLI::App *) { return true; }))
+        names.push_back(sub->get_name());
+    std::string out;
+    for (size_t i = 0; i < names.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == names.size() ? last_joint : ", ") + names[i];
+    return out;
 }
 
 // Where a usage error points for help: "chring sim --help", or "chring --help".
@@ -49,19 +61,22 @@ int main(int argc, char **argv) {
     chring::cli::add_sim_command(app);
     chring::cli::add_lookup_command(app);
     chring::cli::add_inspect_command(app);
+    chring::cli::add_check_command(app);
+    chring::cli::add_export_command(app);
     // CLI11 would say only "A subcommand is required" for a misspelt one.
     if (argc > 1 && argv[1][0] != '-') {
         try {
             app.get_subcommand(argv[1]);
         } catch (const CLI::OptionNotFound &) {
-            print_error("unknown command '" + std::string(argv[1]) + "' (demo, sim, lookup, inspect; see chring --help)");
+            print_error("unknown command '" + std::string(argv[1]) + "' (" + command_names(app, ", ") +
+                        "; see chring --help)");
             return 2;
         }
     }
     try {
         app.parse(argc, argv);
         if (app.get_subcommands().empty()) {
-            print_error("a command is required: demo, sim, lookup or inspect (see chring --help)");
+            print_error("a command is required: " + command_names(app, " or ") + " (see chring --help)");
             return 2;
         }
     } catch (const CLI::CallForVersion &e) {
@@ -78,7 +93,7 @@ int main(int argc, char **argv) {
     } catch (const std::bad_alloc &) {
         print_error("out of memory");
         return 1;
-    } catch (const std::exception &e) {  // CliError, MembershipError, and anything unexpected
+    } catch (const std::exception &e) {  // CliError, and anything unexpected
         print_error(e.what());
         return 1;
     }

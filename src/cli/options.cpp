@@ -5,32 +5,51 @@
 #include <limits>
 #include <unordered_map>
 
+#include "file_io.hpp"
 #include "keys.hpp"
 
 namespace chring::cli {
 
-CLI::Validator whole_number(uint64_t min, uint64_t max) {
+std::string number_problem(const std::string &text, uint64_t min, uint64_t max) {
     const std::string range = std::to_string(min) + ".." + std::to_string(max);
-    return CLI::Validator(
-        [=](std::string &text) -> std::string {
-            if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-                return "'" + text + "' is not a whole number (" + range + ")";
-            uint64_t value = 0;
-            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-            if (ec == std::errc::result_out_of_range || end != text.data() + text.size() || value > max)
-                return "'" + text + "' is over the limit " + std::to_string(max);
-            if (value < min) return "'" + text + "' is under the minimum " + std::to_string(min);
-            return std::string();
-        },
-        "", "WHOLE_NUMBER");
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+        return "'" + text + "' is not a whole number (" + range + ")";
+    uint64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc::result_out_of_range || end != text.data() + text.size() || value > max)
+        return "'" + text + "' is over the limit " + std::to_string(max);
+    if (value < min) return "'" + text + "' is under the minimum " + std::to_string(min);
+    return std::string();
+}
+
+CLI::Validator whole_number(uint64_t min, uint64_t max) {
+    return CLI::Validator([=](std::string &text) { return number_problem(text, min, max); }, "",
+                          "WHOLE_NUMBER");
 }
 
 Member member_from_flag(const std::string &spec, uint32_t default_weight, const std::string &flag) {
-    try {
-        return parse_member_spec(spec, default_weight, flag + " " + spec);
-    } catch (const MembershipError &e) {
-        throw UsageError(e.what());
-    }
+    auto bad = [&](const std::string &why) { return UsageError(flag + " " + spec + ": " + why); };
+    auto field = [&](std::string_view text, const char *what, size_t max, const char *range) {
+        std::string bytes, why;
+        if (!decode_field(text, what, bytes, why)) throw bad(why);
+        if (bytes.size() > max)
+            throw bad(std::string(what) + " is " + std::to_string(bytes.size()) + " bytes long (" + range +
+                      " allowed)");
+        return bytes;
+    };
+    Member m;
+    m.weight = default_weight;
+    const size_t eq = spec.find('=');
+    m.id = field(std::string_view(spec).substr(0, eq), "id", CHR_NODE_ID_MAX, "1..256");
+    if (m.id.empty()) throw bad("id is empty");
+    if (eq == std::string::npos) return m;
+    const std::string rest = spec.substr(eq + 1);
+    const size_t at = rest.find('@');
+    const std::string weight = rest.substr(0, at);
+    if (std::string why = number_problem(weight, 0, CHR_WEIGHT_MAX); !why.empty()) throw bad("weight " + why);
+    m.weight = uint32_t(std::stoul(weight));
+    if (at != std::string::npos) m.zone = field(std::string_view(rest).substr(at + 1), "zone", CHR_ZONE_MAX, "0..64");
+    return m;
 }
 
 void add_hasher_options(CLI::App &cmd, RingConfig &config) {
@@ -77,9 +96,23 @@ void add_ring_options(CLI::App &cmd, RingConfig &config, std::vector<std::string
         ->capture_default_str();
 }
 
+void note_given_options(const CLI::App &cmd, RingConfig &config) {
+    auto given = [&](const char *name) {
+        try {
+            return cmd.count(name) > 0;
+        } catch (const CLI::OptionNotFound &) {  // a command without the flag
+            return false;
+        }
+    };
+    config.given_placement = given("--placement");
+    config.given_hasher = given("--hasher");
+    config.given_seed = given("--seed");
+    config.given_tokens = given("--tokens-per-weight");
+}
+
 void add_membership_options(CLI::App &cmd, MembershipFlags &flags, bool flags_too) {
     auto *file = cmd.add_option("-m,--members", flags.file,
-                                "Membership file: one node per line, 'id weight [zone]' ('-' = stdin)")
+                                "Ring file: 'id weight [zone]' lines, optional %%directives ('-' = stdin)")
                      ->type_name("FILE");
     if (!flags_too) {
         file->required();
@@ -94,59 +127,41 @@ void add_membership_options(CLI::App &cmd, MembershipFlags &flags, bool flags_to
         ->allow_extra_args(false);
 }
 
-// A duplicate between a flag and the file is exit 1 (the flag is fine, the
-// file already has the id); between two flags it is bad usage (exit 2).
-std::vector<Member> MembershipFlags::load() const {
+// A duplicate between two flags is bad usage (exit 2): the command line
+// contradicts itself. One between a flag and the file is found when the
+// ring is built (build_ring: exit 1, the flag is fine, the file has the id).
+MemberSource MembershipFlags::read() const {
     if (file.empty() && generated == 0 && specs.empty())
         throw UsageError("no members: give -m FILE, --nodes N or --node ID[=WEIGHT[@ZONE]]");
-    std::vector<Member> members;
-    if (!file.empty()) members = load_membership(file);  // no duplicates inside the file
-    // Where each member came from, so a duplicate names both places.
-    std::vector<std::string> origin;
-    std::unordered_map<std::string, size_t> position;
-    for (const Member &m : members) {
-        position.emplace(m.id, origin.size());
-        origin.push_back(source() + ":" + std::to_string(m.line));
-    }
+    MemberSource source;
+    std::unordered_map<std::string, std::string> first;  // id -> the flag that gave it
     auto add = [&](Member m, std::string from) {
-        auto [it, inserted] = position.emplace(m.id, members.size());
-        if (!inserted) {
-            const bool in_file = it->second < members.size() && members[it->second].line != 0;
-            std::string message = from + ": duplicate id '" + percent_encode(m.id) + "' (first in " +
-                                  origin[it->second] + ")";
-            if (in_file) throw CliError(message);  // the flag is fine; the file has the id
-            throw UsageError(message);             // the command line contradicts itself
-        }
-        members.push_back(std::move(m));
-        origin.push_back(std::move(from));
+        auto [it, fresh] = first.emplace(m.id, from);
+        if (!fresh)
+            throw UsageError(from + ": duplicate id '" + printable_id(m.id) + "' (first in " + it->second + ")");
+        source.flags.push_back({std::move(m), std::move(from)});
     };
-    for (uint32_t i = 1; i <= generated; ++i) {
-        Member m;
-        m.id = "node-" + std::to_string(i);
-        add(std::move(m), "--nodes " + std::to_string(generated));
-    }
+    for (uint32_t i = 1; i <= generated; ++i)
+        add(Member{"node-" + std::to_string(i), 1, ""}, "--nodes " + std::to_string(generated));
     for (const std::string &spec : specs) add(member_from_flag(spec, 1, "--node"), "--node " + spec);
-    return members;
-}
-
-std::string MembershipFlags::why_no_tokens(const std::vector<Member> &members) const {
-    if (members.empty()) return source() + " has no node lines";
-    return "every member has weight 0";
+    if (!file.empty()) {
+        source.name = input_name(file);
+        source.text = read_input(file, ring_file_limits());
+    }
+    return source;
 }
 
 void warn(const std::string &message) { std::cerr << "chring: warning: " << visible(message) << '\n'; }
 
 std::string MembershipFlags::describe() const {
     std::vector<std::string> parts;
-    if (!file.empty()) parts.push_back(file == "-" ? "<stdin>" : file);
+    if (!file.empty()) parts.push_back(input_name(file));
     if (generated) parts.push_back("--nodes " + std::to_string(generated));
     if (!specs.empty()) parts.push_back(std::to_string(specs.size()) + " x --node");
     std::string out;
     for (const std::string &p : parts) out += out.empty() ? p : " + " + p;
     return out;
 }
-
-std::string MembershipFlags::source() const { return file == "-" ? "<stdin>" : file; }
 
 void add_output_options(CLI::App &cmd, OutputFlags &flags, bool svg) {
     cmd.add_option("--format", flags.format, "Output: aligned tables for people, json or csv for scripts")
@@ -155,7 +170,5 @@ void add_output_options(CLI::App &cmd, OutputFlags &flags, bool svg) {
         ->capture_default_str();
     if (svg) cmd.add_option("--svg", flags.svg, "Also draw a picture into this SVG file")->type_name("FILE");
 }
-
-std::string printable_id(const std::string &id) { return percent_encode(id); }
 
 }  // namespace chring::cli

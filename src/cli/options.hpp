@@ -7,9 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "membership.hpp"
 #include "report.hpp"
 #include "ring_handle.hpp"
+#include "ring_source.hpp"
+#include "spelling.hpp"
 
 namespace chring::cli {
 
@@ -20,11 +21,16 @@ public:
     using CliError::CliError;
 };
 
-// Checks an option's text before CLI11 converts it: decimal digits only (no
-// sign, space, hex or exponent) and min..max, so "-1" or 2^64 never wraps.
+// Why `text` is not a number in min..max ("'x' is not a whole number
+// (0..9)"), or "" when it is: decimal digits only (no sign, space, hex or
+// exponent), so "-1" or 2^64 never wraps.
+std::string number_problem(const std::string &text, uint64_t min, uint64_t max);
+// number_problem as a CLI11 check of an option's text.
 CLI::Validator whole_number(uint64_t min, uint64_t max);
 
-// One member from a flag such as "--node SPEC": a bad spec is a UsageError.
+// One member from a flag such as "--node SPEC": ID[=WEIGHT[@ZONE]], id and
+// zone decoded as in ring files (write a literal '=' or '@' in an id as
+// %3D / %40). A bad spec is a UsageError naming the flag.
 Member member_from_flag(const std::string &spec, uint32_t default_weight, const std::string &flag);
 
 // --hasher, --seed, --plugin-dir: how keys and tokens are hashed.
@@ -32,20 +38,21 @@ void add_hasher_options(CLI::App &cmd, RingConfig &config);
 // The hasher options plus --placement and --tokens-per-weight. With
 // `placement_list`, --placement takes a comma-separated list (sim).
 void add_ring_options(CLI::App &cmd, RingConfig &config, std::vector<std::string> *placement_list = nullptr);
+// Records in `config` which of those flags the command line gave
+// (RingConfig::given_*); call it first in the command's callback.
+void note_given_options(const CLI::App &cmd, RingConfig &config);
 
-// The members a command works on: a file, generated nodes, single flags.
+// The members a command works on: a ring file, generated nodes, single flags.
 struct MembershipFlags {
     std::string file;
     uint32_t generated = 0;          // --nodes N: node-1 .. node-N, weight 1
     std::vector<std::string> specs;  // --node ID[=WEIGHT[@ZONE]]
-    // All members, tagged by position; a duplicate names both places (a
-    // file's line, which --node, or --nodes N).
-    std::vector<Member> load() const;
-    // Why a ring of `members` has no tokens: "FILE has no members ..." or
-    // "every member has weight 0".
-    std::string why_no_tokens(const std::vector<Member> &members) const;
-    std::string describe() const;    // "members.txt (5 nodes)"-style summary
-    std::string source() const;      // file name for error messages
+    // The flags' members (a duplicate among them is a UsageError naming
+    // both flags), then the file's text.
+    MemberSource read() const;
+    // read(), made into a ring with `config` (see build_ring).
+    LoadedRing load(const RingConfig &config) const { return build_ring(read(), config); }
+    std::string describe() const;    // "members.txt + --nodes 3"-style summary
 };
 // With `flags_too`, --nodes and --node are offered besides -m/--members.
 void add_membership_options(CLI::App &cmd, MembershipFlags &flags, bool flags_too);
@@ -58,8 +65,5 @@ void add_output_options(CLI::App &cmd, OutputFlags &flags, bool svg);
 
 // "chring: warning: <message>" on stderr, terminal-safe; the exit status is unchanged.
 void warn(const std::string &message);
-
-// Ids as they are printed: percent_encode (readable, and read back by files).
-std::string printable_id(const std::string &id);
 
 }  // namespace chring::cli

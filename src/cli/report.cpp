@@ -5,6 +5,7 @@
 
 #include "keys.hpp"
 #include "ring_handle.hpp"
+#include "spelling.hpp"
 
 namespace chring::cli {
 namespace {
@@ -220,31 +221,7 @@ std::string json_text(const Json &value, int indent) {
     std::string text = value.dump(indent, ' ', false, Json::error_handler_t::replace);
     // dump() writes C1 and bidi controls raw (they are valid UTF-8); outside
     // strings JSON is ASCII, so every one of them can become a \uXXXX escape.
-    std::string out;
-    out.reserve(text.size());
-    for (size_t i = 0; i < text.size();) {
-        unsigned char c = static_cast<unsigned char>(text[i]);
-        uint32_t cp = 0;
-        size_t len = 1;
-        if (c == 0xC2 && i + 1 < text.size()) {
-            len = 2;
-            cp = ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3Fu);
-        } else if ((c == 0xD8 || c == 0xE2) && i + 2 < text.size()) {
-            len = c == 0xD8 ? 2 : 3;
-            cp = len == 2 ? ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3Fu)
-                          : ((c & 0x0Fu) << 12) | ((static_cast<unsigned char>(text[i + 1]) & 0x3Fu) << 6) |
-                                (static_cast<unsigned char>(text[i + 2]) & 0x3Fu);
-        }
-        if (cp && is_hidden_control(cp)) {
-            char esc[8];
-            std::snprintf(esc, sizeof esc, "\\u%04X", unsigned(cp));
-            out += esc;
-        } else {
-            out.append(text, i, len);
-        }
-        i += len;
-    }
-    return out;
+    return escape_hidden_controls(text, true);
 }
 
 }  // namespace chring::cli

@@ -1,16 +1,16 @@
 #include "ring_handle.hpp"
 
+#include <charconv>
+
+#include "spelling.hpp"
+
 namespace chring::cli {
 
-namespace {
-
-// An unknown hasher: the library's message plus what there is to choose from.
-[[noreturn]] void throw_no_hasher(const std::string &context, const char *plugin_dir) {
+void throw_no_hasher(const std::string &context, const char *plugin_dir) {
     std::string message = chr_last_error();
-    throw CliError(context + ": " + message + " (available: " + hasher_names(plugin_dir) + ")");
+    if (!context.empty()) message = context + ": " + message;
+    throw CliError(message + " (available: " + hasher_names(plugin_dir) + ")");
 }
-
-}  // namespace
 
 void check(chr_status st, const std::string &context) {
     if (st == CHR_OK) return;
@@ -80,8 +80,37 @@ std::vector<NodeInfo> Snapshot::nodes() const {
         n.weight = v.weight;
         n.tokens = v.tokens;
         n.ownership = v.ownership;
+        n.tag = v.tag;
     }
     return out;
+}
+
+std::string Snapshot::export_text(uint32_t flags, uint64_t revision) const {
+    size_t len = 0;
+    chr_status st = chr_snapshot_export(snap_, flags, revision, nullptr, 0, &len);
+    if (st != CHR_ERANGE) check(st, "export");
+    std::string text(len, '\0');
+    check(chr_snapshot_export(snap_, flags, revision, text.data(), text.size(), &len), "export");
+    return text;
+}
+
+RingConfig Snapshot::options() const {
+    // The canonical file starts with every option directive, one
+    // "%%name value" line each (docs/ring-file.md, section 6).
+    const std::string text = export_text(0, 0);
+    RingConfig c;
+    auto number = [](const std::string &v, auto &out) { std::from_chars(v.data(), v.data() + v.size(), out); };
+    for (size_t pos = 0; pos < text.size() && text.compare(pos, 2, "%%") == 0;) {
+        size_t space = text.find(' ', pos), end = text.find('\n', pos);
+        const std::string name = text.substr(pos + 2, space - pos - 2);
+        const std::string value = text.substr(space + 1, end - space - 1);
+        if (name == "placement") c.placement = value;
+        else if (name == "hasher") c.hasher = value;
+        else if (name == "seed") number(value, c.seed);
+        else if (name == "tokens-per-weight") number(value, c.tokens_per_weight);
+        pos = end + 1;
+    }
+    return c;
 }
 
 void Snapshot::token(size_t index, uint64_t &value, uint32_t &owner) const {
@@ -99,14 +128,19 @@ size_t Snapshot::replicas(const void *key, size_t len, size_t n, chr_node_view *
     return count;
 }
 
-Ring::Ring(const RingConfig &config) {
+chr_options RingConfig::options() const {
     chr_options opts;
     check(chr_options_init(&opts, CHR_OPTIONS_VERSION), "");
-    opts.tokens_per_weight = config.tokens_per_weight;
-    opts.seed = config.seed;
-    opts.hasher = config.hasher.empty() ? nullptr : config.hasher.c_str();
-    opts.placement = placement_mode(config.placement).value;
-    opts.plugin_dir = config.plugin_dir.empty() ? nullptr : config.plugin_dir.c_str();
+    opts.tokens_per_weight = tokens_per_weight;
+    opts.seed = seed;
+    opts.hasher = hasher.empty() ? nullptr : hasher.c_str();
+    opts.placement = placement_mode(placement).value;
+    opts.plugin_dir = plugin_dir.empty() ? nullptr : plugin_dir.c_str();
+    return opts;
+}
+
+Ring::Ring(const RingConfig &config) {
+    const chr_options opts = config.options();
     chr_status st = chr_ring_new(&opts, &ring_);
     if (st == CHR_ENOHASHER) throw_no_hasher("cannot create the ring", opts.plugin_dir);
     check(st, "cannot create the ring");
@@ -131,22 +165,23 @@ void Ring::apply_batch(const std::vector<chr_change> &batch, size_t *failed) {
     throw CliError(chr_last_error());
 }
 
-void Ring::add(const std::vector<Member> &members, const std::string &source) {
+chr_status Ring::try_add(const std::vector<Member> &members, uint64_t first_tag, size_t *failed) {
     std::vector<chr_change> batch(members.size());
     for (size_t i = 0; i < members.size(); ++i) {
         const Member &m = members[i];
         batch[i] = chr_change{CHR_OP_ADD, m.weight, m.id.data(), m.id.size(), m.zone.data(),
-                              m.zone.size(), uint64_t(i)};
+                              m.zone.size(), first_tag + i};
     }
+    *failed = members.size();
+    return chr_ring_apply(ring_, batch.data(), batch.size(), failed);
+}
+
+void Ring::add(const std::vector<Member> &members) {
     size_t failed = 0;
-    try {
-        apply_batch(batch, &failed);
-    } catch (const CliError &e) {
-        if (failed >= members.size()) throw;
-        const Member &m = members[failed];
-        std::string where = m.line ? source + ":" + std::to_string(m.line) : "command line";
-        throw CliError(where + ": node '" + percent_encode(m.id) + "': " + e.what());
-    }
+    chr_status st = try_add(members, 0, &failed);
+    if (st == CHR_OK) return;
+    if (failed >= members.size()) check(st, "");
+    check(st, "node '" + printable_id(members[failed].id) + "'");
 }
 
 void Ring::apply(const std::vector<Change> &changes) {

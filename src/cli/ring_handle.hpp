@@ -9,9 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "membership.hpp"
 
 namespace chring::cli {
+
+// One member as a command builds it (demo's servers, sim's changes).
+struct Member {
+    std::string id;    // raw bytes, 1..CHR_NODE_ID_MAX
+    uint32_t weight = 1;
+    std::string zone;  // raw bytes, 0..CHR_ZONE_MAX
+};
 
 // A failure the user can act on: printed as "chring: <what()>", exit 1.
 class CliError : public std::runtime_error {
@@ -21,6 +27,9 @@ public:
 
 // Throws a CliError "<context>: <chr_last_error()>" unless st is CHR_OK.
 void check(chr_status st, const std::string &context);
+
+// After CHR_ENOHASHER: "<context>: <chr_last_error()> (available: ...)".
+[[noreturn]] void throw_no_hasher(const std::string &context, const char *plugin_dir);
 
 // Placement modes by name, as the library describes them.
 struct PlacementMode {
@@ -42,9 +51,14 @@ struct RingConfig {
     uint32_t tokens_per_weight = CHR_DEFAULT_TOKENS_PER_WEIGHT;
     uint64_t seed = 0;
     std::string plugin_dir;  // empty = none
+    // Which option flags the user wrote: a ring file's directives must agree
+    // with those (src/cli/README.md, "Ring files and flags").
+    bool given_placement = false, given_hasher = false, given_seed = false, given_tokens = false;
 
     // The hasher the ring will use: --hasher, or the placement's own.
     std::string effective_hasher() const;
+    // As chr_options; its strings point into this config.
+    chr_options options() const;
 };
 
 // One member as a snapshot shows it, copied out of the borrowed view.
@@ -54,6 +68,7 @@ struct NodeInfo {
     uint32_t weight = 0;
     uint32_t tokens = 0;
     double ownership = 0.0;  // fraction of the circle, 0..1
+    uint64_t tag = 0;        // from a ring file: the member's position in it
 };
 
 // A released-on-destruction chr_snapshot.
@@ -75,6 +90,10 @@ public:
     void lookup_batch(const void *const *keys, const size_t *lens, size_t n, uint32_t *owners) const;
     // Up to n distinct owners, coordinator first; returns how many.
     size_t replicas(const void *key, size_t len, size_t n, chr_node_view *out) const;
+    // The canonical ring file (or, with CHR_EXPORT_JSON, its JSON twin).
+    std::string export_text(uint32_t flags, uint64_t revision) const;
+    // The options the snapshot's ring has, as its canonical file states them.
+    RingConfig options() const;
 
 private:
     chr_snapshot *snap_;
@@ -92,16 +111,23 @@ struct Change {
 class Ring {
 public:
     explicit Ring(const RingConfig &config);
+    explicit Ring(chr_ring *owned) : ring_(owned) {}
     ~Ring() { chr_ring_free(ring_); }
     Ring(const Ring &) = delete;
     Ring &operator=(const Ring &) = delete;
 
-    // Adds all members as one batch, each tagged with its position in the
-    // list (compat placements break ties by it); an error names the line.
-    void add(const std::vector<Member> &members, const std::string &source);
+    // Adds all members as one batch, tagged first_tag, first_tag + 1, ...
+    // (their positions in the server list: compat placements break ties by
+    // them). On failure returns the status with chr_last_error() set and
+    // the index of the member at fault in *failed (members.size() when the
+    // batch as a whole failed); the ring is unchanged.
+    chr_status try_add(const std::vector<Member> &members, uint64_t first_tag, size_t *failed);
+    // try_add from tag 0; an error names the member.
+    void add(const std::vector<Member> &members);
     // Applies the changes as one batch; an error names the flag.
     void apply(const std::vector<Change> &changes);
     Snapshot snapshot() const;
+    chr_ring *get() const { return ring_; }
 
 private:
     void apply_batch(const std::vector<chr_change> &batch, size_t *failed);

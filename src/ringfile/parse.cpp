@@ -69,29 +69,8 @@ std::vector<std::string_view> split_fields(std::string_view line) {
 }
 
 std::string decode(std::string_view field, const char *what, size_t line) {
-    std::string out;
-    out.reserve(field.size());
-    for (size_t i = 0; i < field.size(); ++i) {
-        unsigned char c = static_cast<unsigned char>(field[i]);
-        if (is_control(c)) {
-            char hex[8];
-            std::snprintf(hex, sizeof hex, "%%%02X", c);
-            throw Bad{line, std::string(what) + " '" + visible(field) + "': raw control byte 0x" +
-                                (hex + 1) + " (write it as " + hex + ")"};
-        }
-        if (c != '%') {
-            out.push_back(char(c));
-            continue;
-        }
-        int hi = i + 1 < field.size() ? hex_value(field[i + 1]) : -1;
-        int lo = i + 2 < field.size() ? hex_value(field[i + 2]) : -1;
-        if (hi < 0 || lo < 0)
-            throw Bad{line, std::string(what) + " '" + visible(field) + "': '%' at byte " +
-                                std::to_string(i + 1) +
-                                " is not followed by two hex digits (write a literal '%' as %25)"};
-        out.push_back(char(hi * 16 + lo));
-        i += 2;
-    }
+    std::string out, why;
+    if (!unescape_field(field, what, out, why)) throw Bad{line, why};
     return out;
 }
 
@@ -301,6 +280,35 @@ void parse_lines(std::string_view text, File &f) {
 }
 
 }  // namespace
+
+bool unescape_field(std::string_view field, const char *what, std::string &out, std::string &why) {
+    out.clear();
+    out.reserve(field.size());
+    for (size_t i = 0; i < field.size(); ++i) {
+        unsigned char c = static_cast<unsigned char>(field[i]);
+        if (is_control(c)) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "%%%02X", c);
+            why = std::string(what) + " '" + visible(field) + "': raw control byte 0x" + (hex + 1) +
+                  " (write it as " + hex + ")";
+            return false;
+        }
+        if (c != '%') {
+            out.push_back(char(c));
+            continue;
+        }
+        int hi = i + 1 < field.size() ? hex_value(field[i + 1]) : -1;
+        int lo = i + 2 < field.size() ? hex_value(field[i + 2]) : -1;
+        if (hi < 0 || lo < 0) {
+            why = std::string(what) + " '" + visible(field) + "': '%' at byte " + std::to_string(i + 1) +
+                  " is not followed by two hex digits (write a literal '%' as %25)";
+            return false;
+        }
+        out.push_back(char(hi * 16 + lo));
+        i += 2;
+    }
+    return true;
+}
 
 const char *placement_name(int32_t mode) noexcept {
     const PlacementOps *ops = find_placement(mode);

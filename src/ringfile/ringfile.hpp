@@ -64,8 +64,14 @@ std::string canonical_text(const Snapshot &s, uint32_t flags, uint64_t revision)
 std::string json_text(const Snapshot &s, uint32_t flags, uint64_t revision);
 
 // The field spelling of bytes in canonical form (%XX for control bytes,
-// space, '%', a leading '#', and bytes that are not valid UTF-8).
-std::string escape_field(std::string_view bytes);
+// space, '%', a leading '#', and bytes that are not valid UTF-8); with
+// `hidden`, also the bytes of C1 and bidirectional controls (invisible()).
+std::string escape_field(std::string_view bytes, bool hidden = false);
+
+// Decodes one id or zone field (%XX escapes; a raw control byte or a '%'
+// without two hex digits is refused). On failure returns false with the
+// reason in `why`, naming the field as "<what> '<field>'".
+bool unescape_field(std::string_view field, const char *what, std::string &out, std::string &why);
 
 // What a load or an apply did, for chr_ringfile_info.
 struct Outcome {

@@ -3,33 +3,13 @@
 #include <cstdio>
 #include <numeric>
 
+#include "errors.hpp"
 #include "ringfile/ringfile.hpp"
 #include "snapshot.hpp"
 
 namespace chring {
 namespace ringfile {
 namespace {
-
-// Length of the valid UTF-8 sequence (2..4 bytes, no overlongs, no
-// surrogates, at most U+10FFFF) starting at s[i], or 0.
-size_t utf8_sequence(std::string_view s, size_t i) {
-    auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-    unsigned char b = byte(i);
-    size_t len;
-    uint32_t cp;
-    if (b >= 0xC2 && b <= 0xDF) { len = 2; cp = b & 0x1Fu; }
-    else if (b >= 0xE0 && b <= 0xEF) { len = 3; cp = b & 0x0Fu; }
-    else if (b >= 0xF0 && b <= 0xF4) { len = 4; cp = b & 0x07u; }
-    else return 0;
-    if (i + len > s.size()) return 0;
-    for (size_t k = 1; k < len; ++k) {
-        if ((byte(i + k) & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (byte(i + k) & 0x3Fu);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
-    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
-    return len;
-}
 
 // Members in canonical order: by id bytes (the snapshot's order) for
 // native placement; by tag, then id, for the compatibility placements,
@@ -78,27 +58,31 @@ void json_string(std::string &out, std::string_view text) {
 
 }  // namespace
 
-std::string escape_field(std::string_view bytes) {
+std::string escape_field(std::string_view bytes, bool hidden) {
     static const char digits[] = "0123456789ABCDEF";
+    const auto *s = reinterpret_cast<const unsigned char *>(bytes.data());
     std::string out;
     out.reserve(bytes.size());
+    auto encode = [&](unsigned char c) {
+        out.push_back('%');
+        out.push_back(digits[c >> 4]);
+        out.push_back(digits[c & 15]);
+    };
     for (size_t i = 0; i < bytes.size();) {
-        unsigned char c = static_cast<unsigned char>(bytes[i]);
-        if (c >= 0x80) {
-            if (size_t len = utf8_sequence(bytes, i)) {
-                out.append(bytes.substr(i, len));
-                i += len;
-                continue;
+        const unsigned char c = s[i];
+        uint32_t cp = 0;
+        if (size_t len = c >= 0x80 ? utf8_sequence(s, bytes.size(), i, &cp) : 0) {
+            for (size_t k = 0; k < len; ++k) {
+                if (hidden && invisible(cp)) encode(s[i + k]);
+                else out.push_back(char(s[i + k]));
             }
+            i += len;
+            continue;
         }
-        bool escape = c >= 0x80 || c < 0x20 || c == 0x7f || c == ' ' || c == '%' || (i == 0 && c == '#');
-        if (escape) {
-            out.push_back('%');
-            out.push_back(digits[c >> 4]);
-            out.push_back(digits[c & 15]);
-        } else {
+        if (c >= 0x80 || c < 0x20 || c == 0x7f || c == ' ' || c == '%' || (i == 0 && c == '#'))
+            encode(c);
+        else
             out.push_back(char(c));
-        }
         ++i;
     }
     return out;

@@ -5,11 +5,13 @@
 #
 # Runs BUILD_B's tests/bench/fixed_work under callgrind against each build's
 # src/libchring.so (LD_LIBRARY_PATH overrides the binary's RUNPATH), counting
-# only the instructions inside the measured API calls (--toggle-collect),
-# and prints instructions per operation and B/A. Counts are repeatable for
-# the same binaries and inputs whatever else the machine runs, so this
-# separates a change of 1% where timed runs on a busy host cannot; what they
-# do not show is the cost of cache misses (ab.sh times the same rows).
+# only inside the measured API calls (--toggle-collect), with callgrind's
+# cache simulation, and prints per operation the instructions and the
+# simulated first-level data-cache misses (reads + writes) of each side, with
+# B/A. Counts are repeatable for the same binaries and inputs whatever else
+# the machine runs, so this separates a change of 1% where timed runs on a
+# busy host cannot; what it does not show is timing itself (code alignment,
+# branch prediction): ab.sh times the same rows.
 # Needs valgrind. BUILD_A may be any older build with src/libchring.so.1.
 set -euo pipefail
 
@@ -24,15 +26,15 @@ plugin_path() {
   find "$1/plugins" -name 'chring-*.so' -printf '%h\n' 2>/dev/null | sort -u | paste -sd:
 }
 
-# count BUILD OP NODES COUNT FUNCTION...: instructions inside FUNCTIONs.
+# count BUILD OP NODES COUNT FUNCTION...: "instructions D1-misses" inside FUNCTIONs.
 count() {
   local build=$1 op=$2 nodes=$3 n=$4 toggles=() f
   shift 4
   for f in "$@"; do toggles+=("--toggle-collect=$f"); done
   CHRING_PLUGIN_PATH=$(plugin_path "$build") LD_LIBRARY_PATH=$build/src \
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null "${toggles[@]}" \
+    valgrind --tool=callgrind --cache-sim=yes --callgrind-out-file=/dev/null "${toggles[@]}" \
     "$driver" "$op" "$nodes" "$n" 2>&1 |
-    sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+    awk '/Collected :/ { sub(/.*Collected : /, ""); print $1, $5 + $6 }'  # Ir Dr Dw I1mr D1mr D1mw ...
 }
 
 # row OP NODES COUNT FUNCTION...
@@ -42,14 +44,17 @@ row() {
   a=$(count "$build_a" "$op" "$nodes" "$n" "$@")
   b=$(count "$build_b" "$op" "$nodes" "$n" "$@")
   [ -n "$a" ] && [ -n "$b" ] || { echo "ab_instructions.sh: $op/$nodes failed" >&2; exit 1; }
-  awk -v op="$op/$nodes" -v a="$a" -v b="$b" -v n="$n" \
-    'BEGIN { printf "| %s | %.1f | %.1f | %.4f |\n", op, a / n, b / n, b / a }'
+  awk -v op="$op/$nodes" -v a="$a" -v b="$b" -v n="$n" 'BEGIN {
+    split(a, x, " "); split(b, y, " ")
+    printf "| %s | %.1f | %.1f | %.4f | %.2f | %.2f | %.4f |\n", op,
+      x[1] / n, y[1] / n, y[1] / x[1], x[2] / n, y[2] / n, (x[2] ? y[2] / x[2] : 1)
+  }'
 }
 
 echo "Instructions per operation (callgrind), A = $1, B = $2, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
-echo "| operation | A | B | B/A |"
-echo "|---|--:|--:|--:|"
+echo "| operation | instructions A | B | B/A | D1 misses A | B | B/A |"
+echo "|---|--:|--:|--:|--:|--:|--:|"
 for nodes in 10 100 1000; do row ring_lookup $nodes 100000 chr_ring_lookup; done
 for nodes in 10 100 1000; do row snapshot_lookup $nodes 100000 chr_snapshot_lookup; done
 for nodes in 10 100 1000; do row ring_replicas3 $nodes 100000 chr_ring_replicas; done

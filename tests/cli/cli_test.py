@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of the chring command-line tool, run by meson (suite 'cli').
 
-    cli_test.py --chring PATH --data DIR --golden DIR CHECK [NAME]
+    cli_test.py --chring PATH --data DIR --golden DIR [--fingerprint PATH] CHECK [NAME]
 
 CHECK is one of:
   golden NAME     run a fixed command and compare stdout with golden/NAME.out
@@ -12,6 +12,10 @@ CHECK is one of:
   collateral      `sim` moves keys only onto grown / off shrunk nodes (native), and says so
   bad-input       bad arguments and files: a clear one-line message and a non-zero exit, no crash
   escapes         C0, C1, bidi controls and invalid UTF-8 in ids, keys and messages are escaped
+  ring-files      check on valid and malformed ring files (the parser's FILE:LINE message), export
+                  round trips (export of export is byte-identical; check, %%fingerprint and
+                  chr_ring_fingerprint agree), the JSON twin, --revision, atomic -o, directives vs flags
+  key-limits      --key-file and lookup's stdin: keys up to 64 KiB, key files up to 256 MiB, FILE:LINE
 
 chring runs without LD_LIBRARY_PATH, as a user would run it: it must find libchring
 through its rpath. The library does not look for its build tree, so the build's plugins
@@ -24,6 +28,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 
 # name -> (arguments, file for stdin or None). Run in the data directory, so
 # paths in the output are the short names below. No timings in any of them.
@@ -49,6 +54,16 @@ GOLDEN = {
                           "--format", "csv"], None),
     "sim_compat": (["sim", "-m", "compat.members", "--add", "10.0.0.5:11211", "--keys", "20000",
                     "--placement", "native,ketama,nginx", "--flows", "2"], None),
+    "check_small": (["check", "small.members"], None),
+    "check_directives_json": (["check", "directives.ring", "--format", "json"], None),
+    "check_mixed_csv": (["check", "mixed.members", "--format", "csv"], None),
+    "export_small": (["export", "-m", "small.members"], None),
+    "export_mixed_json": (["export", "-m", "mixed.members", "--format", "json"], None),
+    "export_flags_revision": (["export", "--nodes", "2", "--node", "big=4@rack%201", "--node", "a%20b", "--revision", "9"],
+                              None),
+    "export_compat_ketama": (["export", "-m", "compat.members", "--placement", "ketama"], None),
+    "export_stdin_directives": (["export", "-m", "-"], "directives.ring"),
+    "inspect_directives": (["inspect", "-m", "directives.ring", "--seed", "7"], None),
 }
 
 
@@ -279,14 +294,15 @@ BAD = [
     (["sim", "--nodes", "3", "--add", "x", "--placement", "native,bogus"], None, 2, "unknown placement mode 'bogus'"),
     (["sim", "-m", "compat.members", "--add", "y=5", "--placement", "ketama-unweighted"], None, 1, "weight"),
     (["inspect"], None, 2, "no members"),
-    (["inspect", "-m", "missing.members"], None, 1, "missing.members: cannot open membership file"),
-    (["inspect", "-m", "."], None, 1, "chring: .: is a directory, not a membership file"),
-    (["inspect", "-m", "bad_bom.members"], None, 1, "bad_bom.members:1: the file starts with a UTF-8 byte-order mark"),
-    (["lookup", "-m", "bad_bom.members", "k"], None, 1, "bad_bom.members:1: the file starts with a UTF-8 byte-order"),
+    (["inspect", "-m", "missing.members"], None, 1, "missing.members: cannot open the ring file: No such file"),
+    (["inspect", "-m", "."], None, 1, "chring: .: is a directory, not a ring file"),
+    (["inspect", "-m", "bad_bom.members"], None, 1,
+     "bad_bom.members:1: the file starts with a UTF-8 byte order mark (EF BB BF): save it without one"),
+    (["lookup", "-m", "bad_bom.members", "k"], None, 1, "bad_bom.members:1: the file starts with a UTF-8 byte order"),
     (["inspect", "-m", "/dev/zero"], None, 1,
-     "chring: /dev/zero:1: the line is longer than 65536 bytes (64 KiB), the limit for a line"),
+     "chring: /dev/zero:1: NUL byte: this is binary data, not a ring file (a ring file is text)"),
     (["inspect", "-m", "empty.members"], None, 0,
-     "chring: warning: the ring has no node with tokens (empty.members has no node lines): every lookup in it fails"),
+     "chring: warning: the ring has no node with tokens (empty.members has no member lines): every lookup in it fails"),
     (["inspect", "--node", "a=0"], None, 0, "chring: warning: the ring has no node with tokens (every member has weight 0)"),
     # A duplicate names both places: the file's line, which --node, or --nodes N.
     (["inspect", "-m", "small.members", "--node", "cache-b=3"], None, 1,
@@ -311,7 +327,7 @@ BAD = [
     (["lookup", "-m", "-"], None, 2, "cannot both come from stdin"),
     (["lookup", "--nodes", "2", "--replicas", "0", "k"], None, 2, "--replicas"),
     (["lookup", "-m", "empty.members", "k"], None, 1,
-     "chring: no key can have an owner: empty.members has no node lines (give members with a weight above 0)"),
+     "chring: no key can have an owner: empty.members has no member lines (give members with a weight above 0)"),
     (["lookup", "--node", "a=0", "k"], None, 1, "no key can have an owner: every member has weight 0"),
     (["sim", "-m", "empty.members", "--add", "a"], None, 1, "before the changes no node has a weight above 0"),
     (["sim", "--nodes", "1", "--reweight", "node-1=0"], None, 1, "after the changes no node"),
@@ -332,6 +348,52 @@ BAD = [
     (["lookup", "-m", "bad_weight.members", "k"], None, 1, "bad_weight.members:3:"),
     (["sim", "-m", "bad_duplicate.members", "--add", "x"], None, 1, "bad_duplicate.members:4:"),
     (["inspect", "-m", "-"], "bad_weight.members", 1, "<stdin>:3: weight '12x'"),
+    (["sim", "-m", "-", "--add", "x", "--key-file", "-"], None, 2, "cannot both come from stdin"),
+    # Ring files with directives: the library's parser, FILE:LINE.
+    (["inspect", "-m", "bad_directive.ring"], None, 1, "bad_directive.ring:2: unknown directive %%colour (known: "),
+    (["lookup", "-m", "bad_after_member.ring", "k"], None, 1,
+     "bad_after_member.ring:2: directive %%seed after the first member (line 1): directives come first"),
+    (["inspect", "-m", "bad_fingerprint.ring"], None, 1,
+     "bad_fingerprint.ring:7: %%fingerprint 0x0000000000000001 does not match the ring the file describes (0x"),
+    # The %%fingerprint is the file's ring's: members from flags come after the check.
+    (["inspect", "-m", "canonical.ring", "--node", "extra=2"], None, 0, ""),
+    (["inspect", "-m", "directives.ring", "--node", "beta=5"], None, 1,
+     "chring: --node beta=5: duplicate id 'beta' (first in directives.ring:8)"),
+    # Directives set the options; a flag given must agree with them (exit 2), naming the line.
+    (["inspect", "-m", "directives.ring", "--seed", "7", "--tokens-per-weight", "40", "--placement", "native",
+      "--hasher", "xxh3"], None, 0, ""),
+    (["inspect", "-m", "directives.ring", "--seed", "5"], None, 2,
+     "chring: --seed 5: directives.ring:4: %%seed 7 differs from the ring's seed 5 (a ring file with option "
+     "directives sets the ring's options"),
+    (["lookup", "-m", "directives.ring", "--tokens-per-weight", "160", "k"], None, 2,
+     "--tokens-per-weight 160: directives.ring:5: %%tokens-per-weight 40 differs"),
+    (["sim", "-m", "directives.ring", "--add", "x", "--placement", "native,ketama"], None, 2,
+     "--placement ketama: directives.ring:3: %%placement native differs from the ring's placement ketama"),
+    (["inspect", "-m", "directives.ring", "--hasher", "md5"], None, 2,
+     "--hasher md5: directives.ring:3: the file's hasher is xxh3 (no %%hasher line: the default) differs"),
+    (["inspect", "-m", "directives.ring", "--hasher", "nope"], None, 2,
+     "--hasher nope conflicts with the options of directives.ring (placement native, hasher xxh3, seed 7"),
+    (["check", "directives.ring", "--seed", "1"], None, 2, "--seed 1: directives.ring:4: %%seed 7 differs"),
+    # A plain member list takes the flags.
+    (["check", "compat.members", "--placement", "ketama-unweighted"], None, 0, ""),
+    (["check", "small.members", "--placement", "ketama-unweighted"], None, 1,
+     "small.members:5: weight 2 of 'cache-b' is out of range for placement ketama-unweighted"),
+    # check and export.
+    (["check"], None, 2, "file is required"),
+    (["check", "missing.members"], None, 1, "chring: missing.members: cannot open the ring file"),
+    (["check", "bad_duplicate.members"], None, 1, "chring: bad_duplicate.members:4: duplicate id 'a' (first on line 1)"),
+    (["check", "-"], "bad_weight.members", 1, "chring: <stdin>:3: weight '12x' is not a whole number"),
+    (["check", "/dev/zero"], None, 1, "chring: /dev/zero:1: NUL byte"),
+    (["check", "empty.members"], None, 0, "chring: warning: the ring has no node with tokens"),
+    (["check", "small.members", "--format", "xml"], None, 2, "xml"),
+    (["export"], None, 2, "no members"),
+    (["export", "--nodes", "2", "--format", "csv"], None, 2, "csv"),
+    (["export", "--nodes", "2", "--revision", "-1"], None, 2, "--revision: '-1' is not a whole number"),
+    (["export", "--nodes", "2", "--revision", "18446744073709551616"], None, 2, "is over the limit"),
+    (["export", "--nodes", "2", "-o", "/nonexistent-dir/ring.txt"], None, 1,
+     "chring: /nonexistent-dir/ring.txt: cannot write the ring file: No such file or directory"),
+    (["export", "--nodes", "2", "-o", "."], None, 1, "cannot write the ring file"),
+    (["export", "-m", "bad_percent.members"], None, 1, "bad_percent.members:2: id 'b%2': '%' at byte 2"),
     # Numbers: decimal digits in range, or exit 2 (no wrap-around of -1 or 2^64).
     (["inspect", "--nodes", "2", "--seed", "-1"], None, 2, "--seed: '-1' is not a whole number"),
     (["inspect", "--nodes", "2", "--seed", "18446744073709551616"], None, 2,
@@ -394,30 +456,41 @@ def bad_input(opts):
 
 
 def members_limits(opts):
-    """Lines up to 64 KiB and files up to 64 MiB; past them file:line and the limit, no growth."""
-    line_max, file_max = 64 << 10, 64 << 20
+    """Lines up to 64 KiB and ring files up to 256 MiB (the library's limits); past them the parser's
+    FILE:LINE message, or the size, and no unbounded growth."""
+    line_max, file_max = 64 << 10, 256 << 20
     comment = b"#" + b"x" * 1022 + b"\n"  # 1 KiB lines
+    full = b"a 1\n" + comment * ((file_max - 4) // len(comment))
+    full += b"#" * (file_max - len(full) - 1) + b"\n"  # exactly 256 MiB
     cases = [
         (b"a 1\n#" + b"y" * (line_max - 1) + b"\nb 1\n", 0, ""),  # exactly 64 KiB: fine
-        (b"a 1\nb 1\n#" + b"y" * line_max + b"\n", 1, "<stdin>:3: the line is longer than 65536 bytes"),
+        (b"a 1\nb 1\n#" + b"y" * line_max + b"\n", 1, "<stdin>:3: line is 65537 bytes long (limit 65536)"),
         (b"a 1\n#" + b"y" * (line_max - 2) + b"\r\n", 0, ""),  # the CR counts, the LF does not
-        (b"a 1\n" + comment * (file_max // len(comment) - 1), 0, ""),  # just under 64 MiB
-        (b"a 1\n" + comment * (file_max // len(comment) + 1), 1,
-         "the file is larger than 67108864 bytes (64 MiB), the limit for a membership file"),
+        (b"a 1\n#" + b"y" * (line_max - 1) + b"\r\n", 1, "<stdin>:2: line is 65537 bytes long (limit 65536)"),
+        (full, 0, ""),
+        (full + b"b 1\n", 1, "chring: <stdin>: is more than 268435456 bytes (the limit for a ring file)"),
     ]
     failures = []
-    env = dict(os.environ)
     for data, status, text in cases:
         r = subprocess.run([opts.chring, "inspect", "-m", "-", "--format", "json"], input=data,
-                           capture_output=True, env=env, timeout=120)
+                           capture_output=True, timeout=120)
         err = r.stderr.decode(errors="replace")
-        what = f"members of {len(data)} bytes on stdin"
+        what = f"ring file of {len(data)} bytes on stdin"
         if r.returncode != status or text not in err:
             failures.append(f"{what}: exit {r.returncode}, want {status} and '{text}'; stderr: {err.strip()[:300]}")
-        elif status and not (err.startswith("chring: <stdin>:") and err.count("\n") == 1):
-            failures.append(f"{what}: want one line 'chring: <stdin>:LINE: ...', got {err[:300]!r}")
+        elif status and not (err.startswith("chring: <stdin>") and err.count("\n") == 1):
+            failures.append(f"{what}: want one line 'chring: <stdin>...', got {err[:300]!r}")
         elif status == 0 and json.loads(r.stdout)["ring"]["nodes"] < 1:
             failures.append(f"{what}: members lost")
+    # A regular file over the limit is refused by its size, before it is read (sparse: no disk).
+    with tempfile.TemporaryDirectory() as tmp:
+        big = os.path.join(tmp, "big.ring")
+        with open(big, "wb") as f:
+            f.truncate(file_max + 1)
+        r = run_chring(["check", big], opts.chring, tmp)
+        want = f"chring: {big}: is {file_max + 1} bytes (limit {file_max})"
+        if r.returncode != 1 or r.stderr.decode(errors="replace").strip() != want:
+            failures.append(f"sparse file over the limit: exit {r.returncode}, stderr {r.stderr[:300]!r}, want {want!r}")
     return failures
 
 
@@ -469,12 +542,224 @@ def escapes(opts):
     return failures
 
 
+# (file, flags, the line of the message check must print, exit status 1)
+MALFORMED = [
+    ("bad_fields_few.members", "bad_fields_few.members:2: expected 'id weight [zone]', found 1 field"),
+    ("bad_weight.members", "bad_weight.members:3: weight '12x' is not a whole number (0..1000000)"),
+    ("bad_percent.members", "bad_percent.members:2: id 'b%2': '%' at byte 2 is not followed by two hex digits"),
+    ("bad_duplicate.members", "bad_duplicate.members:4: duplicate id 'a' (first on line 1)"),
+    ("bad_control.members", "bad_control.members:1: id 'a\\x07b': raw control byte 0x07 (write it as %07)"),
+    ("bad_bom.members", "bad_bom.members:1: the file starts with a UTF-8 byte order mark"),
+    ("bad_directive.ring", "bad_directive.ring:2: unknown directive %%colour"),
+    ("bad_after_member.ring", "bad_after_member.ring:2: directive %%seed after the first member (line 1)"),
+    ("bad_fingerprint.ring", "bad_fingerprint.ring:7: %%fingerprint 0x0000000000000001 does not match"),
+    ("hidden_id.members", "hidden_id.members:2: id 'b"),
+]
+
+# Inputs of export round trips: arguments that name a ring (stdin file or None).
+EXPORTS = [
+    (["-m", "small.members"], None),
+    (["-m", "mixed.members"], None),
+    (["-m", "directives.ring"], None),
+    (["-m", "canonical.ring"], None),
+    (["-m", "empty.members"], None),
+    (["-m", "compat.members", "--placement", "ketama"], None),
+    (["-m", "compat.members", "--placement", "nginx", "--node", "10.0.0.9:11211=3"], None),
+    (["-m", "small.members", "--hasher", "sha1", "--seed", "11", "--tokens-per-weight", "7"], None),
+    (["--nodes", "3", "--node", "evil%C2%9B2J=2@r%E2%80%AEl", "--node", "x%FFy", "--node", "%23hash"], None),
+    (["-m", "-", "--node", "late"], "mixed.members"),
+    (["-m", "tiny.members", "--revision", "18446744073709551615"], None),
+]
+
+
+def fingerprint_line(text):
+    for line in text.splitlines():
+        if line.startswith(b"%%fingerprint "):
+            return line.split()[1].decode()
+    return None
+
+
+def ring_files(opts):
+    """check on valid and malformed files; export round trips; the JSON twin; -o."""
+    failures = []
+    # Malformed: exit 1, one line, the parser's FILE:LINE message; nothing on stdout.
+    for name, want in MALFORMED:
+        r = run_chring(["check", name], opts.chring, opts.data)
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 1 or not err.startswith("chring: " + want) or err.count("\n") != 1 or r.stdout:
+            failures.append(f"check {name}: exit {r.returncode}, stderr {err!r}, want 'chring: {want}...'")
+    # Valid: check's fingerprint is inspect's, and chr_ring_fingerprint's of the same file.
+    for name in ("small.members", "mixed.members", "directives.ring", "canonical.ring", "empty.members"):
+        c = json_of(opts, ["check", name])
+        i = json_of(opts, ["inspect", "-m", name])
+        capi = subprocess.run([opts.fingerprint, os.path.join(opts.data, name)], capture_output=True, text=True)
+        want = (i["ring"]["fingerprint"], i["ring"]["nodes"], i["ring"]["tokens"], capi.stdout.strip())
+        got = (c["file"]["fingerprint"], c["file"]["members"], c["file"]["tokens"], c["file"]["fingerprint"])
+        if got != want:
+            failures.append(f"check {name}: (fingerprint, members, tokens, C fingerprint) {got}, want {want}")
+        if [m["position"] for m in c["members"]] != list(range(c["file"]["members"])):
+            failures.append(f"check {name}: members not in file order: {c['members']}")
+    if json_of(opts, ["check", "canonical.ring"])["file"]["canonical"] != "yes":
+        failures.append("check canonical.ring: not reported canonical")
+    if json_of(opts, ["check", "canonical.ring"])["file"]["revision"] != 3:
+        failures.append("check canonical.ring: revision 3 not reported")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, (args, stdin) in enumerate(EXPORTS):
+            what = "chring export " + " ".join(args)
+            first, second = os.path.join(tmp, f"{n}.ring"), os.path.join(tmp, f"{n}.again.ring")
+            r = run_chring(["export"] + args + ["-o", first], opts.chring, opts.data, stdin)
+            if r.returncode != 0 or r.stdout:
+                failures.append(f"{what} -o: exit {r.returncode}, stdout {r.stdout[:100]!r}, stderr {r.stderr[:300]!r}")
+                continue
+            with open(first, "rb") as f:
+                text = f.read()
+            # stdout (a pipe) carries the same canonical bytes as -o.
+            piped = run_chring(["export"] + args, opts.chring, opts.data, stdin)
+            if piped.stdout != text:
+                failures.append(f"{what}: stdout differs from -o")
+            # Export of the export: byte-identical, with no option flag (the file has them all).
+            r = run_chring(["export", "-m", first, "-o", second], opts.chring, opts.data)
+            with open(second, "rb") as f:
+                again = f.read()
+            if r.returncode != 0 or again != text:
+                failures.append(f"{what}: export of the export differs (exit {r.returncode}): {text[:200]!r} / {again[:200]!r}")
+            # The %%fingerprint = check's = chr_ring_fingerprint's, and the JSON twin's.
+            c = json_of(opts, ["check", first])
+            capi = subprocess.run([opts.fingerprint, first], capture_output=True, text=True).stdout.strip()
+            j = run_chring(["export", "-m", first, "--format", "json"], opts.chring, opts.data)
+            twin = json.loads(j.stdout)
+            fps = {fingerprint_line(text), c["file"]["fingerprint"], capi, twin["fingerprint"]}
+            if len(fps) != 1 or None in fps:
+                failures.append(f"{what}: fingerprints disagree: %%fingerprint {fingerprint_line(text)}, check "
+                                f"{c['file']['fingerprint']}, chr_ring_fingerprint {capi}, JSON {twin['fingerprint']}")
+            if c["file"]["canonical"] != "yes":
+                failures.append(f"{what}: check does not find the export canonical")
+            ids = [m["id"] for m in twin["members"]]
+            lines = [ln.split(b" ")[0].decode() for ln in text.splitlines() if not ln.startswith(b"%%")]
+            if ids != lines or len(ids) != c["file"]["members"]:
+                failures.append(f"{what}: JSON ids {ids[:5]} vs text {lines[:5]}, check {c['file']['members']}")
+        # --revision: written, kept by a later export, replaced by another --revision.
+        rev = os.path.join(tmp, "rev.ring")
+        run_chring(["export", "-m", "small.members", "--revision", "41", "-o", rev], opts.chring, opts.data)
+        with open(rev, "rb") as f:
+            text = f.read()
+        kept = run_chring(["export", "-m", rev], opts.chring, opts.data).stdout
+        replaced = run_chring(["export", "-m", rev, "--revision", "42"], opts.chring, opts.data).stdout
+        if b"\n%%revision 41\n" not in text or kept != text or replaced != text.replace(b"revision 41", b"revision 42"):
+            failures.append(f"--revision: {text!r} / kept {kept!r} / replaced {replaced!r}")
+        # -o replaces a file atomically, keeps its mode, leaves no temporary file; a failed
+        # export leaves the old file as it was.
+        target = os.path.join(tmp, "live.ring")
+        with open(target, "wb") as f:
+            f.write(b"old 1\n")
+        os.chmod(target, 0o640)
+        before = set(os.listdir(tmp))
+        r = run_chring(["export", "--nodes", "2", "-o", target], opts.chring, opts.data)
+        with open(target, "rb") as f:
+            new = f.read()
+        if r.returncode != 0 or not new.startswith(b"%%ring-file 1\n") or os.stat(target).st_mode & 0o777 != 0o640:
+            failures.append(f"-o over an existing file: exit {r.returncode}, {new[:40]!r}, "
+                            f"mode {oct(os.stat(target).st_mode & 0o777)}")
+        r = run_chring(["export", "-m", "bad_weight.members", "-o", target], opts.chring, opts.data)
+        with open(target, "rb") as f:
+            if r.returncode != 1 or f.read() != new:
+                failures.append("a failed export changed the -o file")
+        if set(os.listdir(tmp)) != before:
+            failures.append(f"-o left files behind: {sorted(set(os.listdir(tmp)) - before)}")
+        fresh = os.path.join(tmp, "fresh.ring")
+        r = run_chring(["export", "--nodes", "1", "-o", fresh], opts.chring, opts.data)
+        mask = os.umask(0)
+        os.umask(mask)
+        if r.returncode != 0 or os.stat(fresh).st_mode & 0o777 != 0o666 & ~mask:
+            failures.append(f"-o new file: mode {oct(os.stat(fresh).st_mode & 0o777)}, umask {oct(mask)}")
+    failures += export_terminal(opts)
+    return failures
+
+
+def export_terminal(opts):
+    """Canonical bytes keep a C1 control in an id; on a terminal it is shown escaped."""
+    import pty
+    args = ["export", "--node", "evil%C2%9B2J", "--node", "r%E2%80%AEl"]
+    failures = []
+    piped = run_chring(args, opts.chring, opts.data).stdout
+    if b"evil\xc2\x9b2J 1\n" not in piped:
+        failures.append(f"export to a pipe is not canonical: {piped!r}")
+    for extra, want in (([], b"evil%C2%9B2J 1"), (["--format", "json"], b'"evil\\u009B2J"')):
+        master, slave = pty.openpty()
+        p = subprocess.Popen([opts.chring] + args + extra, cwd=opts.data, stdout=slave, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(master)
+        p.wait(timeout=60)
+        for seq in HIDDEN:
+            if seq in out:
+                failures.append(f"export {extra} to a terminal carries {seq!r} raw: {out!r}")
+        if want not in out:
+            failures.append(f"export {extra} to a terminal lacks {want!r}: {out!r}")
+    return failures
+
+
+def key_limits(opts):
+    """Keys up to 64 KiB, key files up to 256 MiB; past them FILE:LINE (or the size), exit 1."""
+    line_max, file_max = 64 << 10, 256 << 20
+    failures = []
+    sim = ["sim", "--nodes", "3", "--add", "x", "--format", "json", "--key-file"]
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = [
+            (b"a\n" + b"k" * line_max + b"\nb\n", 0, None),
+            (b"a\n" + b"k" * line_max + b"\r\nb\n", 0, None),  # a trailing CR is not part of the key
+            (b"a\nb\n" + b"k" * (line_max + 1) + b"\nc\n", 1, "keys.txt:3: the key is longer than 65536 bytes"),
+            (b"a\n" + b"k" * (line_max + 1), 1, "keys.txt:2: the key is longer than 65536 bytes"),
+        ]
+        path = os.path.join(tmp, "keys.txt")
+        for data, status, text in cases:
+            with open(path, "wb") as f:
+                f.write(data)
+            r = run_chring(sim + ["keys.txt"], opts.chring, tmp)
+            err = r.stderr.decode(errors="replace")
+            what = f"key file of {len(data)} bytes"
+            if r.returncode != status or (text and not err.startswith("chring: " + text)):
+                failures.append(f"{what}: exit {r.returncode}, want {status} '{text}': {err[:300]}")
+            elif status == 0 and "3 keys from keys.txt" not in json.loads(r.stdout)["setup"]["keys"]:
+                failures.append(f"{what}: {json.loads(r.stdout)['setup']['keys']}")
+        with open(path, "wb") as f:
+            f.truncate(file_max + 1)
+        r = run_chring(sim + ["keys.txt"], opts.chring, tmp)
+        if r.returncode != 1 or f"keys.txt: is {file_max + 1} bytes (limit {file_max})" not in r.stderr.decode():
+            failures.append(f"key file over 256 MiB: exit {r.returncode}: {r.stderr[:300]!r}")
+    # A stream: stops at the first key over the limit (no unbounded growth).
+    r = run_chring(sim + ["/dev/zero"], opts.chring, opts.data)
+    if r.returncode != 1 or "/dev/zero:1: the key is longer than 65536 bytes" not in r.stderr.decode():
+        failures.append(f"--key-file /dev/zero: exit {r.returncode}: {r.stderr[:300]!r}")
+    r = subprocess.run([opts.chring, "lookup", "--nodes", "2"], input=b"a\n" + b"k" * (line_max + 1) + b"\n",
+                       capture_output=True, timeout=120)
+    if r.returncode != 1 or "<stdin>:2: the key is longer than 65536 bytes" not in r.stderr.decode() or r.stdout:
+        failures.append(f"lookup stdin key over 64 KiB: exit {r.returncode}: {r.stderr[:300]!r} {r.stdout[:100]!r}")
+    r = subprocess.run([opts.chring, "lookup", "--nodes", "2"], input=b"k" * line_max + b"\r\n",
+                       capture_output=True, timeout=120)
+    if r.returncode != 0 or r.stdout.count(b"\n") != 2:
+        failures.append(f"lookup stdin key of 64 KiB: exit {r.returncode}: {r.stderr[:300]!r}")
+    return failures
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--chring", required=True)
     p.add_argument("--data", required=True)
     p.add_argument("--golden", required=True)
-    p.add_argument("check", choices=["golden", "update-golden", "demo", "collateral", "bad-input", "escapes"])
+    p.add_argument("--fingerprint", help="tests/cli/ring_fingerprint, for ring-files")
+    p.add_argument("check", choices=["golden", "update-golden", "demo", "collateral", "bad-input", "escapes",
+                                     "ring-files", "key-limits"])
     p.add_argument("name", nargs="?")
     opts = p.parse_args()
     opts.chring = os.path.abspath(opts.chring)
@@ -483,7 +768,8 @@ def main():
     elif opts.check == "update-golden":
         failures = update_golden(opts)
     else:
-        failures = {"demo": demo, "collateral": collateral, "bad-input": bad_input, "escapes": escapes}[opts.check](opts)
+        failures = {"demo": demo, "collateral": collateral, "bad-input": bad_input, "escapes": escapes,
+                    "ring-files": ring_files, "key-limits": key_limits}[opts.check](opts)
     for f in failures:
         print("FAIL:", f)
     print(f"{opts.check}{' ' + opts.name if opts.name else ''}: {'FAIL' if failures else 'ok'}")

@@ -5,7 +5,8 @@
  * The ring here is built with chring.h from the members of
  * data/mixed.members, written out by hand (an id with spaces and UTF-8,
  * one with a NUL byte, one starting with '#', CJK, zones, weights 1..3), so
- * the test also proves the CLI's file parser decodes what the file means.
+ * the test also proves the CLI reads the file (through the library's ring-file
+ * parser) as what it means.
  *
  * Usage: test_lookup_vs_capi CHRING MEMBERS_FILE
  */

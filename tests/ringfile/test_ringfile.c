@@ -849,6 +849,124 @@ static void test_info_and_arguments(void **state) {
     assert_string_equal(chr_strerror(CHR_EIO), "ring file cannot be read");
 }
 
+/* ---- field spellings (chr_ringfile_escape / chr_ringfile_unescape) ----------------- */
+
+static size_t escape(const void *bytes, size_t len, uint32_t flags, char *out, size_t capacity) {
+    size_t n = 0;
+    assert_chr_ok(chr_ringfile_escape(bytes, len, flags, out, capacity, &n));
+    assert_true(n <= 3 * len);
+    return n;
+}
+
+static size_t unescape(const char *field, size_t len, char *out, size_t capacity) {
+    size_t n = 0;
+    assert_chr_ok(chr_ringfile_unescape(field, len, "id", out, capacity, &n));
+    assert_true(n <= len);
+    return n;
+}
+
+/* Exact spellings, the round trip over random bytes with both flags, the
+ * messages of a bad field, and the buffer rules. */
+static void test_field_spelling(void **state) {
+    (void)state;
+    static const struct {
+        const char *bytes;
+        uint32_t flags;
+        const char *want;
+    } cases[] = {
+        {"cache-a", 0, "cache-a"},
+        {"caf\xC3\xA9 au lait", 0, "caf\xC3\xA9%20au%20lait"},
+        {"#a#b", 0, "%23a#b"},
+        {"100%", 0, "100%25"},
+        {"tab\there\x7F", 0, "tab%09here%7F"},
+        {"bad\xFF\xC3", 0, "bad%FF%C3"},
+        {"\xED\xA0\x80", 0, "%ED%A0%80"},              /* a surrogate is not valid UTF-8 */
+        {"csi\xC2\x9B" "2J", 0, "csi\xC2\x9B" "2J"},     /* canonical: valid UTF-8 stays */
+        {"csi\xC2\x9B" "2J", CHR_ESCAPE_HIDDEN, "csi%C2%9B2J"},
+        {"r\xE2\x80\xAEl\xE2\x81\xA6x\xD8\x9C", CHR_ESCAPE_HIDDEN, "r%E2%80%AEl%E2%81%A6x%D8%9C"},
+        {"\xE2\x82\xAC", CHR_ESCAPE_HIDDEN, "\xE2\x82\xAC"}, /* the euro sign is shown */
+    };
+    char out[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        size_t n = escape(cases[i].bytes, strlen(cases[i].bytes), cases[i].flags, out, sizeof out);
+        assert_int_equal(n, strlen(cases[i].want));
+        assert_memory_equal(out, cases[i].want, n);
+        assert_int_equal(out[n], '\0');
+    }
+
+    /* The canonical spelling is what export writes for the id. */
+    char ids[3][8] = {"\x01 x", "%#a", "\xC2\x85"};
+    chr_ring *ring = NULL;
+    assert_chr_ok(chr_ring_new(NULL, &ring));
+    for (int i = 0; i < 3; ++i) assert_chr_ok(chr_ring_add(ring, ids[i], strlen(ids[i]), 1, NULL, 0, 0));
+    char *text = export_ring(ring, 0, 0, NULL);
+    for (int i = 0; i < 3; ++i) {
+        size_t n = escape(ids[i], strlen(ids[i]), 0, out, sizeof out);
+        memcpy(out + n, " 1\n", 4);
+        assert_non_null(strstr(text, out));
+    }
+    free(text);
+    chr_ring_free(ring);
+
+    /* Any bytes, either flag: unescape(escape(b)) == b. */
+    srand(16);
+    unsigned char bytes[64];
+    char spelled[3 * sizeof bytes + 1], back[sizeof bytes];
+    for (int round = 0; round < 20000; ++round) {
+        size_t len = (size_t)(rand() % (int)sizeof bytes);
+        for (size_t k = 0; k < len; ++k)
+            bytes[k] = (unsigned char)(round % 3 ? rand() % 256 : "\xC2\x9B\xE2\x80\xAE %#a"[rand() % 9]);
+        uint32_t flags = round % 2 ? CHR_ESCAPE_HIDDEN : 0;
+        size_t n = escape(bytes, len, flags, spelled, sizeof spelled);
+        for (size_t k = 0; k < n; ++k) {
+            unsigned char c = (unsigned char)spelled[k];
+            assert_true(c > 0x20 && c != 0x7F); /* no blank, no control: one field */
+        }
+        assert_true(n == 0 || spelled[0] != '#');
+        assert_int_equal(unescape(spelled, n, back, sizeof back), len);
+        assert_memory_equal(back, bytes, len);
+    }
+
+    /* Bad fields: CHR_EFORMAT, the field named as the caller calls it. */
+    size_t n = 99;
+    assert_chr_status(chr_ringfile_unescape("a%zz", 4, "key", out, sizeof out, &n), CHR_EFORMAT);
+    assert_string_equal(chr_last_error(),
+                        "key 'a%zz': '%' at byte 2 is not followed by two hex digits (write a literal '%' as %25)");
+    assert_chr_status(chr_ringfile_unescape("a\x07" "b", 3, NULL, out, sizeof out, &n), CHR_EFORMAT);
+    assert_string_equal(chr_last_error(), "field 'a\\x07b': raw control byte 0x07 (write it as %07)");
+    assert_chr_status(chr_ringfile_unescape("%4", 2, "zone", out, sizeof out, &n), CHR_EFORMAT);
+    assert_non_null(strstr(chr_last_error(), "zone '%4': '%' at byte 1"));
+    assert_int_equal(unescape("%41%62c", 7, out, sizeof out), 3);
+    assert_memory_equal(out, "Abc", 3);
+    assert_int_equal(unescape(NULL, 0, NULL, 0), 0);
+
+    /* Buffers: a size query leaves the message alone; too small a buffer
+     * fails with it and writes nothing. */
+    assert_chr_status(chr_ringfile_unescape("bad%", 4, "id", out, sizeof out, &n), CHR_EFORMAT);
+    const char *kept = "id 'bad%': '%' at byte 4 is not followed by two hex digits (write a literal '%' as %25)";
+    assert_string_equal(chr_last_error(), kept);
+    assert_chr_status(chr_ringfile_escape("a b", 3, 0, NULL, 0, &n), CHR_ERANGE);
+    assert_int_equal(n, 5);
+    assert_chr_status(chr_ringfile_unescape("a%20b", 5, "id", NULL, 0, &n), CHR_ERANGE);
+    assert_int_equal(n, 3);
+    assert_string_equal(chr_last_error(), kept);
+    memset(out, 'x', sizeof out);
+    assert_chr_error(chr_ringfile_escape("a b", 3, 0, out, 4, &n), CHR_ERANGE, "chr_ringfile_escape");
+    assert_int_equal(n, 5);
+    assert_int_equal(out[0], 'x');
+    assert_int_equal(escape("a b", 3, 0, out, 5), 5); /* exactly fits: no NUL */
+    assert_int_equal(out[5], 'x');
+    assert_int_equal(escape("", 0, 0, NULL, 0), 0);
+    assert_chr_error(chr_ringfile_escape("a", 1, 0x2, out, sizeof out, &n), CHR_EINVAL, "chr_ringfile_escape");
+    assert_chr_error(chr_ringfile_escape("a", 1, 0, out, sizeof out, NULL), CHR_EINVAL, "chr_ringfile_escape");
+    assert_chr_error(chr_ringfile_escape(NULL, 1, 0, out, sizeof out, &n), CHR_EINVAL, "chr_ringfile_escape");
+    assert_chr_error(chr_ringfile_escape("a", 1, 0, NULL, 9, &n), CHR_EINVAL, "chr_ringfile_escape");
+    assert_chr_error(chr_ringfile_unescape(NULL, 1, "id", out, sizeof out, &n), CHR_EINVAL,
+                     "chr_ringfile_unescape");
+    assert_chr_error(chr_ringfile_unescape("a", 1, "id", out, sizeof out, NULL), CHR_EINVAL,
+                     "chr_ringfile_unescape");
+}
+
 /* ---- known answers ---------------------------------------------------------------- */
 
 /* Every NAME.ring of tests/vectors/ring-file loads to exactly the answers
@@ -927,6 +1045,7 @@ int main(void) {
         cmocka_unit_test(test_apply_under_readers),
         cmocka_unit_test(test_revision_retrievable),
         cmocka_unit_test(test_info_and_arguments),
+        cmocka_unit_test(test_field_spelling),
         cmocka_unit_test(test_vectors),
     };
     return run_core_tests(tests);

@@ -62,6 +62,7 @@ pub const CHR_RINGFILE_HAS_OPTIONS: u32 = 0x4;
 pub const CHR_RINGFILE_INFO_VERSION: u32 = 1;
 pub const CHR_EXPORT_REVISION: u32 = 0x1;
 pub const CHR_EXPORT_JSON: u32 = 0x2;
+pub const CHR_ESCAPE_HIDDEN: u32 = 0x1;
 
 pub const CHR_PLUGIN_ABI_VERSION: u32 = 1;
 pub const CHR_HASHER_NAME_MAX: usize = 63;
@@ -238,4 +239,6 @@ extern "C" {
     pub fn chr_ring_export(ring: *const chr_ring, flags: u32, revision: u64, buf: *mut c_char, capacity: usize, len: *mut usize) -> chr_status;
     pub fn chr_snapshot_export(snap: *const chr_snapshot, flags: u32, revision: u64, buf: *mut c_char, capacity: usize, len: *mut usize) -> chr_status;
     pub fn chr_hasher_digest(name: *const c_char, data: *const c_void, len: usize, out: *mut c_uchar, capacity: usize, digest_size: *mut usize) -> chr_status;
+    pub fn chr_ringfile_escape(bytes: *const c_void, len: usize, flags: u32, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
+    pub fn chr_ringfile_unescape(field: *const c_char, len: usize, what: *const c_char, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
 }

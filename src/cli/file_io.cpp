@@ -1,0 +1,110 @@
+#include "file_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "ring_handle.hpp"
+
+namespace chring::cli {
+
+std::string input_name(const std::string &path) { return path == "-" ? "<stdin>" : path; }
+
+std::string read_input(const std::string &path, const InputLimits &limits) {
+    const std::string name = input_name(path);
+    const std::string max = std::to_string(limits.file_max);
+    int fd = STDIN_FILENO;
+    if (path != "-") {
+        do fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        while (fd < 0 && errno == EINTR);
+        if (fd < 0) throw CliError(name + ": cannot open the " + limits.what + ": " + std::strerror(errno));
+    }
+    struct Closer {
+        int fd;
+        ~Closer() {
+            if (fd != STDIN_FILENO) ::close(fd);
+        }
+    } closer{fd};
+    struct stat st;
+    if (::fstat(fd, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) throw CliError(name + ": is a directory, not a " + limits.what);
+        if (S_ISREG(st.st_mode) && uint64_t(st.st_size) > limits.file_max)
+            throw CliError(name + ": is " + std::to_string(st.st_size) + " bytes (limit " + max + ")");
+    }
+    std::string text;
+    size_t line_start = 0;  // where the last line so far starts
+    for (;;) {
+        const size_t have = text.size();
+        text.resize(have + std::min<size_t>(64 << 10, limits.file_max + 1 - have));  // grows geometrically
+        ssize_t got = ::read(fd, &text[have], text.size() - have);
+        if (got < 0 && errno == EINTR) {
+            text.resize(have);
+            continue;
+        }
+        if (got < 0) throw CliError(name + ": read error: " + std::strerror(errno));
+        text.resize(have + size_t(got));
+        if (got == 0) break;
+        if (text.size() > limits.file_max)
+            throw CliError(name + ": is more than " + max + " bytes (the limit for a " + limits.what + ")");
+        const char *fresh = text.data() + have;
+        if (limits.stop_at_nul && std::memchr(fresh, '\0', size_t(got))) break;
+        if (limits.line_max) {
+            if (const void *nl = ::memrchr(fresh, '\n', size_t(got)))
+                line_start = size_t(static_cast<const char *>(nl) - text.data()) + 1;
+            if (text.size() - line_start > limits.line_max + 1) break;  // + 1: a CR before the LF
+        }
+    }
+    return text;
+}
+
+void write_file_atomically(const std::string &path, std::string_view data, const char *what) {
+    auto failure = [&](const std::string &why) { return CliError(path + ": cannot write the " + what + ": " + why); };
+    const size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    if (base.empty() || base == "." || base == "..") throw failure("the path names a directory");
+    mode_t mode;
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) throw failure("it is a directory");
+        mode = st.st_mode & 07777;
+    } else {
+        const mode_t mask = ::umask(0);
+        ::umask(mask);
+        mode = 0666 & ~mask;
+    }
+    std::string temp = path.substr(0, slash == std::string::npos ? 0 : slash + 1) + "." + base + ".XXXXXX";
+    int fd = ::mkostemp(temp.data(), O_CLOEXEC);
+    if (fd < 0) throw failure(std::strerror(errno));
+    struct Temp {  // removed unless renamed into place
+        const std::string &name;
+        int fd;
+        bool done = false;
+        ~Temp() {
+            if (fd >= 0) ::close(fd);
+            if (!done) ::unlink(name.c_str());
+        }
+    } guard{temp, fd};
+    for (size_t off = 0; off < data.size();) {
+        ssize_t wrote = ::write(fd, data.data() + off, data.size() - off);
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote < 0) throw failure(std::strerror(errno));
+        off += size_t(wrote);
+    }
+    if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) throw failure(std::strerror(errno));
+    guard.fd = -1;
+    if (::close(fd) != 0) throw failure(std::strerror(errno));
+    if (::rename(temp.c_str(), path.c_str()) != 0) throw failure(std::strerror(errno));
+    guard.done = true;
+    int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd >= 0) {  // the rename itself on disk; a directory that cannot be opened still has it
+        ::fsync(dir_fd);
+        ::close(dir_fd);
+    }
+}
+
+}  // namespace chring::cli

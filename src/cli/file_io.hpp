@@ -1,0 +1,39 @@
+// The files the user names: reading a whole input (a ring file or a key
+// file, from a path or standard input "-") never past a documented size,
+// and replacing an output file atomically.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace chring::cli {
+
+// What an input may be. Past file_max bytes the read fails with the name;
+// a stop rule ends the read early where what follows cannot help (the
+// caller's parser then reports the problem with its line).
+struct InputLimits {
+    const char *what;         // "ring file", "key file": named in messages
+    size_t file_max;          // bytes in the whole input
+    bool stop_at_nul = false;  // a NUL byte: the rest need not be read
+    size_t line_max = 0;      // a line longer than this (without its LF): stop; 0 = no rule
+};
+
+// The name an input has in messages: the path, or "<stdin>" for "-".
+std::string input_name(const std::string &path);
+
+// Reads all of `path` ("-" = standard input). Regular files, FIFOs,
+// devices and process substitutions are read alike, in bounded chunks.
+// Throws CliError "NAME: ..." when it cannot be opened, is a directory, is
+// larger than limits.file_max or fails to read.
+std::string read_input(const std::string &path, const InputLimits &limits);
+
+// Replaces `path` with `data` so that a reader sees the old file or the
+// new one, never part of it: a temporary file in the same directory,
+// written, fsync'ed, renamed over `path`, then the directory fsync'ed. The
+// file keeps the old one's permissions, or gets 0666 less the umask. On
+// failure the temporary file is removed and `path` is unchanged; throws
+// CliError "PATH: cannot write the <what>: <reason>".
+void write_file_atomically(const std::string &path, std::string_view data, const char *what);
+
+}  // namespace chring::cli

@@ -1,0 +1,118 @@
+#include "spelling.hpp"
+
+#include <chring.h>
+
+#include <cstdio>
+#include <new>
+
+namespace chring::cli {
+namespace {
+
+// chr_ringfile_escape into a string; 3 bytes per input byte always fit.
+std::string escaped(std::string_view bytes, uint32_t flags) {
+    std::string out(bytes.size() * 3 + 1, '\0');
+    size_t len = 0;
+    if (chr_ringfile_escape(bytes.data(), bytes.size(), flags, out.data(), out.size(), &len) != CHR_OK)
+        throw std::bad_alloc();  // only CHR_ENOMEM is possible with these arguments
+    out.resize(len);
+    return out;
+}
+
+bool plain(std::string_view text) {
+    for (char c : text)
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) return false;
+    return true;
+}
+
+int hex_value(char c) { return c <= '9' ? c - '0' : c - 'A' + 10; }
+
+}  // namespace
+
+std::string printable_id(std::string_view bytes) { return escaped(bytes, CHR_ESCAPE_HIDDEN); }
+
+std::string canonical_field(std::string_view bytes) { return escaped(bytes, 0); }
+
+// The terminal-safe spelling is the library's (CHR_ESCAPE_HIDDEN: every
+// byte to hide is %XX, and every literal '%' is %25), shown as typed: the
+// escapes of the printable bytes ' ', '#' and '%' are undone and every
+// other %XX is written \xXX.
+std::string visible(std::string_view text) {
+    if (plain(text)) return std::string(text);
+    const std::string spelled = escaped(text, CHR_ESCAPE_HIDDEN);
+    std::string out;
+    out.reserve(spelled.size());
+    for (size_t i = 0; i < spelled.size(); ++i) {
+        if (spelled[i] != '%') {  // two hex digits always follow a '%'
+            out.push_back(spelled[i]);
+            continue;
+        }
+        const char byte = char(hex_value(spelled[i + 1]) * 16 + hex_value(spelled[i + 2]));
+        if (byte == ' ' || byte == '#' || byte == '%') {
+            out.push_back(byte);
+        } else {
+            out += "\\x";
+            out.append(spelled, i + 1, 2);
+        }
+        i += 2;
+    }
+    return out;
+}
+
+bool decode_field(std::string_view field, const char *what, std::string &out, std::string &why) {
+    out.assign(field.size() + 1, '\0');
+    size_t len = 0;
+    chr_status st = chr_ringfile_unescape(field.data(), field.size(), what, out.data(), out.size(), &len);
+    if (st == CHR_ENOMEM) throw std::bad_alloc();
+    if (st != CHR_OK) {
+        why = chr_last_error();
+        return false;
+    }
+    out.resize(len);
+    return true;
+}
+
+namespace {
+
+// The length of the C1 or bidirectional control that starts at text[i]
+// of valid UTF-8 text, with its code point in *cp; 0 if none starts there.
+size_t hidden_control_at(std::string_view text, size_t i, uint32_t *cp) {
+    // In valid UTF-8 these byte patterns are exactly the code points of
+    // chr_ringfile_escape's CHR_ESCAPE_HIDDEN: C2 80..9F is U+0080..U+009F,
+    // D8 9C is U+061C, E2 80 xx and E2 81 xx are U+20xx and U+204x..U+207x.
+    auto at = [&](size_t k) { return k < text.size() ? static_cast<unsigned char>(text[k]) : 0u; };
+    const unsigned lead = at(i), b1 = at(i + 1), b2 = at(i + 2);
+    if (lead == 0xC2 && b1 >= 0x80 && b1 <= 0x9F) return *cp = b1, 2;
+    if (lead == 0xD8 && b1 == 0x9C) return *cp = 0x061C, 2;
+    if (lead != 0xE2 || (b1 != 0x80 && b1 != 0x81) || b2 < 0x80 || b2 > 0xBF) return 0;
+    const uint32_t c = 0x2000u | (b1 & 0x3Fu) << 6 | (b2 & 0x3Fu);
+    const bool hidden = c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+    if (!hidden) return 0;
+    *cp = c;
+    return 3;
+}
+
+}  // namespace
+
+std::string escape_hidden_controls(std::string_view text, bool json) {
+    std::string out;
+    out.reserve(text.size());
+    for (size_t i = 0; i < text.size();) {
+        uint32_t cp = 0;
+        const size_t len = hidden_control_at(text, i, &cp);
+        if (!len) {
+            out.push_back(text[i++]);
+            continue;
+        }
+        if (json) {
+            char esc[8];
+            std::snprintf(esc, sizeof esc, "\\u%04X", unsigned(cp));
+            out += esc;
+        } else {
+            out += printable_id(text.substr(i, len));
+        }
+        i += len;
+    }
+    return out;
+}
+
+}  // namespace chring::cli

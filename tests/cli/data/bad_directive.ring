@@ -1,0 +1,3 @@
+%%ring-file 1
+%%colour blue
+a 1
