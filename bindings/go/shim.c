@@ -46,6 +46,19 @@ WRAP(snapshot_replicas,
      (snap, key, key_len, n, out, count))
 WRAP(snapshot_node, (const void *snap, size_t index, chr_node_view *out),
      (snap, index, out))
+WRAP(ring_replicas_policy,
+     (const void *ring, const void *key, size_t key_len, int32_t policy, size_t n,
+      chr_node_ref *out, size_t *count),
+     (ring, key, key_len, policy, n, out, count))
+WRAP(snapshot_replicas_policy,
+     (const void *snap, const void *key, size_t key_len, int32_t policy, size_t n,
+      chr_node_view *out, size_t *count),
+     (snap, key, key_len, policy, n, out, count))
+WRAP(snapshot_replica_shares,
+     (const void *snap, int32_t policy, size_t n, double *shares, size_t capacity, size_t *count),
+     (snap, policy, n, shares, capacity, count))
+WRAP(replica_policy_name, (int32_t policy, const char **name), (policy, name))
+WRAP(replica_policy_find, (const char *name, int32_t *policy), (name, policy))
 WRAP(snapshot_node_count, (const void *snap, size_t *count), (snap, count))
 WRAP(snapshot_token_count, (const void *snap, size_t *count), (snap, count))
 WRAP(snapshot_fingerprint, (const void *snap, uint64_t *fingerprint), (snap, fingerprint))

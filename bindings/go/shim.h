@@ -44,6 +44,16 @@ gochr_result gochr_snapshot_lookup(const void *snap, const void *key, size_t key
 gochr_result gochr_snapshot_replicas(const void *snap, const void *key, size_t key_len,
                                      size_t n, chr_node_view *out, size_t *count);
 gochr_result gochr_snapshot_node(const void *snap, size_t index, chr_node_view *out);
+gochr_result gochr_ring_replicas_policy(const void *ring, const void *key, size_t key_len,
+                                        int32_t policy, size_t n, chr_node_ref *out,
+                                        size_t *count);
+gochr_result gochr_snapshot_replicas_policy(const void *snap, const void *key, size_t key_len,
+                                            int32_t policy, size_t n, chr_node_view *out,
+                                            size_t *count);
+gochr_result gochr_snapshot_replica_shares(const void *snap, int32_t policy, size_t n,
+                                           double *shares, size_t capacity, size_t *count);
+gochr_result gochr_replica_policy_name(int32_t policy, const char **name);
+gochr_result gochr_replica_policy_find(const char *name, int32_t *policy);
 gochr_result gochr_snapshot_node_count(const void *snap, size_t *count);
 gochr_result gochr_snapshot_token_count(const void *snap, size_t *count);
 gochr_result gochr_snapshot_fingerprint(const void *snap, uint64_t *fingerprint);

@@ -500,15 +500,24 @@ CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size
                                       double *fraction) CHR_NOEXCEPT;
 
 /**
+ * The fingerprint algorithm of this library (docs/semantics.md,
+ * "Fingerprint"): compare fingerprints only between libraries with the same
+ * version. Version 2 added the zones, and only for rings where some member
+ * has one: a ring without zones fingerprints as in version 1.
+ */
+#define CHR_FINGERPRINT_VERSION 2
+
+/**
  * A 64-bit digest of the placement options, the sorted token array (value
- * and owner id) and the members (id, weight). Two rings with equal
- * fingerprints route every key, and every replica list, the same; rings
- * built from the same options and membership have equal fingerprints
- * whatever the order of the calls that built them, on every platform.
- * Tags and zones are metadata and not included. A compatibility placement
- * ignores seed and tokens_per_weight, so rings that differ only in those
- * are the same ring and have equal fingerprints.
- * Thread-safety: as chr_ring_lookup. Since: 0.1.
+ * and owner id), the members (id, weight) and their zones. Two rings with
+ * equal fingerprints route every key, and every replica list under every
+ * replica policy, the same; rings built from the same options and
+ * membership have equal fingerprints whatever the order of the calls that
+ * built them, on every platform. Tags are metadata and not included. A
+ * compatibility placement ignores seed and tokens_per_weight, so rings that
+ * differ only in those are the same ring and have equal fingerprints.
+ * Thread-safety: as chr_ring_lookup. Since: 0.1 (zones since 0.2:
+ * CHR_FINGERPRINT_VERSION 2).
  */
 CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) CHR_NOEXCEPT;
 
@@ -571,6 +580,113 @@ CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap, uint64_t *
  */
 CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, uint64_t *value,
                                       uint32_t *node_index) CHR_NOEXCEPT;
+
+/* ------------------------------------------------------------------------ */
+/* Zone-aware replicas                                                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A replica policy orders the same clockwise walk differently. Every policy
+ * walks the tokens clockwise from the key's successor and takes each node
+ * the first time it meets it (the walk of chr_ring_replicas); they differ in
+ * which of those nodes are kept and in what order. A node's zone is its
+ * label bytes (chr_ring_add); every node with an empty zone is in one shared
+ * zone. "Live zones" are the zones holding a node with tokens.
+ *
+ * CHR_REPLICAS_NODES (0, the default): the first n nodes of the walk, as
+ *   chr_ring_replicas. Zones are ignored.
+ * CHR_REPLICAS_ZONES_FIRST (1): the nodes that are the first of their zone
+ *   in walk order come first, in walk order, then the other nodes in walk
+ *   order. So the first min(n, live zones) replicas are in distinct zones,
+ *   the coordinator (replica 0) is the key's owner (chr_ring_lookup),
+ *   replicas(n) is a prefix of replicas(n + 1) (a client failing over along
+ *   the list never revisits a node), and adding or removing a node changes
+ *   only the lists that contain it (before or after the change).
+ * CHR_REPLICAS_NTS (2): the set of CHR_REPLICAS_ZONES_FIRST, in walk order:
+ *   the replicas Cassandra's NetworkTopologyStrategy chooses for one data
+ *   centre whose racks are the zones, in the order it lists them (a node of
+ *   an already seen zone is taken while more than one node per zone is
+ *   needed to reach n, i.e. while n exceeds the live zones). Not a prefix
+ *   order: replicas(n) and replicas(n + 1) may order the same nodes
+ *   differently.
+ *
+ * Policies are numbered from 0 without gaps: ask chr_replica_policy_name()
+ * for 0, 1, 2, ... until CHR_ENOTSUP to list those this library provides.
+ *
+ * Cost: the walk goes on until it has the nodes it needs, so under a zone
+ * policy a key whose zones are not all near its successor walks further
+ * than CHR_REPLICAS_NODES does (up to every token when a zone is small).
+ * Memory: no allocation for n <= 32, or when the members plus the distinct
+ * zone labels number at most 65,536 (a bitmap on the stack); beyond, a
+ * per-thread table is sized once per thread (as chr_ring_replicas does past
+ * 65,536 members).
+ */
+#define CHR_REPLICAS_NODES 0
+#define CHR_REPLICAS_ZONES_FIRST 1
+#define CHR_REPLICAS_NTS 2
+
+/**
+ * The name of replica policy `policy`: "nodes", "zones-first", "nts".
+ * @param name  receives a static NUL-terminated string (valid for the life
+ *              of the process)
+ * @return CHR_OK; CHR_EINVAL (NULL name); CHR_ENOTSUP (no such policy in
+ *         this library).
+ * Thread-safety: any thread. Ownership: static storage. Since: 0.2.
+ */
+CHR_API chr_status chr_replica_policy_name(int32_t policy, const char **name) CHR_NOEXCEPT;
+
+/**
+ * The policy called `name` (as chr_replica_policy_name, NUL-terminated,
+ * exact match).
+ * @return CHR_OK; CHR_EINVAL (NULL name or policy); CHR_ENOTSUP (no policy
+ *         of that name).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.2.
+ */
+CHR_API chr_status chr_replica_policy_find(const char *name, int32_t *policy) CHR_NOEXCEPT;
+
+/**
+ * As chr_ring_replicas, under replica policy `policy` (CHR_REPLICAS_*);
+ * CHR_REPLICAS_NODES gives exactly chr_ring_replicas' lists.
+ * @param n      clamped to the number of nodes with tokens
+ * @param out    room for n entries
+ * @param count  receives how many were written
+ * @return CHR_OK; CHR_EINVAL (n == 0, NULL out or count); CHR_ENOTSUP
+ *         (unknown policy); CHR_EEMPTY; CHR_ENOMEM (a thread's first read,
+ *         or its first large walk: see "Memory" above).
+ * Thread-safety: as chr_ring_lookup. Ownership: writes caller memory only.
+ * Since: 0.2.
+ */
+CHR_API chr_status chr_ring_replicas_policy(const chr_ring *ring, const void *key, size_t key_len,
+                                            int32_t policy, size_t n, chr_node_ref *out,
+                                            size_t *count) CHR_NOEXCEPT;
+
+/** As chr_ring_replicas_policy, borrowing from the snapshot. Since: 0.2. */
+CHR_API chr_status chr_snapshot_replicas_policy(const chr_snapshot *snap, const void *key,
+                                                size_t key_len, int32_t policy, size_t n,
+                                                chr_node_view *out, size_t *count) CHR_NOEXCEPT;
+
+/**
+ * Each member's replica share: the fraction of the key space (0..1) for
+ * which it is among the first n replicas under `policy`, exact from the
+ * token arcs (every key of an arc has the same list), not sampled.
+ * shares[i] is member i's (node index order, as chr_snapshot_node); they
+ * sum to min(n, nodes with tokens). Under CHR_REPLICAS_NODES with n = 1
+ * a share is the member's ownership. Nodes in a zone holding less weight
+ * than the others carry more copies under the zone policies.
+ * O(tokens x walk): an inspection call, not for the request path.
+ * @param shares  room for `capacity` doubles (NULL with capacity 0 asks
+ *                the size: see SIZE QUERIES)
+ * @param count   receives the number of members; on CHR_ERANGE the
+ *                capacity needed
+ * @return CHR_OK; CHR_EINVAL (n == 0, NULL count); CHR_ENOTSUP (policy);
+ *         CHR_ERANGE (capacity too small); CHR_ENOMEM. An empty ring is
+ *         CHR_OK with every share 0.
+ * Thread-safety: any thread (the snapshot is immutable). Ownership:
+ * writes caller memory only. Since: 0.2.
+ */
+CHR_API chr_status chr_snapshot_replica_shares(const chr_snapshot *snap, int32_t policy, size_t n,
+                                               double *shares, size_t capacity,
+                                               size_t *count) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Hashers and plugins                                                      */

@@ -153,6 +153,11 @@ chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags, uint64_
 chr_status chr_hasher_digest(const char *name, const void *data, size_t len, unsigned char *out, size_t capacity, size_t *digest_size);
 chr_status chr_ringfile_escape(const void *bytes, size_t len, uint32_t flags, char *buf, size_t capacity, size_t *out_len);
 chr_status chr_ringfile_unescape(const char *field, size_t len, const char *what, char *buf, size_t capacity, size_t *out_len);
+chr_status chr_replica_policy_name(int32_t policy, const char **name);
+chr_status chr_replica_policy_find(const char *name, int32_t *policy);
+chr_status chr_ring_replicas_policy(const chr_ring *ring, const void *key, size_t key_len, int32_t policy, size_t n, chr_node_ref *out, size_t *count);
+chr_status chr_snapshot_replicas_policy(const chr_snapshot *snap, const void *key, size_t key_len, int32_t policy, size_t n, chr_node_view *out, size_t *count);
+chr_status chr_snapshot_replica_shares(const chr_snapshot *snap, int32_t policy, size_t n, double *shares, size_t capacity, size_t *count);
 ]]
 _M._cdef = cdef
 
@@ -183,6 +188,8 @@ local K = {
     CHR_OP_ADD = 1, CHR_OP_REMOVE = 2, CHR_OP_SET_WEIGHT = 3,
     CHR_PLUGIN_ABI_VERSION = 1, CHR_HASHER_NAME_MAX = 63, CHR_DIGEST_MAX = 64,
     CHR_HASHER_DESCRIPTION_MAX = 1023,
+    CHR_REPLICAS_NODES = 0, CHR_REPLICAS_ZONES_FIRST = 1, CHR_REPLICAS_NTS = 2,
+    CHR_FINGERPRINT_VERSION = 2,
 }
 _M._constants = K
 
@@ -198,6 +205,12 @@ end
 _M.placement = {
     native = K.CHR_PLACEMENT_NATIVE, ketama = K.CHR_PLACEMENT_KETAMA,
     ketama_unweighted = K.CHR_PLACEMENT_KETAMA_UNWEIGHTED, nginx = K.CHR_PLACEMENT_NGINX,
+}
+
+-- Replica policies (chring.h, "Zone-aware replicas") by Lua name; the
+-- replica calls also take the library's names ("zones-first").
+_M.replica_policy = {
+    nodes = K.CHR_REPLICAS_NODES, zones_first = K.CHR_REPLICAS_ZONES_FIRST, nts = K.CHR_REPLICAS_NTS,
 }
 
 local function load_library()
@@ -536,23 +549,57 @@ function Ring:lookup_node(key)
     return node_table(ref_out[0])
 end
 
+-- A replica policy argument: a number, a library name ("zones-first") or
+-- a replica_policy key ("zones_first"); nil is nodes. nil for an unknown
+-- name, whose message chr_replica_policy_find left; an unknown number
+-- reaches the library, which refuses it (CHR_ENOTSUP).
+local policy_out = ffi_new("int32_t[1]")
+local function policy_arg(policy, n, fname)
+    if policy == nil then return K.CHR_REPLICAS_NODES end
+    if type(policy) == "number" then
+        check_count(policy, n, fname)
+        return policy
+    end
+    check_name(policy, n, fname)
+    if _M.replica_policy[policy] then return _M.replica_policy[policy] end
+    if C.chr_replica_policy_find(policy, policy_out) ~= 0 then return nil end
+    return policy_out[0]
+end
+
 -- Up to n distinct owner ids for key, coordinator first, in `out` (a new
--- table if nil); returns the table and the count.
-function Ring:replicas(key, n, out)
+-- table if nil); returns the table and the count. `policy` (replica_policy)
+-- picks the walk; nil is chr_ring_replicas' own.
+local function ring_replicas(self, key, n, out, policy, fname)
     local p = ring_ptr(self)
-    check_string(key, 1, "replicas")
-    check_count(n, 2, "replicas")
+    check_string(key, 1, fname)
+    check_count(n, 2, fname)
     local st = C.chr_ring_node_count(p, size_out)
     if st ~= 0 then return failure(st) end
     local room = math.max(1, math.min(n, tonumber(size_out[0])))
     local buf = ref_buf(room)
-    st = C.chr_ring_replicas(p, key, #key, n < 0 and 0 or math.min(n, room), buf, size_out)
+    local want = n < 0 and 0 or math.min(n, room)
+    if policy then
+        st = C.chr_ring_replicas_policy(p, key, #key, policy, want, buf, size_out)
+    else
+        st = C.chr_ring_replicas(p, key, #key, want, buf, size_out)
+    end
     if st ~= 0 then return failure(st) end
     out = out or {}
     local count = tonumber(size_out[0])
     for i = 0, count - 1 do out[i + 1] = ffi_string(buf[i].id, buf[i].id_len) end
     for i = count + 1, #out do out[i] = nil end
     return out, count
+end
+
+function Ring:replicas(key, n, out)
+    return ring_replicas(self, key, n, out, nil, "replicas")
+end
+
+-- As replicas, under a replica policy (a replica_policy value or name).
+function Ring:replicas_policy(key, n, policy, out)
+    local code = policy_arg(policy, 3, "replicas_policy")
+    if not code then return failure(K.CHR_ENOTSUP) end
+    return ring_replicas(self, key, n, out, code, "replicas_policy")
 end
 
 local function counter(fn)
@@ -671,13 +718,19 @@ function Snapshot:lookup_batch(keys, out)
 end
 
 -- Up to n distinct owners (node tables), coordinator first, in `out`.
-function Snapshot:replicas(key, n, out)
+local function snapshot_replicas(self, key, n, out, policy, fname)
     local p = snap_ptr(self)
-    check_string(key, 1, "replicas")
-    check_count(n, 2, "replicas")
+    check_string(key, 1, fname)
+    check_count(n, 2, fname)
     local room = math.max(1, math.min(n, self.count))
     local buf = view_buf(room)
-    local st = C.chr_snapshot_replicas(p, key, #key, n < 0 and 0 or math.min(n, room), buf, size_out)
+    local want = n < 0 and 0 or math.min(n, room)
+    local st
+    if policy then
+        st = C.chr_snapshot_replicas_policy(p, key, #key, policy, want, buf, size_out)
+    else
+        st = C.chr_snapshot_replicas(p, key, #key, want, buf, size_out)
+    end
     if st ~= 0 then return failure(st) end
     out = out or {}
     local count = tonumber(size_out[0])
@@ -686,6 +739,33 @@ function Snapshot:replicas(key, n, out)
     for i = 1, count do out[i] = self.nodes[out[i]] or self:node(out[i]) end
     for i = count + 1, #out do out[i] = nil end
     return out, count
+end
+
+function Snapshot:replicas(key, n, out)
+    return snapshot_replicas(self, key, n, out, nil, "replicas")
+end
+
+-- As replicas, under a replica policy (a replica_policy value or name).
+function Snapshot:replicas_policy(key, n, policy, out)
+    local code = policy_arg(policy, 3, "replicas_policy")
+    if not code then return failure(K.CHR_ENOTSUP) end
+    return snapshot_replicas(self, key, n, out, code, "replicas_policy")
+end
+
+-- Each member's replica share (by 1-based node index): the fraction of
+-- keys for which it is among the first n replicas under `policy`, exact
+-- from the token arcs; they sum to min(n, members with tokens).
+function Snapshot:replica_shares(policy, n)
+    local p = snap_ptr(self)
+    local code = policy_arg(policy, 1, "replica_shares")
+    check_count(n, 2, "replica_shares")
+    if not code then return failure(K.CHR_ENOTSUP) end
+    local buf = ffi_new("double[?]", self.count + 1)
+    local st = C.chr_snapshot_replica_shares(p, code, n < 0 and 0 or n, buf, self.count, size_out)
+    if st ~= 0 then return failure(st) end
+    local out = {}
+    for i = 1, self.count do out[i] = tonumber(buf[i - 1]) end
+    return out
 end
 
 function Snapshot:node_count()
