@@ -1347,9 +1347,10 @@ CHR_API chr_status chr_plan_info_init(chr_plan_info *info, uint32_t version) CHR
 
 /**
  * Computes the plan for `replicas` copies under replica policy `policy`
- * (CHR_REPLICAS_NODES: the lists of chr_snapshot_replicas) between the two
- * snapshots of `diff`. Each side's lists are clamped to its nodes with
- * tokens, as chr_snapshot_replicas clamps them.
+ * (CHR_REPLICAS_*: the lists chr_snapshot_replicas_policy gives) between
+ * the two snapshots of `diff`. Each side's lists are clamped to its nodes
+ * with tokens, as chr_snapshot_replicas_policy clamps them. Under a zone
+ * policy, a node whose zone changed gains what its new zone makes it hold.
  * @param replicas  1..CHR_PLAN_REPLICAS_MAX
  * @param out       receives the plan; set to NULL on failure
  * @return CHR_OK; CHR_EINVAL (NULL argument, replicas 0); CHR_ERANGE

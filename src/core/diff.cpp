@@ -122,18 +122,19 @@ Diff::Diff(const Snapshot &old_snap, const Snapshot &new_snap) : old_(old_snap),
 }
 
 chr_status check_plan_policy(int32_t policy, const char *who) {
-    if (policy != 0)
-        return fail(CHR_ENOTSUP, "%s: no replica policy %d in this library", who, policy);
+    if (policy < CHR_REPLICAS_NODES || policy > CHR_REPLICAS_NTS)
+        return fail(CHR_ENOTSUP, "%s: no replica policy %d in this library (%d..%d)", who, policy,
+                    CHR_REPLICAS_NODES, CHR_REPLICAS_NTS);
     return CHR_OK;
 }
 
 namespace {
 
 // A side's replica list for the positions whose successor is token
-// `start` (requires a token): at most CHR_PLAN_REPLICAS_MAX node indices.
-size_t replica_list(const Snapshot &s, uint64_t position, size_t n, uint32_t *out) {
-    if (s.token_count() == 0) return 0;
-    return s.replicas_at_hash(position, n, [&](size_t i, uint32_t node) { out[i] = node; });
+// `successor` (kNoToken: the side has no token, and no list).
+size_t replica_list(const Snapshot &s, size_t successor, size_t n, ReplicaPolicy policy, uint32_t *out) {
+    if (successor == kNoToken) return 0;
+    return s.replicas_from_token(successor, n, policy, [&](size_t i, uint32_t node) { out[i] = node; });
 }
 
 }  // namespace
@@ -152,12 +153,12 @@ Plan::Plan(const Diff &diff, int32_t policy, size_t replicas)
         // Every position of the piece has the same successor, so the same
         // lists: each side's list is made once per successor token.
         if (!have_old || ia != at_old) {
-            old_count = replica_list(o, last, replicas, old_list);
+            old_count = replica_list(o, ia, replicas, ReplicaPolicy(policy), old_list);
             have_old = true;
             at_old = ia;
         }
         if (!have_new || ib != at_new) {
-            new_count = replica_list(nw, last, replicas, new_list);
+            new_count = replica_list(nw, ib, replicas, ReplicaPolicy(policy), new_list);
             have_new = true;
             at_new = ib;
         }

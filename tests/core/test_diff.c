@@ -40,10 +40,6 @@
 
 #include "test_util.h"
 
-#ifndef CHR_REPLICAS_NODES
-#define CHR_REPLICAS_NODES 0 /* the default replica policy */
-#endif
-
 __extension__ typedef unsigned __int128 u128;
 
 #define NONE CHR_DIFF_NONE
@@ -369,13 +365,13 @@ typedef struct plan_case {
     const chr_plan_range **grouped;
 } plan_case;
 
-static void plan_case_open(plan_case *p, const diff_case *c, size_t replicas) {
+static void plan_case_open(plan_case *p, const diff_case *c, int32_t policy, size_t replicas) {
     memset(p, 0, sizeof *p);
-    assert_chr_ok(chr_plan_new(c->diff, CHR_REPLICAS_NODES, replicas, &p->plan));
+    assert_chr_ok(chr_plan_new(c->diff, policy, replicas, &p->plan));
     chr_plan_info info = CHR_PLAN_INFO_INIT;
     assert_chr_ok(chr_plan_describe(p->plan, &info));
     assert_int_equal(info.replicas, replicas);
-    assert_int_equal(info.policy, CHR_REPLICAS_NODES);
+    assert_int_equal(info.policy, policy);
     p->count = (size_t)info.entries;
     p->entries = malloc(p->count * sizeof *p->entries + 1);
     assert_non_null(p->entries);
@@ -475,11 +471,15 @@ static void check_plan_position(diff_case *c, const plan_case *p, uint64_t h, si
     check_plan_lists(c, p, h, old_list, old_count, new_list, new_count);
 }
 
-static void check_plan(diff_case *c, const key_set *keys) {
+/* The plan under `policy`: for n = 1 the diff's ranges; for n = 3, at the
+ * positions of keys, the gains chr_snapshot_replicas_policy's lists imply,
+ * and under CHR_REPLICAS_NODES also at every token and next to it, against
+ * the walk over the dumps. */
+static void check_plan(diff_case *c, const key_set *keys, int32_t policy) {
     /* n = 1: the plan is the diff's ranges, but for those that go to no
      * node (the new side has no tokens): nobody gains them. */
     plan_case one;
-    plan_case_open(&one, c, 1);
+    plan_case_open(&one, c, policy, 1);
     size_t to_nodes = 0;
     for (size_t i = 0; i < c->range_count; ++i) to_nodes += c->ranges[i].to != NONE;
     assert_int_equal(one.count, to_nodes);
@@ -498,16 +498,18 @@ static void check_plan(diff_case *c, const key_set *keys) {
     plan_case_close(&one);
 
     plan_case p;
-    plan_case_open(&p, c, PLAN_REPLICAS);
-    for (int s = 0; s < 2; ++s) {
+    plan_case_open(&p, c, policy, PLAN_REPLICAS);
+    for (int s = 0; s < 2 && policy == CHR_REPLICAS_NODES; ++s) {
         const side *sd = s ? &c->new_side : &c->old_side;
         for (size_t t = 0; t < sd->dump.count; ++t) {
             check_plan_position(c, &p, sd->dump.values[t], PLAN_REPLICAS);
             check_plan_position(c, &p, sd->dump.values[t] + 1, PLAN_REPLICAS);
         }
     }
-    check_plan_position(c, &p, 0, PLAN_REPLICAS);
-    check_plan_position(c, &p, UINT64_MAX, PLAN_REPLICAS);
+    if (policy == CHR_REPLICAS_NODES) {
+        check_plan_position(c, &p, 0, PLAN_REPLICAS);
+        check_plan_position(c, &p, UINT64_MAX, PLAN_REPLICAS);
+    }
     /* Keys, against the library's own replica calls. */
     const size_t n_keys = keys->count < PLAN_KEYS ? keys->count : PLAN_KEYS;
     for (size_t k = 0; k < n_keys; ++k) {
@@ -517,11 +519,11 @@ static void check_plan(diff_case *c, const key_set *keys) {
         size_t old_count = 0, new_count = 0;
         assert_chr_ok(chr_diff_lookup(c->diff, keys->keys[k], keys->lens[k], &t));
         if (c->old_side.eligible) {
-            assert_chr_ok(chr_snapshot_replicas(c->old_side.snap, keys->keys[k], keys->lens[k], PLAN_REPLICAS, views, &old_count));
+            assert_chr_ok(chr_snapshot_replicas_policy(c->old_side.snap, keys->keys[k], keys->lens[k], policy, PLAN_REPLICAS, views, &old_count));
             for (size_t i = 0; i < old_count; ++i) old_list[i] = views[i].index;
         }
         if (c->new_side.eligible) {
-            assert_chr_ok(chr_snapshot_replicas(c->new_side.snap, keys->keys[k], keys->lens[k], PLAN_REPLICAS, views, &new_count));
+            assert_chr_ok(chr_snapshot_replicas_policy(c->new_side.snap, keys->keys[k], keys->lens[k], policy, PLAN_REPLICAS, views, &new_count));
             for (size_t i = 0; i < new_count; ++i) new_list[i] = views[i].index;
         }
         check_plan_lists(c, &p, t.position, old_list, old_count, new_list, new_count);
@@ -650,7 +652,7 @@ static void run_case(const placement_case *pc, change_kind kind) {
             if (kind == CHANGE_REWEIGHT) assert_true(r->from == old_x || r->to == new_x);
         }
     }
-    check_plan(&c, g_keys);
+    check_plan(&c, g_keys, CHR_REPLICAS_NODES);
     if (c.violations)
         fail_msg("%s, %s: %lu violations", pc->name, change_names[kind], c.violations);
     diff_case_close(&c);
@@ -717,7 +719,7 @@ static void test_empty_sides(void **state) {
             assert_int_equal(c.cell_count, 1);
             assert_true(c.cells[0].from == NONE && c.cells[0].to == NONE);
         }
-        check_plan(&c, g_keys);
+        check_plan(&c, g_keys, CHR_REPLICAS_NODES);
         assert_int_equal(c.violations, 0);
         diff_case_close(&c);
     }
@@ -727,6 +729,50 @@ static void test_empty_sides(void **state) {
     chr_ring_free(empty);
     chr_ring_free(full);
     chr_ring_free(drained);
+}
+
+/* The plan under every replica policy, for rings with zones: 24 nodes in
+ * zones a, b, c (c has 2 nodes only, so under the zone policies its nodes
+ * carry a copy of most keys), then one node added in zone c, one removed,
+ * and one moved from zone a to zone b (removed and added again in the
+ * batch, as a ring file does for a zone change). */
+static chr_ring *zoned_ring(void) {
+    chr_ring *ring = NULL;
+    assert_chr_ok(chr_ring_new(NULL, &ring));
+    for (unsigned n = 0; n < NODES; ++n) {
+        char id[TEST_ID_BUF];
+        size_t len = node_id(n, id);
+        const char *zone = n < 2 ? "c" : n % 2 ? "a" : "b";
+        assert_chr_ok(chr_ring_add(ring, id, len, 1 + n % 3, zone, 1, n));
+    }
+    return ring;
+}
+
+static void test_plan_zone_policies(void **state) {
+    (void)state;
+    chr_ring *ring = zoned_ring();
+    chr_snapshot *before = snapshot_of(ring);
+    char added[TEST_ID_BUF], removed[TEST_ID_BUF], moved[TEST_ID_BUF];
+    const size_t added_len = node_id(NODES, added), removed_len = node_id(9, removed),
+                 moved_len = node_id(5, moved);
+    const chr_change changes[] = {
+        {CHR_OP_ADD, 1, added, added_len, "c", 1, NODES},
+        {CHR_OP_REMOVE, 0, removed, removed_len, NULL, 0, 0},
+        {CHR_OP_REMOVE, 0, moved, moved_len, NULL, 0, 0},
+        {CHR_OP_ADD, 3, moved, moved_len, "b", 1, 5},
+    };
+    assert_chr_ok(chr_ring_apply(ring, changes, 4, NULL));
+    chr_snapshot *after = snapshot_of(ring);
+    diff_case c;
+    diff_case_open(&c, before, after);
+    check_structure(&c);
+    for (int32_t policy = CHR_REPLICAS_NODES; policy <= CHR_REPLICAS_NTS; ++policy)
+        check_plan(&c, g_keys, policy);
+    if (c.violations) fail_msg("%lu violations", c.violations);
+    diff_case_close(&c);
+    chr_snapshot_release(before);
+    chr_snapshot_release(after);
+    chr_ring_free(ring);
 }
 
 /* ---- by hand: tokens at 0 and 2^64 - 1, the wrap, ties ------------------- */
@@ -958,6 +1004,7 @@ static void test_arguments(void **state) {
     assert_null(p);
     assert_chr_error(chr_plan_new(d, CHR_REPLICAS_NODES, CHR_PLAN_REPLICAS_MAX + 1, &p), CHR_ERANGE, "chr_plan_new");
     assert_chr_error(chr_plan_new(d, 99, 2, &p), CHR_ENOTSUP, "chr_plan_new");
+    assert_chr_error(chr_plan_new(d, -1, 2, &p), CHR_ENOTSUP, "chr_plan_new");
     assert_chr_error(chr_plan_new(NULL, CHR_REPLICAS_NODES, 2, &p), CHR_EINVAL, "chr_plan_new");
     assert_chr_ok(chr_plan_new(d, CHR_REPLICAS_NODES, CHR_PLAN_REPLICAS_MAX, &p));
     chr_plan_info pi = CHR_PLAN_INFO_INIT;
@@ -1000,6 +1047,7 @@ int main(void) {
         cmocka_unit_test(test_nginx_batch),
         cmocka_unit_test(test_tokens_per_weight_change),
         cmocka_unit_test(test_empty_sides),
+        cmocka_unit_test(test_plan_zone_policies),
         cmocka_unit_test(test_by_hand_top),
         cmocka_unit_test(test_by_hand_wrap),
         cmocka_unit_test(test_by_hand_tie),
