@@ -63,6 +63,7 @@ int main(int argc, char **argv) {
     chring::cli::add_inspect_command(app);
     chring::cli::add_check_command(app);
     chring::cli::add_export_command(app);
+    chring::cli::add_diff_command(app);
     // CLI11 would say only "A subcommand is required" for a misspelt one.
     if (argc > 1 && argv[1][0] != '-') {
         try {
