@@ -3,7 +3,8 @@
 #   1. normal build (debugoptimized): every suite, including install and bindings;
 #   2. ASan+UBSan build: every suite that runs in-process (bindings and the
 #      install check skip themselves there);
-#   3. TSan build: the concurrency suite.
+#   3. TSan build: the concurrency suite;
+#   4. the Debian packages: built, installed, checked and purged (counted as one).
 # Counts come from each run's meson-logs/testlog.json (one JSON object per
 # test), not from meson's text output. Ends with one line
 # "N passed, N failed, N skipped" and exits non-zero if anything failed; a
@@ -76,6 +77,12 @@ export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 run_build build "" ""
 run_build build-asan "-Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=disabled" "--no-suite install"
 run_build build-tsan "-Db_sanitize=thread -Db_lundef=false -Dbenchmarks=disabled -Dcli=disabled" "--suite concurrency"
+
+# 4. Debian packages: scripts/package.sh builds them (lintian: no errors); tests/package/run.sh
+#    installs them, checks them as a new user would and purges them. As root only.
+if [ "$(id -u)" -ne 0 ]; then echo "=== packages: skipped (needs root)"; skipped=$((skipped + 1))
+elif nice -n 15 bash scripts/package.sh build-deb && bash tests/package/run.sh build-deb; then passed=$((passed + 1))
+else echo "=== packages: FAILED"; failed=$((failed + 1)); fi
 
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 [ "$failed" -eq 0 ]

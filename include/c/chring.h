@@ -30,8 +30,9 @@
  *   mix. Writers (add, remove, set_weight, apply) serialize among
  *   themselves on a per-ring mutex, build a new snapshot off to the side
  *   and publish it with one atomic pointer swap. Old snapshots are freed by
- *   epoch-based reclamation once no reader can still hold them (see README,
- *   "Concurrency"). The only call that must not race with others on the
+ *   epoch-based reclamation once no reader can still hold them
+ *   (docs/design/reclamation.md gives the ordering argument: which store and
+ *   load pair, who fences, why freeing is safe). The only call that must not race with others on the
  *   same ring is chr_ring_free().
  *
  * ERROR MODEL
@@ -47,7 +48,9 @@
  *
  * SIZE QUERIES
  *   Calls that fill a caller buffer (chr_ring_nodes, chr_hasher_list,
- *   chr_hasher_digest) take a capacity and report the size needed. Passing
+ *   chr_hasher_digest, chr_ring_export, chr_snapshot_export,
+ *   chr_ringfile_escape, chr_ringfile_unescape) take a capacity and report
+ *   the size needed. Passing
  *   out = NULL with capacity 0 asks only the size: the call returns
  *   CHR_ERANGE with the size (CHR_OK if it is 0), and, being a question
  *   rather than a failure, leaves chr_last_error() untouched. A real
@@ -203,11 +206,18 @@ CHR_API const char *chr_last_error(void) CHR_NOEXCEPT;
  *   chained CRC-32 of host "\0" port and the previous point, duplicates
  *   dropped (the lowest tag keeps the point), key hash CRC-32. Hasher:
  *   "crc32". One node per single-address `server` directive; a `down`
- *   server is weight 0 (nginx keeps a down server's points and skips them,
- *   which differs only for keys on a point value that the down server
- *   shares with another server: see tests/compat).
- * The README ("Compatibility placements") details each algorithm and the
- * source file it was read from.
+ *   server is weight 0 (no points).
+ *
+ * Where the placements differ from the originals (docs/compat.md, "Where
+ * chring differs"): a weight-0 server has no points, where libmemcached
+ * counts it as weight 1; twemproxy hashes a server name ending in :11211,
+ * holding brackets or starting with '/' literally, where chring applies
+ * libmemcached's host[:port] rule to every id; nginx keeps a down server's
+ * points and skips them, and after 21 consecutive down points (or for the
+ * empty key) picks by round robin, where the ring simply has no points for
+ * the down server and hashes the empty key like any other.
+ * docs/compat.md details each algorithm, the source file it was read from
+ * and its traps; tests/compat checks each against the real system.
  */
 #define CHR_PLACEMENT_NATIVE 0
 #define CHR_PLACEMENT_KETAMA 1
@@ -832,7 +842,7 @@ CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t 
  *     %%seed 0
  *     %%tokens-per-weight 160
  *     %%revision 42
- *     %%fingerprint 0xe6081dc01eea9c5b
+ *     %%fingerprint 0x058b64534d60e174
  *     cache-a 1 eu-west-1a
  *     cache-b 2
  *
@@ -900,7 +910,7 @@ typedef struct chr_ringfile_info {
  * CHR_RINGFILE_INFO_INIT for bindings.
  * @return CHR_OK; CHR_EINVAL (NULL info); CHR_EVERSION (version not in
  *         1..CHR_RINGFILE_INFO_VERSION).
- * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.2.
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
  */
 CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t version) CHR_NOEXCEPT;
 
@@ -920,7 +930,7 @@ CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t vers
  *         available here); CHR_EINVAL; CHR_EVERSION (info or base version);
  *         CHR_ERANGE, CHR_ENOTSUP (bad base options); CHR_ENOMEM.
  * Thread-safety: any thread. Ownership: release the ring with
- * chr_ring_free(); text, name and base are not kept. Since: 0.2.
+ * chr_ring_free(); text, name and base are not kept. Since: 0.1.
  */
 CHR_API chr_status chr_ring_new_from_text(const char *text, size_t len, const char *name,
                                           const chr_options *base, chr_ring **out,
@@ -931,7 +941,7 @@ CHR_API chr_status chr_ring_new_from_text(const char *text, size_t len, const ch
  * in messages): a regular file of at most CHR_RINGFILE_SIZE_MAX bytes.
  * @return as chr_ring_new_from_text, and CHR_EIO (missing, unreadable, a
  *         directory or other non-regular file, a read error).
- * Thread-safety: any thread. Since: 0.2.
+ * Thread-safety: any thread. Since: 0.1.
  */
 CHR_API chr_status chr_ring_new_from_file(const char *path, const chr_options *base,
                                           chr_ring **out, chr_ringfile_info *info) CHR_NOEXCEPT;
@@ -953,7 +963,7 @@ CHR_API chr_status chr_ring_new_from_file(const char *path, const chr_options *b
  *         both values and the line); CHR_EINVAL; CHR_EVERSION; CHR_ENOMEM.
  *         On any failure the ring is unchanged.
  * Thread-safety: as chr_ring_apply; readers see the old or the new ring.
- * Since: 0.2.
+ * Since: 0.1.
  */
 CHR_API chr_status chr_ring_apply_text(chr_ring *ring, const char *text, size_t len,
                                        const char *name, chr_ringfile_info *info) CHR_NOEXCEPT;
@@ -961,7 +971,7 @@ CHR_API chr_status chr_ring_apply_text(chr_ring *ring, const char *text, size_t 
 /**
  * As chr_ring_apply_text, reading the file at `path`.
  * @return as chr_ring_apply_text, and CHR_EIO.
- * Thread-safety: as chr_ring_apply. Since: 0.2.
+ * Thread-safety: as chr_ring_apply. Since: 0.1.
  */
 CHR_API chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_ringfile_info *info) CHR_NOEXCEPT;
 
@@ -975,8 +985,9 @@ CHR_API chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_rin
  * (compatibility placements), `flags` and `revision`.
  * @param flags     CHR_EXPORT_* bits; others are CHR_EINVAL
  * @param revision  the %%revision value, used with CHR_EXPORT_REVISION
- * @param buf       room for `capacity` bytes (NULL with capacity 0 to ask
- *                  the size); a NUL is added after the text when it fits,
+ * @param buf       room for `capacity` bytes (NULL with capacity 0 asks the
+ *                  size without touching chr_last_error(): see SIZE
+ *                  QUERIES); a NUL is added after the text when it fits,
  *                  but is not needed
  * @param len       receives the text's length in bytes, without a NUL; on
  *                  CHR_ERANGE the capacity needed
@@ -984,12 +995,12 @@ CHR_API chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_rin
  *         CHR_ENOMEM. The ring may change between a size query and the
  *         export: call again on CHR_ERANGE, or export a snapshot.
  * Thread-safety: as chr_ring_lookup (a reader). Ownership: writes caller
- * memory only. Since: 0.2.
+ * memory only. Since: 0.1.
  */
 CHR_API chr_status chr_ring_export(const chr_ring *ring, uint32_t flags, uint64_t revision,
                                    char *buf, size_t capacity, size_t *len) CHR_NOEXCEPT;
 
-/** As chr_ring_export, for one snapshot (stable between calls). Since: 0.2. */
+/** As chr_ring_export, for one snapshot (stable between calls). Since: 0.1. */
 CHR_API chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags, uint64_t revision,
                                        char *buf, size_t capacity, size_t *len) CHR_NOEXCEPT;
 

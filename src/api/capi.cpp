@@ -93,6 +93,16 @@ chr_status replicas_on(const Snapshot &s, const char *who, uint64_t hash, size_t
     return CHR_OK;
 }
 
+// The arguments of a lookup on a ring or a snapshot (`handle`, called
+// `handle_name`). A statement macro, not a function: the checks are on every
+// lookup's path, and this keeps them exactly as written out (a helper,
+// even inlined, changed the registers GCC allocates for the whole call).
+#define CHR_CHECK_LOOKUP_ARGS(who, handle, handle_name, key, len, out)      \
+    if (!(handle)) return null_arg((who), (handle_name));                    \
+    if (!(out)) return null_arg((who), "out");                               \
+    if (chr_status st_ = check_key((who), (key), (len))) return st_
+
+// The arguments of chr_ring_replicas and chr_snapshot_replicas, after the handle.
 chr_status check_replica_args(const char *who, const void *key, size_t len, size_t n,
                               const void *out, const size_t *count) {
     if (!out) return null_arg(who, "out");
@@ -147,6 +157,20 @@ chr_status snapshot_value(const char *who, const chr_snapshot *snap, T *out, con
     return CHR_OK;
 }
 
+// Entry `index` of one of a snapshot's tables (its members, its tokens):
+// `null_out` names the first NULL output argument, if any; `count(s)` is
+// the table's size; `write(s)` fills the outputs.
+template <class Count, class Write>
+chr_status snapshot_entry(const char *who, const chr_snapshot *snap, size_t index,
+                          const char *null_out, const char *what, Count &&count, Write &&write) {
+    if (!snap) return null_arg(who, "snap");
+    if (null_out) return null_arg(who, null_out);
+    const Snapshot &s = *impl(snap);
+    if (chr_status st = chring::check_index(who, index, count(s), what)) return st;
+    write(s);
+    return CHR_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -167,9 +191,7 @@ CHR_API const char *chr_last_error(void) noexcept { return chring::last_error();
 CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) noexcept {
     static const char *who = "chr_options_init";
     if (!opts) return null_arg(who, "opts");
-    if (version < 1 || version > CHR_OPTIONS_VERSION)
-        return fail(CHR_EVERSION, "%s: version %u is not supported (1..%d)", who, version,
-                    CHR_OPTIONS_VERSION);
+    if (chr_status st = chring::check_version(who, "", version, CHR_OPTIONS_VERSION)) return st;
     chr_options defaults = CHR_OPTIONS_INIT;
     *opts = defaults;
     opts->version = version;
@@ -193,9 +215,8 @@ CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) noexcep
 CHR_API chr_status chr_placement_describe(int32_t mode, chr_placement_info *out) noexcept {
     static const char *who = "chr_placement_describe";
     if (!out) return null_arg(who, "out");
-    if (out->version < 1 || out->version > CHR_PLACEMENT_INFO_VERSION)
-        return fail(CHR_EVERSION, "%s: version %u is not supported (1..%d)", who, out->version,
-                    CHR_PLACEMENT_INFO_VERSION);
+    if (chr_status st = chring::check_version(who, "", out->version, CHR_PLACEMENT_INFO_VERSION))
+        return st;
     const chring::PlacementOps *ops = chring::find_placement(mode);
     if (!ops) return chring::no_placement(who, mode);
     // Version 1 is the whole struct today; later versions fill by version.
@@ -255,9 +276,7 @@ CHR_API chr_status chr_ring_set_weight(chr_ring *ring, const void *id, size_t id
 CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t key_len,
                                    chr_node_ref *out) noexcept {
     static const char *who = "chr_ring_lookup";
-    if (!ring) return null_arg(who, "ring");
-    if (!out) return null_arg(who, "out");
-    if (chr_status st = check_key(who, key, key_len)) return st;
+    CHR_CHECK_LOOKUP_ARGS(who, ring, "ring", key, key_len, out);
     const Ring &r = *impl(ring);
     const uint64_t h = r.hash_key(key, key_len);
     return r.read(who, [&](const Snapshot &s) {
@@ -299,16 +318,6 @@ CHR_API chr_status chr_ring_replicas_policy(const chr_ring *ring, const void *ke
     });
 }
 
-CHR_API chr_status chr_ring_node_count(const chr_ring *ring, size_t *count) noexcept {
-    return ring_value("chr_ring_node_count", ring, count, "count",
-                          [](const Snapshot &s) { return s.node_count(); });
-}
-
-CHR_API chr_status chr_ring_token_count(const chr_ring *ring, size_t *count) noexcept {
-    return ring_value("chr_ring_token_count", ring, count, "count",
-                          [](const Snapshot &s) { return s.token_count(); });
-}
-
 CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_t capacity,
                                   size_t *count) noexcept {
     static const char *who = "chr_ring_nodes";
@@ -343,11 +352,6 @@ CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size
     });
 }
 
-CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) noexcept {
-    return ring_value("chr_ring_fingerprint", ring, fingerprint, "fingerprint",
-                          [](const Snapshot &s) { return s.fingerprint(); });
-}
-
 CHR_API chr_status chr_ring_snapshot(const chr_ring *ring, chr_snapshot **out) noexcept {
     static const char *who = "chr_ring_snapshot";
     if (!out) return null_arg(who, "out");
@@ -366,9 +370,7 @@ CHR_API void chr_snapshot_release(chr_snapshot *snap) noexcept {
 CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key, size_t key_len,
                                        chr_node_view *out) noexcept {
     static const char *who = "chr_snapshot_lookup";
-    if (!snap) return null_arg(who, "snap");
-    if (!out) return null_arg(who, "out");
-    if (chr_status st = check_key(who, key, key_len)) return st;
+    CHR_CHECK_LOOKUP_ARGS(who, snap, "snap", key, key_len, out);
     const Snapshot &s = *impl(snap);
     if (__builtin_expect(s.token_count() == 0, 0)) return empty_ring(who);
     uint32_t o = s.owner_of(key, key_len);
@@ -460,42 +462,40 @@ CHR_API chr_status chr_replica_policy_find(const char *name, int32_t *policy) no
 
 CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index,
                                      chr_node_view *out) noexcept {
-    static const char *who = "chr_snapshot_node";
-    if (!snap) return null_arg(who, "snap");
-    if (!out) return null_arg(who, "out");
-    const Snapshot &s = *impl(snap);
-    if (chr_status st = chring::check_index(who, index, s.node_count(), "members")) return st;
-    *out = s.view(index);
-    return CHR_OK;
+    return snapshot_entry(
+        "chr_snapshot_node", snap, index, out ? nullptr : "out", "members",
+        [](const Snapshot &s) { return s.node_count(); },
+        [&](const Snapshot &s) { *out = s.view(index); });
 }
 
-CHR_API chr_status chr_snapshot_node_count(const chr_snapshot *snap, size_t *count) noexcept {
-    return snapshot_value("chr_snapshot_node_count", snap, count, "count",
-                          [](const Snapshot &s) { return s.node_count(); });
-}
-
-CHR_API chr_status chr_snapshot_token_count(const chr_snapshot *snap, size_t *count) noexcept {
-    return snapshot_value("chr_snapshot_token_count", snap, count, "count",
-                          [](const Snapshot &s) { return s.token_count(); });
-}
-
-CHR_API chr_status chr_snapshot_fingerprint(const chr_snapshot *snap,
-                                            uint64_t *fingerprint) noexcept {
-    return snapshot_value("chr_snapshot_fingerprint", snap, fingerprint, "fingerprint",
-                          [](const Snapshot &s) { return s.fingerprint(); });
-}
+// The values a ring and a snapshot both report, one pair of entry points
+// each: chr_ring_node_count and chr_snapshot_node_count, chr_ring_token_count
+// and chr_snapshot_token_count, chr_ring_fingerprint and
+// chr_snapshot_fingerprint. The ring's reads its current snapshot.
+#define CHR_VALUE_ENTRY_POINTS(name, T, arg)                                                  \
+    CHR_API chr_status chr_ring_##name(const chr_ring *ring, T *arg) noexcept {               \
+        return ring_value("chr_ring_" #name, ring, arg, #arg,                                 \
+                          [](const Snapshot &s) { return s.name(); });                        \
+    }                                                                                         \
+    CHR_API chr_status chr_snapshot_##name(const chr_snapshot *snap, T *arg) noexcept {       \
+        return snapshot_value("chr_snapshot_" #name, snap, arg, #arg,                         \
+                              [](const Snapshot &s) { return s.name(); });                    \
+    }
+CHR_VALUE_ENTRY_POINTS(node_count, size_t, count)
+CHR_VALUE_ENTRY_POINTS(token_count, size_t, count)
+CHR_VALUE_ENTRY_POINTS(fingerprint, uint64_t, fingerprint)
+#undef CHR_VALUE_ENTRY_POINTS
 
 CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, uint64_t *value,
                                       uint32_t *node_index) noexcept {
-    static const char *who = "chr_snapshot_token";
-    if (!snap) return null_arg(who, "snap");
-    if (!value) return null_arg(who, "value");
-    if (!node_index) return null_arg(who, "node_index");
-    const Snapshot &s = *impl(snap);
-    if (chr_status st = chring::check_index(who, index, s.token_count(), "tokens")) return st;
-    *value = s.token_value(index);
-    *node_index = s.token_owner(index);
-    return CHR_OK;
+    return snapshot_entry(
+        "chr_snapshot_token", snap, index,
+        !value ? "value" : !node_index ? "node_index" : nullptr, "tokens",
+        [](const Snapshot &s) { return s.token_count(); },
+        [&](const Snapshot &s) {
+            *value = s.token_value(index);
+            *node_index = s.token_owner(index);
+        });
 }
 
 CHR_API chr_status chr_plugin_load(const char *path, size_t *loaded) noexcept {
@@ -584,10 +584,8 @@ CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t 
 namespace {
 
 chr_status check_info(const char *who, chr_ringfile_info *info) {
-    if (info && (info->version < 1 || info->version > CHR_RINGFILE_INFO_VERSION))
-        return fail(CHR_EVERSION, "%s: info version %u is not supported (1..%d)", who, info->version,
-                    CHR_RINGFILE_INFO_VERSION);
-    return CHR_OK;
+    return info ? chring::check_version(who, "info", info->version, CHR_RINGFILE_INFO_VERSION)
+                : CHR_OK;
 }
 
 void fill_info(chr_ringfile_info *info, const chring::ringfile::File &f,
@@ -612,10 +610,8 @@ void fill_info(chr_ringfile_info *info, const chring::ringfile::File &f,
 }
 
 chr_status check_base(const char *who, const chr_options *base) {
-    if (base && (base->version < 1 || base->version > CHR_OPTIONS_VERSION))
-        return fail(CHR_EVERSION, "%s: options version %u is not supported (1..%d)", who,
-                    base->version, CHR_OPTIONS_VERSION);
-    return CHR_OK;
+    return base ? chring::check_version(who, "options", base->version, CHR_OPTIONS_VERSION)
+                : CHR_OK;
 }
 
 chr_status check_text(const char *who, const char *text, size_t len) {
@@ -643,18 +639,73 @@ chr_status load_text(std::string_view text, const std::string &name, chr_ring *r
     return st;
 }
 
+// A ring file as an entry point was given it: its text, or a path to read.
+struct Source {
+    bool is_file;
+    const char *text;  // text calls: the bytes (NULL only with len 0) and
+    size_t len;        // the name for messages (NULL: "<text>")
+    const char *name;
+    const char *path;  // file calls
+
+    static Source of_text(const char *text, size_t len, const char *name) {
+        return {false, text, len, name, nullptr};
+    }
+    static Source of_file(const char *path) { return {true, nullptr, 0, nullptr, path}; }
+};
+
+chr_status check_source(const char *who, const Source &src) {
+    if (src.is_file) return src.path ? CHR_OK : null_arg(who, "path");
+    return check_text(who, src.text, src.len);
+}
+
+// Reads the source (a file: CHR_EIO, info reset) and creates or applies it.
+chr_status load_source(const Source &src, chr_ring *ring, const chr_options *base,
+                       chr_ring **out, chr_ringfile_info *info) {
+    if (!src.is_file)
+        return load_text(std::string_view(src.text ? src.text : "", src.len),
+                         src.name ? src.name : "<text>", ring, base, out, info);
+    std::string text;
+    if (chr_status st = chring::ringfile::read_file(src.path, text)) {
+        if (info) chr_ringfile_info_init(info, info->version);
+        return st;
+    }
+    return load_text(text, src.path, ring, base, out, info);
+}
+
+// chr_ring_new_from_text and chr_ring_new_from_file.
+chr_status create_from(const char *who, const Source &src, const chr_options *base,
+                       chr_ring **out, chr_ringfile_info *info) {
+    if (!out) return null_arg(who, "out");
+    *out = nullptr;
+    if (chr_status st = check_source(who, src)) return st;
+    if (chr_status st = check_info(who, info)) return st;
+    if (chr_status st = check_base(who, base)) return st;
+    return guarded(who, [&] { return load_source(src, nullptr, base, out, info); });
+}
+
+// chr_ring_apply_text and chr_ring_apply_file.
+chr_status apply_from(const char *who, chr_ring *ring, const Source &src, chr_ringfile_info *info) {
+    if (!ring) return null_arg(who, "ring");
+    if (chr_status st = check_source(who, src)) return st;
+    if (chr_status st = check_info(who, info)) return st;
+    return guarded(who, [&] { return load_source(src, ring, nullptr, nullptr, info); });
+}
+
+chr_status copy_out(const char *who, const std::string &text, char *buf, size_t capacity,
+                    size_t *out_len, const char *what) {
+    *out_len = text.size();
+    if (capacity < text.size()) return too_small(who, buf, capacity, text.size(), what);
+    if (!text.empty()) std::memcpy(buf, text.data(), text.size());
+    if (capacity > text.size()) buf[text.size()] = '\0';
+    return CHR_OK;
+}
+
 chr_status export_snapshot(const char *who, const Snapshot &s, uint32_t flags, uint64_t revision,
                            char *buf, size_t capacity, size_t *len) {
     const std::string text = (flags & CHR_EXPORT_JSON)
                                  ? chring::ringfile::json_text(s, flags, revision)
                                  : chring::ringfile::canonical_text(s, flags, revision);
-    *len = text.size();
-    if (capacity < text.size())
-        return fail(CHR_ERANGE, "%s: capacity %zu is less than the %zu bytes of the ring file", who,
-                    capacity, text.size());
-    std::memcpy(buf, text.data(), text.size());
-    if (capacity > text.size()) buf[text.size()] = '\0';
-    return CHR_OK;
+    return copy_out(who, text, buf, capacity, len, "bytes of the ring file");
 }
 
 chr_status check_export(const char *who, uint32_t flags, const char *buf, size_t capacity,
@@ -669,14 +720,6 @@ chr_status check_export(const char *who, uint32_t flags, const char *buf, size_t
 
 // `text` into a caller buffer (with a NUL when it fits), or CHR_ERANGE
 // with the size needed (no message for a size query: buf NULL, capacity 0).
-chr_status copy_out(const char *who, const std::string &text, char *buf, size_t capacity,
-                    size_t *out_len, const char *what) {
-    *out_len = text.size();
-    if (capacity < text.size()) return too_small(who, buf, capacity, text.size(), what);
-    if (!text.empty()) std::memcpy(buf, text.data(), text.size());
-    if (capacity > text.size()) buf[text.size()] = '\0';
-    return CHR_OK;
-}
 
 chr_status check_out(const char *who, const void *buf, size_t capacity, const size_t *out_len) {
     if (!out_len) return null_arg(who, "out_len");
@@ -690,9 +733,8 @@ extern "C" {
 CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t version) noexcept {
     static const char *who = "chr_ringfile_info_init";
     if (!info) return null_arg(who, "info");
-    if (version < 1 || version > CHR_RINGFILE_INFO_VERSION)
-        return fail(CHR_EVERSION, "%s: version %u is not supported (1..%d)", who, version,
-                    CHR_RINGFILE_INFO_VERSION);
+    if (chr_status st = chring::check_version(who, "", version, CHR_RINGFILE_INFO_VERSION))
+        return st;
     *info = chr_ringfile_info{};
     info->version = version;
     return CHR_OK;
@@ -701,61 +743,21 @@ CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t vers
 CHR_API chr_status chr_ring_new_from_text(const char *text, size_t len, const char *name,
                                           const chr_options *base, chr_ring **out,
                                           chr_ringfile_info *info) noexcept {
-    static const char *who = "chr_ring_new_from_text";
-    if (!out) return null_arg(who, "out");
-    *out = nullptr;
-    if (chr_status st = check_text(who, text, len)) return st;
-    if (chr_status st = check_info(who, info)) return st;
-    if (chr_status st = check_base(who, base)) return st;
-    return guarded(who, [&] {
-        return load_text(std::string_view(text ? text : "", len), name ? name : "<text>", nullptr,
-                         base, out, info);
-    });
+    return create_from("chr_ring_new_from_text", Source::of_text(text, len, name), base, out, info);
 }
 
 CHR_API chr_status chr_ring_new_from_file(const char *path, const chr_options *base,
                                           chr_ring **out, chr_ringfile_info *info) noexcept {
-    static const char *who = "chr_ring_new_from_file";
-    if (!out) return null_arg(who, "out");
-    *out = nullptr;
-    if (!path) return null_arg(who, "path");
-    if (chr_status st = check_info(who, info)) return st;
-    if (chr_status st = check_base(who, base)) return st;
-    return guarded(who, [&] {
-        std::string text;
-        if (chr_status st = chring::ringfile::read_file(path, text)) {
-            if (info) chr_ringfile_info_init(info, info->version);
-            return st;
-        }
-        return load_text(text, path, nullptr, base, out, info);
-    });
+    return create_from("chr_ring_new_from_file", Source::of_file(path), base, out, info);
 }
 
 CHR_API chr_status chr_ring_apply_text(chr_ring *ring, const char *text, size_t len,
                                        const char *name, chr_ringfile_info *info) noexcept {
-    static const char *who = "chr_ring_apply_text";
-    if (!ring) return null_arg(who, "ring");
-    if (chr_status st = check_text(who, text, len)) return st;
-    if (chr_status st = check_info(who, info)) return st;
-    return guarded(who, [&] {
-        return load_text(std::string_view(text ? text : "", len), name ? name : "<text>", ring,
-                         nullptr, nullptr, info);
-    });
+    return apply_from("chr_ring_apply_text", ring, Source::of_text(text, len, name), info);
 }
 
 CHR_API chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_ringfile_info *info) noexcept {
-    static const char *who = "chr_ring_apply_file";
-    if (!ring) return null_arg(who, "ring");
-    if (!path) return null_arg(who, "path");
-    if (chr_status st = check_info(who, info)) return st;
-    return guarded(who, [&] {
-        std::string text;
-        if (chr_status st = chring::ringfile::read_file(path, text)) {
-            if (info) chr_ringfile_info_init(info, info->version);
-            return st;
-        }
-        return load_text(text, path, ring, nullptr, nullptr, info);
-    });
+    return apply_from("chr_ring_apply_file", ring, Source::of_file(path), info);
 }
 
 CHR_API chr_status chr_ring_export(const chr_ring *ring, uint32_t flags, uint64_t revision,

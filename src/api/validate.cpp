@@ -35,6 +35,12 @@ chr_status empty_ring(const char *who) {
     return fail(CHR_EEMPTY, "%s: the ring has no node with tokens", who);
 }
 
+chr_status check_version(const char *who, const char *what, uint32_t version, uint32_t current) {
+    if (version >= 1 && version <= current) return CHR_OK;
+    return fail(CHR_EVERSION, "%s: %s%sversion %u is not supported (1..%u)", who, what,
+                *what ? " " : "", version, current);
+}
+
 chr_status check_index(const char *who, size_t index, size_t count, const char *what) {
     if (index >= count)
         return fail(CHR_ERANGE, "%s: index %zu is past the %zu %s", who, index, count, what);
@@ -59,9 +65,8 @@ chr_status check_change(const char *who, const chr_change &c, size_t index) {
 chr_status read_options(const char *who, const chr_options *opts, chr_options *out) {
     chr_options o = CHR_OPTIONS_INIT;
     if (opts) {
-        if (opts->version < 1 || opts->version > CHR_OPTIONS_VERSION)
-            return fail(CHR_EVERSION, "%s: options version %u is not supported (1..%d)", who,
-                        opts->version, CHR_OPTIONS_VERSION);
+        if (chr_status st = check_version(who, "options", opts->version, CHR_OPTIONS_VERSION))
+            return st;
         o = *opts;  // version 1 is the whole struct today; later versions copy by version
     }
     if (o.tokens_per_weight < 1 || o.tokens_per_weight > CHR_TOKENS_PER_WEIGHT_MAX)

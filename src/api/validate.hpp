@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "chring.h"
 #include "errors.hpp"
@@ -46,6 +47,11 @@ chr_status too_small(const char *who, const void *out, size_t capacity, size_t n
                      const char *what);
 
 chr_status empty_ring(const char *who);
+
+// CHR_EVERSION unless 1 <= version <= current: the `version` field of a
+// versioned struct; `what` names the struct in the message ("options",
+// "info"), or is "" when the call has only that struct.
+chr_status check_version(const char *who, const char *what, uint32_t version, uint32_t current);
 
 // CHR_ERANGE unless index < count (what: "members", "tokens").
 chr_status check_index(const char *who, size_t index, size_t count, const char *what);

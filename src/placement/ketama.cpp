@@ -1,6 +1,6 @@
 // libmemcached's ketama, weighted (CHR_PLACEMENT_KETAMA, also twemproxy's
 // `distribution: ketama`) and unweighted (CHR_PLACEMENT_KETAMA_UNWEIGHTED),
-// reproduced bit for bit: see chring.h, "Placement".
+// reproduced bit for bit: docs/compat.md.
 #include <cmath>
 #include <cstdlib>
 #include <string>

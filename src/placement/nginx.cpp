@@ -1,5 +1,5 @@
 // nginx `hash $key consistent;` (ngx_http_upstream_hash_module),
-// CHR_PLACEMENT_NGINX, reproduced bit for bit: see chring.h, "Placement".
+// CHR_PLACEMENT_NGINX, reproduced bit for bit: docs/compat.md.
 #include <strings.h>
 
 #include <string>

@@ -542,6 +542,46 @@ def escapes(opts):
     return failures
 
 
+def replica_shares(opts):
+    """inspect's replica shares (small.members: zones a (2 nodes), b, c; a
+    draining node): they sum to min(n, nodes with tokens) percent x 100, a
+    share of n = 1 under nodes is the ownership, and exactly the nodes over
+    1.5x their weight's share get a warning."""
+    failures = []
+    for n, policy in ((1, "nodes"), (3, "zones-first"), (2, "nts"), (9, "nodes")):
+        args = ["inspect", "-m", "small.members", "--replicas", str(n), "--policy", policy]
+        r = run_chring(args + ["--format", "json"], opts.chring, opts.data)
+        what = "chring " + " ".join(args)
+        if r.returncode != 0:
+            failures.append(f"{what}: exit {r.returncode}: {r.stderr!r}")
+            continue
+        doc = json.loads(r.stdout)
+        rows, nodes = doc["replica_shares"], doc["nodes"]
+        total = sum(row["replica_pct"] for row in rows)
+        want = 100.0 * min(n, sum(1 for node in nodes if node["tokens"] > 0))
+        if abs(total - want) > 1e-5:
+            failures.append(f"{what}: shares sum to {total}%, want {want}%")
+        if n == 1:
+            for row, node in zip(rows, nodes):
+                if abs(row["replica_pct"] - node["ownership_pct"]) > 1e-6:
+                    failures.append(f"{what}: {row['node']} holds {row['replica_pct']}%, owns "
+                                    f"{node['ownership_pct']}%")
+        heavy = sorted(row["node"] for row in rows if row["load"] is not None and row["load"] > 1.5)
+        warned = sorted(line.split(" ")[2] for line in r.stderr.decode().splitlines()
+                        if line.startswith("chring: warning: ") and "its weight's share" in line)
+        if heavy != warned:
+            failures.append(f"{what}: warnings for {warned}, nodes over 1.5x: {heavy}")
+    # zones-first, 3 replicas, 3 zones: cache-c (alone in its zone) holds every key
+    doc = json_of(opts, ["inspect", "-m", "small.members"])
+    c = next(row for row in doc.get("replica_shares", []) if row["node"] == "cache-c")
+    if c["replica_pct"] != 100.0:
+        failures.append(f"inspect (zones: zones-first by default): cache-c holds {c['replica_pct']}%")
+    # a ring without zones shows no replica table unless asked
+    if "replica_shares" in json_of(opts, ["inspect", "--nodes", "3"]):
+        failures.append("inspect --nodes 3: a replica table without zones or --replicas")
+    return failures
+
+
 # (file, flags, the line of the message check must print, exit status 1)
 MALFORMED = [
     ("bad_fields_few.members", "bad_fields_few.members:2: expected 'id weight [zone]', found 1 field"),
@@ -759,7 +799,7 @@ def main():
     p.add_argument("--golden", required=True)
     p.add_argument("--fingerprint", help="tests/cli/ring_fingerprint, for ring-files")
     p.add_argument("check", choices=["golden", "update-golden", "demo", "collateral", "bad-input", "escapes",
-                                     "ring-files", "key-limits"])
+                                     "ring-files", "key-limits", "replica-shares"])
     p.add_argument("name", nargs="?")
     opts = p.parse_args()
     opts.chring = os.path.abspath(opts.chring)
@@ -769,7 +809,8 @@ def main():
         failures = update_golden(opts)
     else:
         failures = {"demo": demo, "collateral": collateral, "bad-input": bad_input, "escapes": escapes,
-                    "ring-files": ring_files, "key-limits": key_limits}[opts.check](opts)
+                    "ring-files": ring_files, "key-limits": key_limits,
+                    "replica-shares": replica_shares}[opts.check](opts)
     for f in failures:
         print("FAIL:", f)
     print(f"{opts.check}{' ' + opts.name if opts.name else ''}: {'FAIL' if failures else 'ok'}")

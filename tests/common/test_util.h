@@ -9,6 +9,8 @@
 #ifndef CHRING_TEST_UTIL_H
 #define CHRING_TEST_UTIL_H
 
+#include <stdio.h> /* snprintf, in assert_size_query */
+
 #include "chr_assert.h" /* assert_chr_ok, assert_chr_status */
 
 /* ---- error assertions --------------------------------------------------- */
@@ -19,6 +21,17 @@
 #define assert_chr_error(expr, expected, function)                                 \
     (prime_last_error(function),                                                   \
      check_chr_error((expr), (expected), (function), #expr, __FILE__, __LINE__))
+
+/* A size query (out NULL, capacity 0, chring.h's SIZE QUERIES): CHR_ERANGE
+ * with the size, and chr_last_error() exactly as it was before the call. */
+#define assert_size_query(expr)                                    \
+    do {                                                           \
+        char before_[512];                                         \
+        prime_last_error("");                                      \
+        snprintf(before_, sizeof before_, "%s", chr_last_error()); \
+        assert_chr_status((expr), CHR_ERANGE);                     \
+        assert_string_equal(chr_last_error(), before_);            \
+    } while (0)
 
 void check_chr_error(chr_status got, chr_status expected, const char *function, const char *expr,
                      const char *file, int line);

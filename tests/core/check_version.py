@@ -8,7 +8,13 @@ by meson as --meson-version, so a stale build dir shows too):
   - chr_version() and chr_version_string() of the built libchring;
   - the Go binding's BindingVersion, the Rust crate's Cargo.toml (and its
     Cargo.lock entry), the Lua module's _VERSION and CHR_VERSION_* constants,
-    and the OpenResty example's _VERSION.
+    and the OpenResty example's _VERSION;
+  - chring-sys's Cargo.toml and Cargo.lock entry and chring's "=X.Y.Z"
+    requirement on it; the rockspec's file name and version, dist.ini's
+    version, debian/changelog's first version, the manual pages' .TH lines.
+  - every "Since: X.Y" of the public headers: no call is newer than the
+    project (a "Since: 0.2" in version 0.1.0 names a release that does not
+    exist).
 
 Usage: check_version.py --source-root DIR --meson-version X.Y.Z --probe PROGRAM
 Prints every mismatch and exits 1, or prints one OK line.
@@ -55,6 +61,14 @@ def main():
         got = one(rf"^#define\s+CHR_VERSION_{name}\s+(\d+)\s*$", header, f"chring.h CHR_VERSION_{name}")
         checks.append((f"chring.h CHR_VERSION_{name}", int(got), want))
 
+    for path in ("include/c/chring.h", "include/c/chring_plugin.h"):
+        text = read(root, path)
+        sinces = re.findall(r"\bSince:\s*(\d+)\.(\d+)", text)
+        newer = sorted({f"{a}.{b}" for a, b in sinces if (int(a), int(b)) > (major, minor)})
+        checks.append((f"{path}: 'Since:' lines newer than {major}.{minor}", newer, []))
+    checks.append(("include/c/chring.h: 'Since:' lines",
+                   len(re.findall(r"\bSince:", header)) > 0, True))
+
     out = subprocess.run([args.probe], stdout=subprocess.PIPE, text=True, check=True).stdout
     fields = dict(line.split(" ", 1) for line in out.splitlines())
     checks.append(("compiled CHR_VERSION_MAJOR MINOR PATCH NUMBER", fields.get("macros"),
@@ -84,6 +98,28 @@ def main():
     resty = read(root, "bindings/nginx/openresty/chring_balancer.lua")
     checks.append(("OpenResty example _VERSION (bindings/nginx/openresty/chring_balancer.lua)",
                    one(r'^local _M = \{ _VERSION = "([^"]*)" \}', resty, "OpenResty _VERSION"), version))
+
+    sys_cargo = read(root, "bindings/rust/chring-sys/Cargo.toml")
+    checks.append(("Rust chring-sys version (bindings/rust/chring-sys/Cargo.toml)",
+                   one(r'^version\s*=\s*"([^"]*)"', sys_cargo, "chring-sys version"), version))
+    checks.append(("chring's requirement on chring-sys (bindings/rust/Cargo.toml)",
+                   one(r'^chring-sys = \{ version = "=([^"]*)"', cargo, "chring-sys requirement"), version))
+    checks.append(("Rust chring-sys entry of bindings/rust/Cargo.lock",
+                   one(r'^name = "chring-sys"\nversion = "([^"]*)"', lock, "Cargo.lock chring-sys"), version))
+
+    # Packaging: LuaRocks, OPM, Debian, the manual pages.
+    rockspecs = [f for f in os.listdir(os.path.join(root, "bindings/lua")) if f.endswith(".rockspec")]
+    checks.append(("LuaRocks rockspec file (bindings/lua)", rockspecs, [f"chring-{version}-1.rockspec"]))
+    for f in rockspecs:
+        checks.append((f"LuaRocks version (bindings/lua/{f})",
+                       one(r'^version = "([^"]*)-\d+"', read(root, "bindings/lua/" + f), "rockspec version"), version))
+    checks.append(("OPM version (bindings/lua/dist.ini)",
+                   one(r"^version = (\S+)", read(root, "bindings/lua/dist.ini"), "dist.ini version"), version))
+    checks.append(("Debian version (debian/changelog, first entry)",
+                   re.match(r"chring \(([^)-]*)", read(root, "debian/changelog")).group(1), version))
+    for page in ("chring.1", "chring.3"):
+        checks.append((f"manual page docs/man/{page}",
+                       one(r'^\.TH CHRING \d "[^"]*" "chring ([^"]*)"', read(root, "docs/man/" + page), page), version))
 
     bad = [(what, got, want) for what, got, want in checks if got != want]
     for what, got, want in bad:

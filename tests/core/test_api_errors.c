@@ -10,7 +10,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,17 +17,6 @@
 
 static const char key[] = "user:42";
 #define KEY_LEN (sizeof key - 1)
-
-/* A size query (out NULL, capacity 0): CHR_ERANGE with the size, and
- * chr_last_error() exactly as it was before the call. */
-#define assert_size_query(expr)                                       \
-    do {                                                              \
-        char before_[512];                                            \
-        prime_last_error("");                                         \
-        snprintf(before_, sizeof before_, "%s", chr_last_error());    \
-        assert_chr_status((expr), CHR_ERANGE);                        \
-        assert_string_equal(chr_last_error(), before_);               \
-    } while (0)
 
 typedef struct api_fixture {
     chr_ring *ring;     /* nodes 0..2, weight 1 */

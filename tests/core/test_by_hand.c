@@ -81,12 +81,22 @@ static const chr_hasher by_hand_hasher = {
     "positions from the table in tests/core/test_by_hand.c", by_hand_hash, 0, NULL, 0,
 };
 
-static void expect_owner(const chr_ring *ring, const char *key, const char *id) {
-    chr_node_ref ref;
-    assert_chr_ok(chr_ring_lookup(ring, key, strlen(key), &ref));
-    if (ref.id_len != strlen(id) || memcmp(ref.id, id, ref.id_len) != 0)
-        fail_msg("key \"%s\": owner \"%.*s\", the table says \"%s\"", key, (int)ref.id_len,
-                 (const char *)ref.id, id);
+/* The keys of the table in the comment above, in its order. */
+static const char *const keys[] = {"before", "on-a0", "past-a0", "mid",
+                                   "past-b1", "top", "late", "c-side"};
+#define KEY_COUNT (sizeof keys / sizeof keys[0])
+
+/* `owners` has one letter per key of `keys`, in order: "AABCBAAC" is the
+ * owner column of the table. */
+static void expect_owners(const chr_ring *ring, const char *owners) {
+    assert_int_equal(strlen(owners), KEY_COUNT);
+    for (size_t k = 0; k < KEY_COUNT; ++k) {
+        chr_node_ref ref;
+        assert_chr_ok(chr_ring_lookup(ring, keys[k], strlen(keys[k]), &ref));
+        if (ref.id_len != 1 || ref.id[0] != (unsigned char)owners[k])
+            fail_msg("key \"%s\": owner \"%.*s\", the table says \"%c\"", keys[k],
+                     (int)ref.id_len, (const char *)ref.id, owners[k]);
+    }
 }
 
 /* `ids` is the expected replica list, one letter per node ("BCA"). */
@@ -160,26 +170,16 @@ static void test_tokens_are_the_table(void **state) {
 
 static void test_owners(void **state) {
     chr_ring *ring = *state;
-    expect_owner(ring, "before", "A");
-    expect_owner(ring, "on-a0", "A");
-    expect_owner(ring, "past-a0", "B");
-    expect_owner(ring, "mid", "C");
-    expect_owner(ring, "past-b1", "B");
-    expect_owner(ring, "top", "A");
-    expect_owner(ring, "late", "A");
-    expect_owner(ring, "c-side", "C");
+    expect_owners(ring, "AABCBAAC");
     expect_no_unlisted_input();
 }
 
 static void test_replicas(void **state) {
     chr_ring *ring = *state;
-    expect_replicas(ring, "before", "ABC");
-    expect_replicas(ring, "on-a0", "ABC");
-    expect_replicas(ring, "past-a0", "BCA");
-    expect_replicas(ring, "mid", "CAB");
-    expect_replicas(ring, "past-b1", "BCA");
-    expect_replicas(ring, "top", "ABC");
-    expect_replicas(ring, "c-side", "CAB");
+    /* the replica column of the table, key by key */
+    static const char *const replicas[KEY_COUNT] = {"ABC", "ABC", "BCA", "CAB",
+                                                    "BCA", "ABC", "ABC", "CAB"};
+    for (size_t k = 0; k < KEY_COUNT; ++k) expect_replicas(ring, keys[k], replicas[k]);
     expect_replicas(ring, "mid", "CA"); /* fewer than all: the walk's first two */
     expect_no_unlisted_input();
 }
@@ -197,14 +197,7 @@ static void test_ownership(void **state) {
 static void test_add_then_remove(void **state) {
     chr_ring *ring = *state;
     assert_chr_ok(chr_ring_add(ring, "D", 1, 1, NULL, 0, 'D'));
-    expect_owner(ring, "before", "A");
-    expect_owner(ring, "on-a0", "A");
-    expect_owner(ring, "past-a0", "B");
-    expect_owner(ring, "mid", "C");
-    expect_owner(ring, "past-b1", "B");
-    expect_owner(ring, "top", "D");
-    expect_owner(ring, "late", "D");
-    expect_owner(ring, "c-side", "D");
+    expect_owners(ring, "AABCBDDD");
     expect_replicas(ring, "c-side", "DCA"); /* D#0 2.5, C#0 3, A#1 4 */
     /* A#0's arc now starts at D#2 (12): 5 U; D owns 0.5 + 1 + 2 = 3.5 U. */
     expect_ownership(ring, "A", 7);
@@ -212,14 +205,7 @@ static void test_add_then_remove(void **state) {
     expect_ownership(ring, "C", 2.5);
 
     assert_chr_ok(chr_ring_remove(ring, "B", 1));
-    expect_owner(ring, "before", "A");
-    expect_owner(ring, "on-a0", "A");
-    expect_owner(ring, "past-a0", "D");
-    expect_owner(ring, "mid", "C");
-    expect_owner(ring, "past-b1", "C");
-    expect_owner(ring, "top", "D");
-    expect_owner(ring, "late", "D");
-    expect_owner(ring, "c-side", "D");
+    expect_owners(ring, "AADCCDDD");
     expect_replicas(ring, "past-b1", "CAD"); /* C#1 6, A#2 7, D#1 10 */
     expect_no_unlisted_input();
 }

@@ -95,7 +95,7 @@ static void test_other_hasher_names_the_placement(void **state) {
     assert_non_null(strstr(chr_last_error(), "'crc32'"));
 }
 
-/* Issue 15: a digest shorter than the original's is refused, not read past. */
+/* A hasher whose digest is shorter than the original's is refused, not read past. */
 static void test_short_digest_refused(void **state) {
     (void)state;
     static const struct {

@@ -1,4 +1,4 @@
-// White-box: the lookup's window compare (src/window.hpp), vector and
+// White-box: the lookup's window compare (src/core/window.hpp), vector and
 // portable versions, against the plain unsigned comparison it stands for, on edge
 // values (0, the bias boundary, all ones, equal) and random records.
 #include <cstdarg>

@@ -12,19 +12,9 @@ identical wrong answers cannot pass.
 import argparse
 import hashlib
 import os
-import subprocess
 import sys
-import time
 
-
-def run(label, cmd, env=None, cwd=None):
-    start = time.monotonic()
-    proc = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    elapsed = time.monotonic() - start
-    if proc.returncode != 0:
-        print(f"{label}: `{' '.join(cmd)}` failed with status {proc.returncode}:\n{proc.stdout}")
-        sys.exit(1)
-    return elapsed
+from toolchains import Programs, add_arguments, run, timed_run
 
 
 def sha256(path):
@@ -70,26 +60,15 @@ def check_reference(path, key_count, replicas):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--work", required=True, help="scratch directory (in the build dir)")
+    add_arguments(ap)
     ap.add_argument("--gen", required=True)
     ap.add_argument("--route-c", required=True)
-    ap.add_argument("--go", required=True)
-    ap.add_argument("--go-src", required=True)
-    ap.add_argument("--cargo", required=True)
-    ap.add_argument("--rust-manifest", required=True)
-    ap.add_argument("--luajit", required=True)
-    ap.add_argument("--lua-script", required=True)
-    ap.add_argument("--lua-lib", required=True, help="directory holding chring.lua")
     args = ap.parse_args()
 
     os.makedirs(args.work, exist_ok=True)
     data = os.path.join(args.work, "data.txt")
     out = {lang: os.path.join(args.work, f"out-{lang}.txt") for lang in ("c", "go", "rust", "lua")}
-    env = dict(os.environ)
-    # The -L directory: the libdir variable of Meson's uninstalled .pc names no real directory.
-    libs = subprocess.run(["pkg-config", "--libs-only-L", "chring"], env=env,
-                          stdout=subprocess.PIPE, text=True, check=True).stdout.split()
-    pkg_libdir = next(f[2:] for f in libs if os.path.exists(os.path.join(f[2:], "libchring.so")))
+    programs = Programs(args)
 
     run("gen", [args.gen, data])
     keys = keys_of(data)
@@ -97,20 +76,14 @@ def main():
         header = f.read(200).splitlines()
     replicas = int(next(l for l in header if l.startswith("replicas ")).split()[1])
 
-    timings = {}
-    timings["c"] = run("c", [args.route_c, data, out["c"]])
-
-    go_bin = os.path.join(args.work, "route-go")
-    run("go build", [args.go, "build", "-o", go_bin, "."], env=env, cwd=args.go_src)
-    timings["go"] = run("go", [go_bin, data, out["go"]])
-
-    target = env.get("CARGO_TARGET_DIR", os.path.join(args.work, "target"))
-    run("cargo build", [args.cargo, "build", "--offline", "--release", "--manifest-path", args.rust_manifest], env=env)
-    timings["rust"] = run("rust", [os.path.join(target, "release", "chring-crosslang"), data, out["rust"]])
-
-    lua_env = dict(env, CHRING_LIB=os.path.join(pkg_libdir, "libchring.so"),
-                   LUA_PATH=os.path.join(args.lua_lib, "?.lua") + ";;")
-    timings["lua"] = run("lua", [args.luajit, args.lua_script, data, out["lua"]], env=lua_env)
+    commands = {
+        "c": ([args.route_c], programs.env),
+        "go": ([programs.go], programs.env),
+        "rust": ([programs.rust], programs.env),
+        "lua": ([args.luajit, args.lua_script], programs.lua_env),
+    }
+    timings = {lang: timed_run(lang, cmd + [data, out[lang]], env=env)[1]
+               for lang, (cmd, env) in commands.items()}
 
     problems = check_reference(out["c"], len(keys), replicas)
     digests = {lang: sha256(path) for lang, path in out.items()}

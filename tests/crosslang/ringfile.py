@@ -12,8 +12,9 @@ import argparse
 import glob
 import os
 import random
-import subprocess
 import sys
+
+from toolchains import Programs, add_arguments, run
 
 LANGS = ("c", "go", "rust", "lua")
 
@@ -47,26 +48,10 @@ def hexed(b):
     return b.hex() if b else "-"
 
 
-def run(label, cmd, env=None, cwd=None):
-    proc = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if proc.returncode != 0:
-        print(f"{label}: `{' '.join(cmd)}` failed with status {proc.returncode}:\n"
-              f"{proc.stdout.decode(errors='replace')}{proc.stderr.decode(errors='replace')}")
-        sys.exit(1)
-    return proc.stdout.decode()
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--work", required=True)
+    add_arguments(ap)
     ap.add_argument("--ringfile-c", required=True)
-    ap.add_argument("--go", required=True)
-    ap.add_argument("--go-src", required=True)
-    ap.add_argument("--cargo", required=True)
-    ap.add_argument("--rust-manifest", required=True)
-    ap.add_argument("--luajit", required=True)
-    ap.add_argument("--lua-script", required=True)
-    ap.add_argument("--lua-lib", required=True)
     args = ap.parse_args()
 
     work = os.path.join(args.work, "ringfile")
@@ -81,20 +66,12 @@ def main():
             for node_id, weight, zone in nodes:
                 f.write(f"node {hexed(node_id)} {weight} {hexed(zone)}\n")
 
-    env = dict(os.environ)
-    libs = run("pkg-config", ["pkg-config", "--libs-only-L", "chring"], env=env).split()
-    libdir = next(f[2:] for f in libs if os.path.exists(os.path.join(f[2:], "libchring.so")))
-    go_bin = os.path.join(args.work, "route-go")
-    run("go build", [args.go, "build", "-o", go_bin, "."], env=env, cwd=args.go_src)
-    run("cargo build", [args.cargo, "build", "--offline", "--release", "--manifest-path", args.rust_manifest], env=env)
-    rust_bin = os.path.join(env.get("CARGO_TARGET_DIR", os.path.join(args.work, "target")), "release", "chring-crosslang")
-    lua_env = dict(env, CHRING_LIB=os.path.join(libdir, "libchring.so"),
-                   LUA_PATH=os.path.join(args.lua_lib, "?.lua") + ";;")
+    programs = Programs(args)
     tools = {
-        "c": ([args.ringfile_c], env),
-        "go": ([go_bin, "ringfile"], env),
-        "rust": ([rust_bin, "ringfile"], env),
-        "lua": ([args.luajit, args.lua_script], lua_env),
+        "c": ([args.ringfile_c], programs.env),
+        "go": ([programs.go, "ringfile"], programs.env),
+        "rust": ([programs.rust, "ringfile"], programs.env),
+        "lua": ([args.luajit, args.lua_script], programs.lua_env),
     }
     for lang, (cmd, e) in tools.items():
         run(f"{lang} build", cmd + ["build", spec, work, lang], env=e)

@@ -8,7 +8,18 @@
    heading anchors (GitHub's rule: lower case, punctuation dropped, spaces
    to hyphens). URLs with a scheme (https:, mailto:) are not checked.
 2. No tracked file refers to anything outside the repository: the patterns
-   below are the ways such references were written.
+   below are the ways such references were written, and any relative path
+   (`../x`, in a comment, a code span or a link) that climbs out of the
+   repository from the file's folder; one that stays inside must exist.
+3. Every repository path a file names -- a word starting with one of the
+   top-level folders, `src/core/ring.cpp`, `tests/compat`, in a comment, a
+   header, a code span -- exists, read from the repository root or from the
+   file's folder or one above it (a crate or module's own paths). A name
+   that only a build makes (a program without an extension, a `.so`, a
+   `.pc`) needs only its folder to exist; `NAME`-style placeholders and
+   names followed by a shell or glob expansion are not paths. Cited source
+   paths of the projects the compatibility placements reproduce
+   (libmemcached, twemproxy, nginx) are not this repository's.
 
 Usage: check_docs.py [REPO_ROOT]   (default: the repository holding this file)
 Files: those git tracks or would track (`git ls-files --cached --others
@@ -31,9 +42,24 @@ OUTSIDE = [
     (re.compile(r"\bSTYL[E]\.md\b"), "the house-style file"),
     (re.compile(r"\bcompat-algorithm[s]\.md\b"), "the compatibility reference"),
     (re.compile(r"(?<![\w/.-])measurement[s]\.md\b"), "the measurements reference"),
-    (re.compile(r"/wor[k]/(?:shared|wt|main|baseline)\b"), "a path of the development machine"),
+    (re.compile(r"/wor[k]/"), "a path of the development machine"),
+    (re.compile(r"(?<![\w./-])/hom[e]/\w"), "a home directory"),
+    (re.compile(r"\b[Ii]ssu[e]s?\s+#?\d+\b"), "an issue of the tracker, which a clone does not have"),
 ]
 SKIP_DIRS = {".git", "target", "node_modules", "__pycache__"}
+
+# 2: a relative path that climbs; 3: a path into one of the repository's folders.
+CLIMB = re.compile(r"(?<![\w.-])((?:\.\./)+(?:[\w.-]+/)*[\w.-]*)")
+TOP_LEVEL = ("src", "tests", "docs", "include", "bindings", "plugins", "scripts", "pkgconfig")
+REPO_PATH = re.compile(r"(?<![\w./@$-])((?:%s)/[\w./+-]*[\w+])" % "|".join(TOP_LEVEL))
+BUILT = re.compile(r"(^|/)[^/.]+$|\.(so|pc|test|a)$|\.so\.\d+$")  # what only a build makes
+PLACEHOLDER = re.compile(r"(^|[/_.-])[A-Z][A-Z_]+([/_.-]|$)")
+EXPANSION = re.compile(r"[$*{<\[]")
+# Files of other projects that the compatibility docs and code cite by path.
+CITED = ("src/libmemcached/", "src/hashkit/", "src/http/", "include/libmemcached-1.0/")
+NOT_PROSE = (".gitignore",)  # patterns, not references
+# The self-test of this file: its fixture is bad references on purpose.
+SELF_TEST = "tests/docs/test_check_docs.py"
 
 # [text](target "title") and ![alt](target); target may be <...>.
 INLINE = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+\"[^\"]*\")?\s*\)")
@@ -130,6 +156,42 @@ def check_links(root, md, problems):
     return checked
 
 
+def path_exists(root, name, path):
+    """Whether `path`, named in file `name`, resolves: from the root, the
+    file's folder or a folder above it."""
+    here = os.path.dirname(name)
+    while True:
+        if os.path.exists(os.path.join(root, here, path)):
+            return True
+        if not here:
+            return False
+        here = os.path.dirname(here)
+
+
+def check_paths(root, name, n, line, problems):
+    real_root = os.path.realpath(root)
+    for m in CLIMB.finditer(line):
+        path = m.group(1)
+        dest = os.path.realpath(os.path.join(root, os.path.dirname(name), path))
+        if dest != real_root and not dest.startswith(real_root + os.sep):
+            problems.append("%s:%d: '%s' leaves the repository" % (name, n, path))
+        elif not (os.path.exists(dest) or EXPANSION.match(line[m.end():m.end() + 1])
+                  or PLACEHOLDER.search(path) or BUILT.search(path.rstrip("/"))
+                  or any(part.startswith("build") for part in path.split("/"))):
+            problems.append("%s:%d: '%s': no such file or directory (from %s)"
+                            % (name, n, path, os.path.dirname(name) or "the root"))
+    for m in REPO_PATH.finditer(line):
+        path = m.group(1).rstrip(".")
+        after = line[m.end():m.end() + 1]
+        if (EXPANSION.match(after) or PLACEHOLDER.search(path) or (path + "/").startswith(CITED)
+                or path_exists(root, name, path)):
+            continue
+        if BUILT.search(path) and path_exists(root, name, os.path.dirname(path)):
+            continue
+        problems.append("%s:%d: '%s': no such file or directory in the repository"
+                        % (name, n, path))
+
+
 def check_outside_references(root, name, problems):
     try:
         with open(os.path.join(root, name), "rb") as f:
@@ -144,6 +206,10 @@ def check_outside_references(root, name, problems):
         for pattern, what in OUTSIDE:
             if pattern.search(line):
                 problems.append("%s:%d: refers outside the repository (%s)" % (name, n, what))
+        if os.path.basename(name) not in NOT_PROSE:
+            # A Markdown link's target is checked as a link (1), once.
+            check_paths(root, name, n, INLINE.sub("", line) if name.endswith(".md") else line,
+                        problems)
 
 
 def main(argv):
@@ -154,7 +220,8 @@ def main(argv):
     markdown = [f for f in files if f.lower().endswith(".md")]
     links = sum(check_links(root, md, problems) for md in markdown)
     for name in files:
-        check_outside_references(root, name, problems)
+        if name != SELF_TEST:
+            check_outside_references(root, name, problems)
     for p in problems:
         print(p)
     print("docs: %d relative links in %d Markdown files, %d files checked, %d problems"

@@ -11,12 +11,12 @@
 // back, so libFuzzer is guided by the loader's branches too.
 //
 // A crash of child 2 inside the dynamic loader on a file that also crashes
-// child 1 means chring handed ld.so a file it cannot survive (issue 15: the
-// loader checks only the ELF magic today). That is a finding; with
+// child 1 means chring handed ld.so a file it cannot survive (the ELF
+// checks before dlopen exist to prevent it). That is a finding; with
 // CHR_FUZZ_ELF_TOLERATE_LDSO_CRASH=1 it is counted and printed instead.
 // Likewise CHR_FUZZ_ELF_TOLERATE_DESCRIPTOR_CRASH=1 for a crash in chring
-// reading a descriptor string through a wild pointer (the loader does not
-// check descriptor pointers yet, issue 15).
+// reading a descriptor string through a wild pointer (the descriptor checks
+// against the plugin's segments exist to prevent it).
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -457,8 +457,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     Where w = classify(*g_shared);
     if (w == Where::Chring) {
-        // Known until the loader checks descriptor pointers (issue 15): a
-        // corrupted table or descriptor whose name is read with strnlen.
+        // What the descriptor pointer checks prevent: a corrupted table or
+        // descriptor whose name is read with strnlen.
         if (g_tolerate_desc && in_string_read(*g_shared)) {
             if (g_descriptor_crashes++ < 3) report("chr_plugin_load read a wild descriptor string (tolerated)", file.size());
             return 0;

@@ -89,35 +89,30 @@ static int group_teardown(void **state) {
 
 /* ---- trust rules ---------------------------------------------------------------- */
 
-static void test_file_writable_by_others(void **state) {
+/* A plugin or its directory writable by others, or by the group: refused by
+ * chr_plugin_load and skipped by discovery, each saying which rule. */
+static void test_writable_files_and_directories(void **state) {
     (void)state;
-    char dir[PATH_SIZE], file[PATH_SIZE];
-    make_dir(dir, "mode-0666", 0755);
-    copy_fixture("fixture-trust.so", dir, "chring-trust.so", file);
-    assert_int_equal(chmod(file, 0666), 0);
-    expect_untrusted(file, "writable by others (mode 0666)");
-    expect_discovery_skips(dir, "fixture_trust", "writable by others (mode 0666)");
-    assert_int_equal(chmod(file, 0775), 0);
-    expect_untrusted(file, "writable by its group (mode 0775)");
-}
-
-static void test_directory_writable_by_others(void **state) {
-    (void)state;
-    char dir[PATH_SIZE], file[PATH_SIZE];
-    make_dir(dir, "dir-0777", 0777);
-    copy_fixture("fixture-trust.so", dir, "chring-trust.so", file);
-    expect_untrusted(file, "writable by others (mode 0777)");
-    expect_discovery_skips(dir, "fixture_trust", "writable by others (mode 0777)");
-}
-
-/* Sticky does not help the plugin's own directory: anyone may add a file. */
-static void test_sticky_directory_writable_by_others(void **state) {
-    (void)state;
-    char dir[PATH_SIZE], file[PATH_SIZE];
-    make_dir(dir, "dir-1777", 01777);
-    copy_fixture("fixture-trust.so", dir, "chring-trust.so", file);
-    expect_untrusted(file, "writable by others (mode 1777)");
-    expect_discovery_skips(dir, "fixture_trust", "(mode 1777)");
+    static const struct {
+        const char *dir;
+        mode_t dir_mode, file_mode;
+        const char *reason;           /* in chr_plugin_load's message */
+        const char *discovery_reason; /* in the CHR_ENOHASHER message */
+    } cases[] = {
+        {"file-0666", 0755, 0666, "writable by others (mode 0666)", "writable by others (mode 0666)"},
+        {"file-0775", 0755, 0775, "writable by its group (mode 0775)", "(mode 0775)"},
+        {"dir-0777", 0777, 0755, "writable by others (mode 0777)", "writable by others (mode 0777)"},
+        /* sticky does not help the plugin's own directory: anyone may add a file */
+        {"dir-1777", 01777, 0755, "writable by others (mode 1777)", "(mode 1777)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        char dir[PATH_SIZE], file[PATH_SIZE];
+        make_dir(dir, cases[i].dir, cases[i].dir_mode);
+        copy_fixture("fixture-trust.so", dir, "chring-trust.so", file);
+        assert_int_equal(chmod(file, cases[i].file_mode), 0);
+        expect_untrusted(file, cases[i].reason);
+        expect_discovery_skips(dir, "fixture_trust", cases[i].discovery_reason);
+    }
 }
 
 static void test_file_owned_by_another_user(void **state) {
@@ -327,9 +322,7 @@ static void test_truncated_plugin_in_search_path(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_file_writable_by_others),
-        cmocka_unit_test(test_directory_writable_by_others),
-        cmocka_unit_test(test_sticky_directory_writable_by_others),
+        cmocka_unit_test(test_writable_files_and_directories),
         cmocka_unit_test(test_file_owned_by_another_user),
         cmocka_unit_test(test_relative_search_entries),
         cmocka_unit_test(test_trusted_copy_loads),

@@ -13,7 +13,9 @@
 -- never copied; lookups reuse preallocated out-structs.
 --
 -- The shared library is loaded at require time from $CHRING_LIB if set,
--- else as "chring" (libchring.so) then "libchring.so.1" on the loader's path.
+-- else by its soname, "libchring.so.1", on the loader's path; a copy that
+-- `meson install` put under a prefix other than /usr tries the library of
+-- that prefix first (its path is written into the copy at install time).
 local ffi = require "ffi"
 local bit = require "bit"
 
@@ -150,9 +152,9 @@ chr_status chr_ring_apply_text(chr_ring *ring, const char *text, size_t len, con
 chr_status chr_ring_apply_file(chr_ring *ring, const char *path, chr_ringfile_info *info);
 chr_status chr_ring_export(const chr_ring *ring, uint32_t flags, uint64_t revision, char *buf, size_t capacity, size_t *len);
 chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags, uint64_t revision, char *buf, size_t capacity, size_t *len);
-chr_status chr_hasher_digest(const char *name, const void *data, size_t len, unsigned char *out, size_t capacity, size_t *digest_size);
 chr_status chr_ringfile_escape(const void *bytes, size_t len, uint32_t flags, char *buf, size_t capacity, size_t *out_len);
 chr_status chr_ringfile_unescape(const char *field, size_t len, const char *what, char *buf, size_t capacity, size_t *out_len);
+chr_status chr_hasher_digest(const char *name, const void *data, size_t len, unsigned char *out, size_t capacity, size_t *digest_size);
 chr_status chr_replica_policy_name(int32_t policy, const char **name);
 chr_status chr_replica_policy_find(const char *name, int32_t *policy);
 chr_status chr_ring_replicas_policy(const chr_ring *ring, const void *key, size_t key_len, int32_t policy, size_t n, chr_node_ref *out, size_t *count);
@@ -179,8 +181,7 @@ local K = {
     CHR_PLACEMENT_INFO_VERSION = 1, CHR_PLACEMENT_SEEDED = 1,
     CHR_RINGFILE_FORMAT_VERSION = 1, CHR_RINGFILE_LINE_MAX = 65536, CHR_RINGFILE_SIZE_MAX = 268435456,
     CHR_RINGFILE_HAS_REVISION = 1, CHR_RINGFILE_HAS_FINGERPRINT = 2, CHR_RINGFILE_HAS_OPTIONS = 4,
-    CHR_RINGFILE_INFO_VERSION = 1, CHR_EXPORT_REVISION = 1, CHR_EXPORT_JSON = 2,
-    CHR_ESCAPE_HIDDEN = 1,
+    CHR_RINGFILE_INFO_VERSION = 1, CHR_EXPORT_REVISION = 1, CHR_EXPORT_JSON = 2, CHR_ESCAPE_HIDDEN = 1,
     CHR_NODE_ID_MAX = 256, CHR_ZONE_MAX = 64, CHR_WEIGHT_MAX = 1000000,
     CHR_TOKENS_PER_WEIGHT_MAX = 65536, CHR_TOKENS_MAX = 16777216, CHR_NODES_MAX = 1048576,
     CHR_PLACEMENT_NATIVE = 0, CHR_PLACEMENT_KETAMA = 1, CHR_PLACEMENT_KETAMA_UNWEIGHTED = 2,
@@ -213,17 +214,39 @@ _M.replica_policy = {
     nodes = K.CHR_REPLICAS_NODES, zones_first = K.CHR_REPLICAS_ZONES_FIRST, nts = K.CHR_REPLICAS_NTS,
 }
 
+-- Raises msg at the first caller outside this file, so that an argument
+-- error names the line of the call that passed the argument, as a
+-- builtin's does (level 2 of the API function, however deep the check sits
+-- in here).
+local this_source = debug.getinfo(1, "S").source
+local function raise(msg)
+    local level = 2
+    while true do
+        local info = debug.getinfo(level, "S")
+        if not info or info.source ~= this_source then break end
+        level = level + 1
+    end
+    error(msg, level)
+end
+
 local function load_library()
     local explicit = os.getenv("CHRING_LIB")
-    local names = explicit and { explicit } or { "chring", "libchring.so.1" }
+    local names = { "libchring.so.1" }
+    -- Replaced by meson install outside /usr (bindings/meson.build); the
+    -- source tree's copy keeps the placeholder and uses the soname alone.
+    local installed_libdir = "@CHRING_INSTALLED_LIBDIR@"
+    if installed_libdir ~= "" and installed_libdir:sub(1, 1) ~= "@" then
+        table.insert(names, 1, installed_libdir .. "/libchring.so.1")
+    end
+    if explicit then names = { explicit } end
     local errors = {}
     for _, name in ipairs(names) do
         local ok, lib = pcall(ffi.load, name)
         if ok then return lib end
         errors[#errors + 1] = tostring(lib)
     end
-    error("chring: cannot load libchring (" .. table.concat(errors, "; ")
-          .. "); set CHRING_LIB to its path", 3)
+    raise("chring: cannot load libchring (" .. table.concat(errors, "; ")
+          .. "); set CHRING_LIB to its path")
 end
 local C = load_library()
 _M._lib = C
@@ -257,7 +280,7 @@ local function failure(status)
 end
 
 local function bad_arg(n, fname, expected, got)
-    error(("chring: bad argument #%d to '%s' (%s expected, got %s)"):format(n, fname, expected, got), 3)
+    raise(("chring: bad argument #%d to '%s' (%s expected, got %s)"):format(n, fname, expected, got))
 end
 
 local function check_string(v, n, fname)
@@ -326,7 +349,7 @@ local function handle_methods(free, released)
     end
     local function live_ptr(self)
         local p = self.ptr
-        if p == nil then error("chring: use of a " .. released, 3) end
+        if p == nil then raise("chring: use of a " .. released) end
         return p
     end
     return release, live_ptr

@@ -34,6 +34,24 @@ return {
         T.eq(ring:node_count(), 2, "nothing changed")
     end },
 
+    { "argument errors name the caller's line", function()
+        local ring = T.ring(nil, 1)
+        local here = debug.getinfo(1, "S").short_src
+        local function at(line, f, ...)
+            local ok, err = pcall(f, ...)
+            T.ok(not ok, "raised")
+            T.ok(tostring(err):find(here .. ":" .. line .. ": chring: ", 1, true),
+                 ("error %q is not at %s:%d"):format(tostring(err), here, line))
+        end
+        local line = debug.getinfo(1, "l").currentline
+        at(line + 1, function() ring:add(1, 1) end)
+        at(line + 2, function() ring:replicas("k", "3") end)
+        at(line + 3, function() chring.new(5) end)
+        at(line + 4, function() ring:snapshot():lookup_batch({ "a", false }) end)
+        ring:free()
+        at(line + 6, function() ring:lookup("k") end)
+    end },
+
     { "values the library refuses come back as nil, err, code", function()
         local ring = T.ring(nil, 1)
         T.fails(S.EINVAL, "chr_ring_add", ring:add("", 1))

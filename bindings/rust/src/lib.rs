@@ -1,6 +1,7 @@
 //! Safe Rust binding of chring, a consistent-hashing ring with a stable C
 //! ABI (`include/c/chring.h`). The library is found at build time through
-//! the `pkg-config` command (see `build.rs`).
+//! the `pkg-config` command, by the `chring-sys` crate (its `build.rs`),
+//! which holds the raw declarations ([`sys`]).
 //!
 //! ```
 //! use chring::{Options, Ring};
@@ -49,7 +50,8 @@ mod options;
 mod ring;
 mod ringfile;
 mod snapshot;
-pub mod sys;
+/// The raw C declarations: the `chring-sys` crate.
+pub use chring_sys as sys;
 
 pub use error::{Error, ErrorKind, Result};
 pub use hashers::{digest, hash, hashers, load_plugin, HasherInfo};

@@ -52,6 +52,10 @@ impl Node {
     pub fn id(&self) -> &[u8] {
         &self.raw.id[..self.raw.id_len as usize]
     }
+    /// The node id as text, if it is UTF-8.
+    pub fn id_str(&self) -> Option<&str> {
+        std::str::from_utf8(self.id()).ok()
+    }
     /// The zone label given at add (may be empty).
     pub fn zone(&self) -> &[u8] {
         &self.raw.zone[..self.raw.zone_len as usize]
@@ -89,6 +93,10 @@ impl<'s> NodeView<'s> {
         // outlives 's (PhantomData ties the view to it); id is never NULL.
         unsafe { slice::from_raw_parts(self.raw.id, self.raw.id_len) }
     }
+    /// The node id as text, if it is UTF-8.
+    pub fn id_str(&self) -> Option<&'s str> {
+        std::str::from_utf8(self.id()).ok()
+    }
     /// The zone label, borrowed from the snapshot.
     pub fn zone(&self) -> &'s [u8] {
         // SAFETY: as id(); zone is never NULL, zone_len may be 0.
@@ -104,6 +112,41 @@ fn show(f: &mut fmt::Formatter<'_>, name: &str, id: &[u8], zone: &[u8], weight: 
         .field("weight", &weight)
         .field("index", &index)
         .finish()
+}
+
+/// An id for people: UTF-8 as it is, each byte of anything else as `%XX`
+/// (as the chring tool and membership files write such bytes).
+fn display_id(f: &mut fmt::Formatter<'_>, mut id: &[u8]) -> fmt::Result {
+    loop {
+        match std::str::from_utf8(id) {
+            Ok(text) => return f.write_str(text),
+            Err(e) => {
+                let (good, rest) = id.split_at(e.valid_up_to());
+                // SAFETY: from_utf8 checked good (the bytes up to valid_up_to).
+                f.write_str(unsafe { std::str::from_utf8_unchecked(good) })?;
+                let bad = e.error_len().unwrap_or(rest.len());
+                for b in &rest[..bad] {
+                    write!(f, "%{:02X}", b)?;
+                }
+                id = &rest[bad..];
+            }
+        }
+    }
+}
+
+/// The node id: `println!("{}", ring.lookup("user:42")?)` prints
+/// `cache-b`. Bytes that are not UTF-8 are written `%XX`.
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        display_id(f, self.id())
+    }
+}
+
+/// The node id, as for [`Node`].
+impl fmt::Display for NodeView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        display_id(f, self.id())
+    }
 }
 
 impl fmt::Debug for Node {

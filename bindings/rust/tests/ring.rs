@@ -43,6 +43,23 @@ fn lookup_returns_the_member_with_its_fields() {
 }
 
 #[test]
+fn display_shows_utf8_ids_as_text() {
+    let ring = ring_with(&Options::default(), 0);
+    ring.add("café-b", 1).unwrap();
+    let owner = ring.lookup("user:42").unwrap();
+    assert_eq!(owner.to_string(), "café-b");
+    assert_eq!(owner.id_str(), Some("café-b"));
+    let snap = ring.snapshot().unwrap();
+    assert_eq!(snap.lookup(b"user:42").unwrap().to_string(), "café-b");
+
+    let ring = ring_with(&Options::default(), 0);
+    ring.add(&[b'a', 0xff, b'%', 0xc3], 1).unwrap(); // not UTF-8: each bad byte as %XX
+    let owner = ring.lookup("k").unwrap();
+    assert_eq!(owner.to_string(), "a%FF%%C3");
+    assert_eq!(owner.id_str(), None);
+}
+
+#[test]
 fn bad_updates_fail_and_change_nothing() {
     let ring = ring_with(&Options::default(), 1);
     let before = ring.fingerprint().unwrap();

@@ -1,5 +1,5 @@
-//! The Rust side of the cross-language test (see ../gen_data.c for the
-//! input and ../route_c.c for the output format). Nodes are added one by
+//! The Rust side of the cross-language test (see ../../gen_data.c for the
+//! input and ../../route_c.c for the output format). Nodes are added one by
 //! one in reverse file order; owners come from the Ring, replica lists
 //! from a Snapshot.
 //!

@@ -1,18 +1,18 @@
-//! Checks `chring::sys` against the real header: every `extern` function,
-//! function-pointer type, alias, constant and struct layout of `src/sys.rs`
+//! Checks `chring_sys` against the real header: every `extern` function,
+//! function-pointer type, alias, constant and struct layout of `src/lib.rs`
 //! is turned into C declarations and static assertions that the C compiler
 //! checks against `chring.h` (a mismatched parameter type is an
 //! incompatible-pointer-type error under -Werror), and the header's
-//! functions and integer constants must all be declared in `sys.rs`.
+//! functions and integer constants must all be declared in `src/lib.rs`.
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::mem::{size_of, size_of_val, zeroed};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use chring::sys;
+use chring_sys as sys;
 
-const SYS_RS: &str = include_str!("../src/sys.rs");
+const SYS_RS: &str = include_str!("../src/lib.rs");
 
 fn include_dir() -> PathBuf {
     PathBuf::from(env!("CHRING_INCLUDE_DIR"))
@@ -26,7 +26,7 @@ fn header_text() -> String {
         .join("\n")
 }
 
-/// The C spelling of a Rust FFI type, as used in `sys.rs`.
+/// The C spelling of a Rust FFI type, as used in `src/lib.rs`.
 fn c_type(rust: &str) -> String {
     let rust = rust.trim();
     if let Some(rest) = rust.strip_prefix("*const ") {
@@ -114,9 +114,9 @@ fn layouts() -> Vec<Layout> {
     ]
 }
 
-/// Field names of `pub struct NAME { ... }` in sys.rs.
+/// Field names of `pub struct NAME { ... }` in src/lib.rs.
 fn sys_struct_fields(name: &str) -> Vec<String> {
-    let start = SYS_RS.find(&format!("pub struct {} {{", name)).expect("struct in sys.rs");
+    let start = SYS_RS.find(&format!("pub struct {} {{", name)).expect("struct in src/lib.rs");
     let body = &SYS_RS[start..];
     let body = &body[body.find('{').unwrap() + 1..body.find('}').unwrap()];
     body.lines()
@@ -238,7 +238,7 @@ fn sys_declarations_compile_against_the_header() {
     let result = compile(&generated_c(), &dir);
     std::fs::remove_dir_all(&dir).ok();
     if let Err(errors) = result {
-        panic!("src/sys.rs does not match chring.h:\n{}", errors);
+        panic!("src/lib.rs does not match chring.h:\n{}", errors);
     }
 }
 
@@ -262,7 +262,7 @@ fn every_header_function_is_declared() {
     assert!(header.len() >= 30, "parsed only {} functions from the header", header.len());
     let missing: Vec<_> = header.difference(&declared).collect();
     let extra: Vec<_> = declared.difference(&header).collect();
-    assert!(missing.is_empty() && extra.is_empty(), "missing in sys.rs: {:?}; not in the header: {:?}", missing, extra);
+    assert!(missing.is_empty() && extra.is_empty(), "missing in src/lib.rs: {:?}; not in the header: {:?}", missing, extra);
 }
 
 #[test]
@@ -275,7 +275,7 @@ fn every_header_integer_constant_is_declared() {
         .collect();
     assert!(header.contains("CHR_EPLUGIN_DESC") && header.contains("CHR_NODE_ID_MAX") && header.contains("CHR_EXPORT_JSON"));
     let missing: Vec<_> = header.difference(&declared).collect();
-    assert!(missing.is_empty(), "header constants missing in sys.rs: {:?}", missing);
+    assert!(missing.is_empty(), "header constants missing in src/lib.rs: {:?}", missing);
 }
 
 #[test]

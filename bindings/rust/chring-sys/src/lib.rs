@@ -1,5 +1,9 @@
-//! Raw declarations of `include/c/chring.h` and `chring_plugin.h`, one for
-//! one. `tests/header.rs` compiles every declaration, struct layout and
+//! Raw declarations of libchring's C API, `chring.h` and `chring_plugin.h`,
+//! one for one; the safe binding is the `chring` crate. `build.rs` finds
+//! the library with `pkg-config` and links it; its directory is this
+//! package's `links = "chring"` metadata, `DEP_CHRING_LIBDIR` for the build
+//! scripts of packages that depend on this one directly.
+//! `tests/header.rs` compiles every declaration, struct layout and
 //! constant below against the real header with the C compiler, so any
 //! drift fails the tests. Keep one item per line in the form that test
 //! parses: `pub const NAME: TYPE = VALUE;` and `pub fn name(args) -> ret;`.
@@ -238,6 +242,8 @@ extern "C" {
     pub fn chr_ring_apply_file(ring: *mut chr_ring, path: *const c_char, info: *mut chr_ringfile_info) -> chr_status;
     pub fn chr_ring_export(ring: *const chr_ring, flags: u32, revision: u64, buf: *mut c_char, capacity: usize, len: *mut usize) -> chr_status;
     pub fn chr_snapshot_export(snap: *const chr_snapshot, flags: u32, revision: u64, buf: *mut c_char, capacity: usize, len: *mut usize) -> chr_status;
+    pub fn chr_ringfile_escape(bytes: *const c_void, len: usize, flags: u32, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
+    pub fn chr_ringfile_unescape(field: *const c_char, len: usize, what: *const c_char, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
     pub fn chr_hasher_digest(name: *const c_char, data: *const c_void, len: usize, out: *mut c_uchar, capacity: usize, digest_size: *mut usize) -> chr_status;
     pub fn chr_ringfile_escape(bytes: *const c_void, len: usize, flags: u32, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
     pub fn chr_ringfile_unescape(field: *const c_char, len: usize, what: *const c_char, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
