@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh NAME SECONDS [LIBFUZZER ARGS...]
 # A long run of one fuzzer (tests/fuzz/fuzz_NAME.cpp; names: api_ops,
-# members_parser, plugin_descriptors, plugin_elf) in one process (no -jobs:
+# ringfile_parser, plugin_descriptors, plugin_elf) in one process (no -jobs:
 # the machine is shared):
 #   - builds a clang ASan+UBSan build in $FUZZ_BUILD (default build-fuzz) if missing;
 #   - runs for SECONDS (-max_total_time) from the committed corpus
-#     tests/fuzz/corpus/NAME, writing new inputs to $FUZZ_BUILD/fuzz-out/NAME/new;
+#     tests/fuzz/corpus/NAME and the regression inputs tests/fuzz/regressions/NAME,
+#     writing new inputs to $FUZZ_BUILD/fuzz-out/NAME/new;
 #   - merges the inputs that add coverage over the committed corpus into
 #     $FUZZ_BUILD/fuzz-out/NAME/merged (copy them to the corpus to keep them);
 #   - prints the executions and the final coverage (cov: edges, ft: features).
@@ -20,6 +21,8 @@ name=$1 seconds=$2
 shift 2
 build=${FUZZ_BUILD:-build-fuzz}
 corpus=tests/fuzz/corpus/$name
+regressions_dir=""
+[ -d "tests/fuzz/regressions/$name" ] && regressions_dir=tests/fuzz/regressions/$name
 [ -d "$corpus" ] || { echo "fuzz.sh: no corpus $corpus (names: $(ls tests/fuzz/corpus | tr '\n' ' '))" >&2; exit 2; }
 
 if [ ! -f "$build/build.ninja" ]; then
@@ -36,7 +39,7 @@ log=$out/run.log
 echo "fuzz.sh: $exe -max_total_time=$seconds $* (log: $log)"
 set +e
 "$exe" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$out/" "$@" \
-    "$out/new" "$corpus" >"$log" 2>&1
+    "$out/new" "$corpus" ${regressions_dir} >"$log" 2>&1
 rc=$?
 set -e
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets everything up and runs the whole test suite:
 #   1. normal build (debugoptimized): every suite, including install and bindings;
-#   2. ASan+UBSan build: every suite that runs in-process (bindings and the
-#      install check skip themselves there);
+#   2. ASan+UBSan build with clang: every suite that runs in-process (bindings
+#      and the install check skip themselves there), the libFuzzer harnesses
+#      (suite 'fuzz', built only with clang) included;
 #   3. TSan build: the concurrency suite;
 #   4. the Debian packages: built, installed, checked and purged (counted as one).
 # Counts come from each run's meson-logs/testlog.json (one JSON object per
@@ -38,14 +39,30 @@ print(passed, failed, skipped)
 PY
 }
 
-# run_build DIR "MESON SETUP ARGS" "MESON TEST ARGS"
+# The C++ compiler id (gcc, clang) a configured build dir uses, or nothing.
+configured_compiler() {
+  python3 - "$1/meson-info/intro-compilers.json" <<'PY' 2>/dev/null
+import json, sys
+print(json.load(open(sys.argv[1]))["host"]["cpp"]["id"])
+PY
+}
+
+# run_build DIR "MESON SETUP ARGS" "MESON TEST ARGS" [COMPILER]
+# COMPILER (clang) sets CC and CXX for the setup; a dir configured with
+# another compiler is wiped and set up again.
 run_build() {
-  local dir=$1 setup_args=$2 test_args=$3 log testlog rc counts ok fail skip
+  local dir=$1 setup_args=$2 test_args=$3 compiler=${4:-} log testlog rc counts ok fail skip
+  local -a setup_env=()
+  [ "$compiler" = clang ] && setup_env=(CC=clang CXX=clang++)
   log=$(mktemp)
-  echo "=== $dir: meson setup $setup_args"
+  echo "=== $dir: ${setup_env[*]} meson setup $setup_args"
+  if [ -f "$dir/build.ninja" ] && [ -n "$compiler" ] && [ "$(configured_compiler "$dir")" != "$compiler" ]; then
+    echo "=== $dir: configured with $(configured_compiler "$dir"), not $compiler: setting it up again"
+    rm -rf "$dir"
+  fi
   if [ ! -f "$dir/build.ninja" ]; then
     # shellcheck disable=SC2086
-    meson setup "$dir" $setup_args >"$log" 2>&1 || { cat "$log"; failed=$((failed + 1)); rm -f "$log"; return; }
+    env "${setup_env[@]}" meson setup "$dir" $setup_args >"$log" 2>&1 || { cat "$log"; failed=$((failed + 1)); rm -f "$log"; return; }
   fi
   if ! ninja -C "$dir" >"$log" 2>&1; then
     tail -50 "$log"; echo "=== $dir: build FAILED"; failed=$((failed + 1)); rm -f "$log"; return
@@ -75,7 +92,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 
 run_build build "" ""
-run_build build-asan "-Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=disabled" "--no-suite install"
+run_build build-asan "-Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=disabled" "--no-suite install" clang
 run_build build-tsan "-Db_sanitize=thread -Db_lundef=false -Dbenchmarks=disabled -Dcli=disabled" "--suite concurrency"
 
 # 4. Debian packages: scripts/package.sh builds them (lintian: no errors); tests/package/run.sh

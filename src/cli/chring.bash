@@ -31,7 +31,7 @@ _chring() {
     fi
 
     case $prev in
-        -m | --members | --key-file | --svg | -o | --output)
+        -m | --members | --key-file | --svg | -o | --output | --out)
             COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
         --plugin-dir)

@@ -12,6 +12,9 @@
 #include "options.hpp"
 #include "ring_handle.hpp"
 #include "spelling.hpp"
+#ifdef CHRING_CLI_ETCD
+#include "etcd/etcd_commands.hpp"
+#endif
 
 namespace {
 
@@ -64,6 +67,10 @@ int main(int argc, char **argv) {
     chring::cli::add_check_command(app);
     chring::cli::add_export_command(app);
     chring::cli::add_diff_command(app);
+#ifdef CHRING_CLI_ETCD
+    chring::cli::etcd::add_watch_command(app);
+    chring::cli::etcd::add_etcd_command(app);
+#endif
     // CLI11 would say only "A subcommand is required" for a misspelt one.
     if (argc > 1 && argv[1][0] != '-') {
         try {

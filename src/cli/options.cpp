@@ -29,26 +29,22 @@ CLI::Validator whole_number(uint64_t min, uint64_t max) {
 
 Member member_from_flag(const std::string &spec, uint32_t default_weight, const std::string &flag) {
     auto bad = [&](const std::string &why) { return UsageError(flag + " " + spec + ": " + why); };
-    auto field = [&](std::string_view text, const char *what, size_t max, const char *range) {
+    auto field = [&](std::string_view text, MemberField kind) {
         std::string bytes, why;
-        if (!decode_field(text, what, bytes, why)) throw bad(why);
-        if (bytes.size() > max)
-            throw bad(std::string(what) + " is " + std::to_string(bytes.size()) + " bytes long (" + range +
-                      " allowed)");
+        if (!decode_member_field(text, kind, bytes, why)) throw bad(why);
         return bytes;
     };
     Member m;
     m.weight = default_weight;
     const size_t eq = spec.find('=');
-    m.id = field(std::string_view(spec).substr(0, eq), "id", CHR_NODE_ID_MAX, "1..256");
-    if (m.id.empty()) throw bad("id is empty");
+    m.id = field(std::string_view(spec).substr(0, eq), MemberField::id);
     if (eq == std::string::npos) return m;
     const std::string rest = spec.substr(eq + 1);
     const size_t at = rest.find('@');
     const std::string weight = rest.substr(0, at);
     if (std::string why = number_problem(weight, 0, CHR_WEIGHT_MAX); !why.empty()) throw bad("weight " + why);
     m.weight = uint32_t(std::stoul(weight));
-    if (at != std::string::npos) m.zone = field(std::string_view(rest).substr(at + 1), "zone", CHR_ZONE_MAX, "0..64");
+    if (at != std::string::npos) m.zone = field(std::string_view(rest).substr(at + 1), MemberField::zone);
     return m;
 }
 
@@ -60,8 +56,11 @@ void add_hasher_options(CLI::App &cmd, RingConfig &config) {
         ->type_name("N")
         ->check(whole_number(0, std::numeric_limits<uint64_t>::max()))
         ->capture_default_str();
-    cmd.add_option("--plugin-dir", config.plugin_dir, "Extra directory searched for hash plugins")
-        ->type_name("DIR");
+    add_plugin_dir_option(cmd, config.plugin_dir);
+}
+
+void add_plugin_dir_option(CLI::App &cmd, std::string &dir) {
+    cmd.add_option("--plugin-dir", dir, "Extra directory searched for hash plugins")->type_name("DIR");
 }
 
 void add_ring_options(CLI::App &cmd, RingConfig &config, std::vector<std::string> *placement_list) {

@@ -35,6 +35,8 @@ Member member_from_flag(const std::string &spec, uint32_t default_weight, const 
 
 // --hasher, --seed, --plugin-dir: how keys and tokens are hashed.
 void add_hasher_options(CLI::App &cmd, RingConfig &config);
+// --plugin-dir DIR alone.
+void add_plugin_dir_option(CLI::App &cmd, std::string &dir);
 // The hasher options plus --placement and --tokens-per-weight. With
 // `placement_list`, --placement takes a comma-separated list (sim).
 void add_ring_options(CLI::App &cmd, RingConfig &config, std::vector<std::string> *placement_list = nullptr);

@@ -71,6 +71,18 @@ bool decode_field(std::string_view field, const char *what, std::string &out, st
     return true;
 }
 
+bool decode_member_field(std::string_view field, MemberField kind, std::string &out, std::string &why) {
+    const bool id = kind == MemberField::id;
+    const char *what = id ? "id" : "zone";
+    if (!decode_field(field, what, out, why)) return false;
+    const size_t min = id ? 1 : 0, max = id ? CHR_NODE_ID_MAX : CHR_ZONE_MAX;
+    if (out.size() >= min && out.size() <= max) return true;
+    why = out.empty() ? std::string(what) + " is empty"
+                      : std::string(what) + " is " + std::to_string(out.size()) + " bytes long (" +
+                            std::to_string(min) + ".." + std::to_string(max) + " allowed)";
+    return false;
+}
+
 namespace {
 
 // The length of the C1 or bidirectional control that starts at text[i]

@@ -30,6 +30,13 @@ std::string visible(std::string_view text);
 // with the library's message ("<what> '<field>': reason") in `why`.
 bool decode_field(std::string_view field, const char *what, std::string &out, std::string &why);
 
+// A member's id or zone field decoded and held to the ring's length limits
+// (an id 1..CHR_NODE_ID_MAX bytes, a zone 0..CHR_ZONE_MAX), with the ring-file
+// parser's wording: false with "id is empty", "zone is 65 bytes long (0..64
+// allowed)" or decode_field's reason in `why`.
+enum class MemberField { id, zone };
+bool decode_member_field(std::string_view field, MemberField kind, std::string &out, std::string &why);
+
 // Valid UTF-8 text (JSON from nlohmann, a canonical ring file) with every
 // C1 and bidirectional control escaped: each byte %XX (`json` false: a ring
 // file so spelled reads back the same), or the code point \uXXXX (`json`).

@@ -37,8 +37,11 @@ struct ElfVerdict {
 // bytes inside the file with p_filesz <= p_memsz, a power-of-two
 // alignment the offset and address agree on, loads in ascending address
 // order, the segments the loader reads (dynamic, notes, TLS image, ...)
-// inside both the file and a PT_LOAD, and the dynamic section's tables
-// inside the loaded image with a DT_NULL terminator.
+// inside both the file and a PT_LOAD at matching offset and address, the
+// dynamic section's tables inside the loaded image with a DT_NULL
+// terminator and the entries the loader needs, and the contents it trusts:
+// hash chains, symbol names, version records and indices, relocation
+// targets and symbols, initializers (docs/plugins.md, "ELF checks").
 ElfVerdict check_elf(const ReadAt &read, uint64_t size, const ElfHost &host);
 
 // The same over bytes in memory (for tests and fuzzers).

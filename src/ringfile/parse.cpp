@@ -76,11 +76,12 @@ std::string decode(std::string_view field, const char *what, size_t line) {
 
 uint32_t member_weight(std::string_view text, size_t line) {
     // As the members file always read it: digits only, leading zeros allowed.
+    // Any other byte makes it not a number, however large its digits are.
+    if (text.find_first_not_of("0123456789") != std::string_view::npos)
+        throw Bad{line, "weight '" + visible(text) + "' is not a whole number (0.." +
+                            std::to_string(CHR_WEIGHT_MAX) + ")"};
     uint64_t value = 0;
     for (char c : text) {
-        if (c < '0' || c > '9')
-            throw Bad{line, "weight '" + visible(text) + "' is not a whole number (0.." +
-                                std::to_string(CHR_WEIGHT_MAX) + ")"};
         value = value * 10 + uint64_t(c - '0');
         if (value > CHR_WEIGHT_MAX)
             throw Bad{line, "weight '" + visible(text) + "' is over the limit " +
@@ -95,9 +96,10 @@ uint64_t directive_number(std::string_view name, std::string_view text, uint64_t
     const std::string what = "%%" + std::string(name) + " '" + visible(text) + "'";
     if (!text.empty() && (text[0] == '-' || text[0] == '+'))
         throw Bad{line, what + " has a sign: write digits only"};
+    if (text.find_first_not_of("0123456789") != std::string_view::npos)
+        throw Bad{line, what + " is not a decimal number"};
     uint64_t value = 0;
     for (char c : text) {
-        if (c < '0' || c > '9') throw Bad{line, what + " is not a decimal number"};
         unsigned d = unsigned(c - '0');
         if (value > (UINT64_MAX - d) / 10)
             throw Bad{line, what + " overflows 64 bits (0.." + std::to_string(UINT64_MAX) + ")"};
@@ -185,7 +187,7 @@ private:
         *slot = n;
         std::string_view v = fields[1];
         if (slot == &f_.format_line) {
-            uint64_t version = directive_number(name, v, 0, UINT32_MAX, n);
+            uint64_t version = directive_number(name, v, 0, UINT64_MAX, n);  // any other number: not supported
             if (version != CHR_RINGFILE_FORMAT_VERSION)
                 throw Bad{n, "%%ring-file " + std::to_string(version) +
                                  " is not supported (this library reads version " +

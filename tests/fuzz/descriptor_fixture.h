@@ -20,6 +20,7 @@ struct fz_area {
     const chr_hasher *table[FZ_TABLE];
     uint32_t count;
     uint32_t null_table; /* the entry point returns NULL */
+    const void *returned; /* if not NULL, the entry point returns this instead of table */
     struct fz_slot slots[FZ_SLOTS];
     char names[FZ_SLOTS][FZ_NAME];
     char descriptions[FZ_SLOTS][FZ_DESCRIPTION];

@@ -12,6 +12,8 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -147,6 +149,57 @@ ORACLE uint64_t key_position(const Config &c, const void *key, size_t len) {
                      ? (uint32_t(d[0]) << 24 | uint32_t(d[1]) << 16 | uint32_t(d[2]) << 8 | d[3])
                      : (uint32_t(d[0]) | uint32_t(d[1]) << 8 | uint32_t(d[2]) << 16 | uint32_t(d[3]) << 24);
     return uint64_t(w) << 32;
+}
+
+// ---- the compatibility placements' rules (docs/compat.md) ----------------
+
+ORACLE void md5(const std::string &s, unsigned char out[16]) {
+    size_t size = 0;
+    CHECK(chr_hasher_digest("md5", s.data(), s.size(), out, 16, &size) == CHR_OK && size == 16, "md5");
+}
+
+ORACLE uint32_t crc32_be(const std::string &s) {
+    unsigned char d[4];
+    size_t size = 0;
+    CHECK(chr_hasher_digest("crc32", s.data(), s.size(), d, 4, &size) == CHR_OK && size == 4, "crc32");
+    return uint32_t(d[0]) << 24 | uint32_t(d[1]) << 16 | uint32_t(d[2]) << 8 | d[3];
+}
+
+ORACLE bool digits_only(const std::string &s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// libmemcached's point prefix for a server text: a unix socket path gets
+// ":0"; a port is the 1 to 5 digits after the last ':' (else the whole text
+// is the host); brackets around the host are dropped; port 11211 is left out.
+ORACLE std::string ketama_prefix(const std::string &id) {
+    if (id[0] == '/') return id + ":0";
+    size_t colon = id.rfind(':');
+    std::string host = id, port;
+    if (colon != std::string::npos && digits_only(id.substr(colon + 1)) && id.size() - colon - 1 <= 5) {
+        host = id.substr(0, colon);
+        port = std::to_string(std::stoul(id.substr(colon + 1)));
+    }
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    return port.empty() || port == "11211" ? host : host + ":" + port;
+}
+
+// nginx's split of a `server` text: "unix:" (any case) leaves no port, a
+// trailing ":digits" is the port, else it is all host.
+ORACLE void nginx_server(const std::string &id, std::string &host, std::string &port) {
+    std::string lower = id.substr(0, 5);
+    for (char &c : lower) c = char(std::tolower((unsigned char)c));
+    port.clear();
+    host = id;
+    if (lower == "unix:") {
+        host = id.substr(5);
+        return;
+    }
+    size_t colon = id.rfind(':');
+    if (colon != std::string::npos && digits_only(id.substr(colon + 1))) {
+        host = id.substr(0, colon);
+        port = id.substr(colon + 1);
+    }
 }
 
 // The token bound the library checks against CHR_TOKENS_MAX.
@@ -449,14 +502,17 @@ private:
         if (ch.id_len > CHR_NODE_ID_MAX) return CHR_ERANGE;
         std::string key(static_cast<const char *>(ch.id), ch.id_len);
         auto it = m.find(key);
-        if (ch.op != CHR_OP_REMOVE) {
-            if (ch.weight > CHR_WEIGHT_MAX) return CHR_ERANGE;
-            if (cfg_.placement == CHR_PLACEMENT_KETAMA_UNWEIGHTED && ch.weight > 1) return CHR_ERANGE;
-        }
+        // The change's own arguments, then the placement's weight rule, then
+        // the membership.
+        if (ch.op != CHR_OP_REMOVE && ch.weight > CHR_WEIGHT_MAX) return CHR_ERANGE;
         if (ch.op == CHR_OP_ADD) {
-            if (it != m.end()) return CHR_EEXIST;
             if (!ch.zone && ch.zone_len) return CHR_EINVAL;
             if (ch.zone_len > CHR_ZONE_MAX) return CHR_ERANGE;
+        }
+        if (ch.op != CHR_OP_REMOVE && cfg_.placement == CHR_PLACEMENT_KETAMA_UNWEIGHTED && ch.weight > 1)
+            return CHR_ERANGE;
+        if (ch.op == CHR_OP_ADD) {
+            if (it != m.end()) return CHR_EEXIST;
             MNode n;
             n.weight = ch.weight;
             if (ch.zone_len) n.zone.assign(static_cast<const char *>(ch.zone), ch.zone_len);
@@ -479,49 +535,75 @@ private:
 
     // -- checks against the ring --
 
-    // A compat ring's points are not rebuilt by the model: they are read
-    // from the ring once and checked for what the placement guarantees.
+    // A compatibility ring's points, rebuilt from docs/compat.md alone:
+    // the hashes come from the md5 / crc32 hashers, everything else (the
+    // server text rules, the point counts, the order, nginx's duplicate
+    // removal) is computed here.
     ORACLE Expected compat_expected(const Members &m) {
-        chr_snapshot *s = nullptr;
-        CHECK(chr_ring_snapshot(ring_, &s) == CHR_OK, "chr_ring_snapshot");
         Expected e;
         e.cfg = cfg_;
         for (const auto &kv : m) {
             e.ids.push_back(kv.first);
             e.nodes.push_back(kv.second);
         }
-        size_t T = 0;
-        CHECK(chr_snapshot_token_count(s, &T) == CHR_OK, "token count");
-        e.tokens_of.assign(e.nodes.size(), 0);
-        for (size_t k = 0; k < T; ++k) {
-            Tok t{};
-            CHECK(chr_snapshot_token(s, k, &t.value, &t.node) == CHR_OK, "token %zu", k);
-            CHECK(t.node < e.nodes.size(), "token owner %u of %zu nodes", t.node, e.nodes.size());
-            CHECK((t.value & 0xFFFFFFFFu) == 0, "compat point %016llx has low bits", (unsigned long long)t.value);
-            if (k) {
-                const Tok &p = e.tokens.back();
-                // Sorted by value, then by the configuration position (tag).
-                CHECK(p.value < t.value || (p.value == t.value && cfg_.placement != CHR_PLACEMENT_NGINX &&
-                                            e.nodes[p.node].tag <= e.nodes[t.node].tag),
-                      "compat points out of order at %zu", k);
+        struct Point {
+            uint64_t value, tag;
+            uint32_t node;
+        };
+        std::vector<Point> points;
+        uint64_t total_weight = 0;
+        uint32_t live = 0;
+        for (const MNode &n : e.nodes) {
+            total_weight += n.weight;
+            live += n.weight > 0;
+        }
+        for (uint32_t k = 0; k < e.nodes.size(); ++k) {
+            const uint32_t w = e.nodes[k].weight;
+            if (w == 0) continue;  // not live
+            const uint64_t tag = e.nodes[k].tag;
+            if (cfg_.placement == CHR_PLACEMENT_NGINX) {
+                std::string host, port;
+                nginx_server(e.ids[k], host, port);
+                std::string buf = host + std::string(1, '\0') + port + "....";
+                uint32_t prev = 0;
+                for (uint32_t j = 0; j < w * 160; ++j) {
+                    for (int b = 0; b < 4; ++b) buf[buf.size() - 4 + b] = char(prev >> (8 * b));
+                    prev = crc32_be(buf);
+                    points.push_back({uint64_t(prev) << 32, tag, k});
+                }
+                continue;
             }
-            ++e.tokens_of[t.node];
-            e.tokens.push_back(t);
+            const bool unweighted = cfg_.placement == CHR_PLACEMENT_KETAMA_UNWEIGHTED;
+            uint32_t digests = 100;
+            if (!unweighted) {
+                volatile float pct = float(w) / float(total_weight);
+                volatile float per4 = (pct * 160.0f) / 4.0f;
+                volatile float x = per4 * float(live) + 1e-10f;
+                digests = uint32_t(std::floor(float(x)));
+            }
+            const std::string prefix = ketama_prefix(e.ids[k]);
+            for (uint32_t N = 0; N < digests; ++N) {
+                unsigned char d[16];
+                md5(prefix + "-" + std::to_string(N), d);
+                for (int j = 0; j < (unweighted ? 1 : 4); ++j) {
+                    uint32_t word = uint32_t(d[4 * j]) | uint32_t(d[4 * j + 1]) << 8 |
+                                    uint32_t(d[4 * j + 2]) << 16 | uint32_t(d[4 * j + 3]) << 24;
+                    points.push_back({uint64_t(word) << 32, tag, k});
+                }
+            }
         }
-        uint64_t live = 0;
-        for (uint32_t i = 0; i < e.nodes.size(); ++i) {
-            uint32_t w = e.nodes[i].weight, got = e.tokens_of[i];
-            live += w > 0;
-            if (w == 0) CHECK(got == 0, "weight-0 node %u has %u points", i, got);
-            if (cfg_.placement == CHR_PLACEMENT_KETAMA_UNWEIGHTED) CHECK(got == 100 * w, "unweighted points %u", got);
-            if (cfg_.placement == CHR_PLACEMENT_NGINX) CHECK(got <= 160 * w, "nginx points %u", got);
-            if (cfg_.placement == CHR_PLACEMENT_KETAMA) CHECK(got % 4 == 0, "ketama points %u", got);
-            e.eligible += got > 0;
+        std::sort(points.begin(), points.end(), [](const Point &a, const Point &b) {
+            return a.value != b.value ? a.value < b.value : a.tag != b.tag ? a.tag < b.tag : a.node < b.node;
+        });
+        e.tokens_of.assign(e.nodes.size(), 0);
+        for (size_t i = 0; i < points.size(); ++i) {
+            // nginx keeps the first point of each value.
+            if (cfg_.placement == CHR_PLACEMENT_NGINX && i && points[i].value == points[i - 1].value) continue;
+            e.tokens.push_back({points[i].value, points[i].node});
+            ++e.tokens_of[points[i].node];
         }
-        if (cfg_.placement == CHR_PLACEMENT_KETAMA) CHECK(T <= 160 * live + 4 * live, "ketama total %zu", T);
+        for (uint32_t c : e.tokens_of) e.eligible += c > 0;
         fill_ownership(e);
-        CHECK(chr_snapshot_fingerprint(s, &e.fingerprint) == CHR_OK, "fingerprint");
-        chr_snapshot_release(s);
         return e;
     }
 
@@ -559,8 +641,7 @@ private:
         CHECK(st == want, "%s returned %d, the model says %d", what, st, want);
         CHECK(std::strlen(chr_last_error()) > 0, "%s failed without a message", what);
         CHECK(ring_fingerprint() == fingerprint_, "failed %s changed the fingerprint", what);
-        size_t n = 0;
-        CHECK(chr_ring_node_count(ring_, &n) == CHR_OK && n == model_.size(), "failed %s changed the members", what);
+        verify_ring({}, false);  // members, weights, zones, tags, tokens and ownership as before
     }
 
     // The ring's own reads against current_.
@@ -620,6 +701,33 @@ private:
         std::vector<uint32_t> want = oracle_replicas(e, h, n);
         CHECK(got == want.size(), "replicas: %zu, want %zu", got, want.size());
         for (size_t j = 0; j < got; ++j) check_ref(e, want[j], out[j], "chr_ring_replicas");
+    }
+
+    // chr_ring_ownership of any id: every status as documented.
+    void ownership(const Blob &b) {
+        double f = -1;
+        chr_status st = chr_ring_ownership(ring_, b.ptr(), b.len(), &f);
+        if (!b.ptr() || b.len() == 0) return failed_read(st, CHR_EINVAL, "ownership of a NULL or empty id");
+        if (b.len() > CHR_NODE_ID_MAX) return failed_read(st, CHR_ERANGE, "ownership of an over-long id");
+        auto it = std::find(current_.ids.begin(), current_.ids.end(), b.data);
+        if (it == current_.ids.end()) return failed_read(st, CHR_ENOENT, "ownership of a non-member");
+        CHECK(st == CHR_OK && f == current_.ownership[size_t(it - current_.ids.begin())], "ownership: %d", st);
+    }
+
+    // A size query (NULL out, capacity 0) and successful reads leave
+    // chr_last_error() as it was.
+    void size_query() {
+        chr_node_ref ref;
+        CHECK(chr_ring_lookup(nullptr, "k", 1, &ref) == CHR_EINVAL, "lookup on a NULL ring");
+        const std::string before = chr_last_error();
+        size_t count = 12345;
+        chr_status st = chr_ring_nodes(ring_, nullptr, 0, &count);
+        CHECK(st == (current_.nodes.empty() ? CHR_OK : CHR_ERANGE) && count == current_.nodes.size(),
+              "size query: %d, %zu nodes", st, count);
+        if (!current_.tokens.empty()) lookup("size-query");
+        uint64_t fp = 0;
+        CHECK(chr_ring_fingerprint(ring_, &fp) == CHR_OK && fp == fingerprint_, "fingerprint");
+        CHECK(before == chr_last_error(), "a size query or a successful read changed chr_last_error()");
     }
 
     void failed_read(chr_status st, chr_status want, const char *what) {
@@ -691,9 +799,12 @@ private:
             else if (required && o.hasher && hasher_name != required) want = CHR_EINVAL;
             else if (!known_hasher(name)) want = CHR_ENOHASHER;
             c.hasher = name;
-            c.tpw = o.tokens_per_weight;
-            c.seed = o.seed;
             c.placement = o.placement;
+            // A compatibility placement ignores seed and tokens per weight
+            // (the ring keeps the defaults, fingerprint included).
+            const bool seeded = o.placement == CHR_PLACEMENT_NATIVE;
+            c.tpw = seeded ? o.tokens_per_weight : CHR_DEFAULT_TOKENS_PER_WEIGHT;
+            c.seed = seeded ? o.seed : 0;
         } else {
             c.hasher = CHR_DEFAULT_HASHER;
             if (!known_hasher(c.hasher)) want = CHR_ENOHASHER;
@@ -819,6 +930,8 @@ private:
             return failed_read(chr_ring_lookup(ring_, nullptr, 3, &ref), CHR_EINVAL, "lookup of NULL key");
         }
         if (sel == 1) return failed_read(chr_ring_lookup(ring_, "k", 1, nullptr), CHR_EINVAL, "lookup into NULL");
+        if (sel == 2) return ownership(id());
+        if (sel == 3) return size_query();
         if (sel < 8) return lookup(key);
         replicas(key, in_.ConsumeIntegralInRange<size_t>(0, model_.size() + 2));
     }

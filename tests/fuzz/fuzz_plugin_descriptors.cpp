@@ -6,17 +6,21 @@
 // rules predict, register all hashers or none, and a registered hasher must
 // hash exactly as the plugin's function does.
 //
-// CHR_FUZZ_WILD_DESCRIPTORS=1 adds pointers outside the plugin (an
-// inaccessible page, the harness's own memory) for the name, description,
-// functions, descriptors and table: the loader must refuse them with a
-// status (the loader checks descriptor pointers against the plugin's
-// segments). Off by default: the committed corpus was grown without it.
+// Pointers outside the plugin are part of the input too: an inaccessible
+// page, the harness's own memory (readable, valid contents, just not the
+// plugin's) for the name, description, functions, descriptors, and for the
+// table the entry point returns (also misaligned, or running off the end of
+// the plugin's last segment). The loader must refuse each with a status
+// before reading through it (the table before copying a single entry).
+// CHR_FUZZ_WILD_DESCRIPTORS=0 leaves them out.
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +50,10 @@ chr_digest_fn g_digest4, g_digest16;
 bool g_wild;
 unsigned char *g_noaccess;           // a PROT_NONE page
 std::set<std::string> g_registered;  // every name registered in this process
+uintptr_t g_plugin_end;              // end of the fixture's last readable segment
+chr_hasher g_foreign[FZ_SLOTS];      // descriptors in the harness's memory
+const chr_hasher *g_foreign_table[FZ_TABLE];
+const char kForeignName[] = "fharness";  // a valid name, in the harness's memory
 
 const char kNameChars[] = "abcdefghijklmnopqrstuvwxyz0123456789_.-";
 
@@ -109,7 +117,7 @@ void fill_slot(FuzzedDataProvider &in, int k, SlotPlan &plan) {
         if (valid_name(name + off, len)) bounded_name(name + off, uint32_t(len * 31 + (unsigned char)name[off]));
         d.name = name + off;
     } else if (nm == 14 && g_wild) {
-        d.name = reinterpret_cast<const char *>(g_noaccess);
+        d.name = in.ConsumeBool() ? reinterpret_cast<const char *>(g_noaccess) : kForeignName;
         plan.name = Ptr::Wild;
     } else {
         d.name = nullptr;
@@ -123,7 +131,7 @@ void fill_slot(FuzzedDataProvider &in, int k, SlotPlan &plan) {
         d.description = nullptr;
         plan.description = Ptr::Null;
     } else if (ds == 1 && g_wild) {
-        d.description = reinterpret_cast<const char *>(g_noaccess);
+        d.description = in.ConsumeBool() ? reinterpret_cast<const char *>(g_noaccess) : kForeignName;
         plan.description = Ptr::Wild;
     } else {
         std::string text = in.ConsumeBytesAsString(in.ConsumeIntegralInRange<size_t>(0, FZ_DESCRIPTION - 1));
@@ -207,12 +215,37 @@ void check_registered(const chr_hasher &d, FuzzedDataProvider &in) {
     CHECK(std::memcmp(out, want, n) == 0, "digest of '%s' differs", d.name);
 }
 
+// The end of the last readable PT_LOAD of the object behind `handle`, as
+// the program headers say (the harness's own reading, not the loader's).
+uintptr_t readable_end(void *handle) {
+    struct link_map *map = nullptr;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map) return 0;
+    struct Query {
+        ElfW(Addr) base;
+        uintptr_t end;
+    } q{map->l_addr, 0};
+    dl_iterate_phdr(
+        [](struct dl_phdr_info *info, size_t, void *data) {
+            auto *q = static_cast<Query *>(data);
+            if (info->dlpi_addr != q->base) return 0;
+            for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+                const ElfW(Phdr) &p = info->dlpi_phdr[i];
+                if (p.p_type == PT_LOAD && (p.p_flags & PF_R))
+                    q->end = std::max<uintptr_t>(q->end, info->dlpi_addr + p.p_vaddr + p.p_memsz);
+            }
+            return 1;
+        },
+        &q);
+    return q.end;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     // No plugin discovery beyond the fixture: only explicit loads register.
     setenv("CHRING_PLUGIN_PATH", "", 1);
-    g_wild = std::getenv("CHR_FUZZ_WILD_DESCRIPTORS") && std::strcmp(std::getenv("CHR_FUZZ_WILD_DESCRIPTORS"), "1") == 0;
+    const char *wild = std::getenv("CHR_FUZZ_WILD_DESCRIPTORS");
+    g_wild = !wild || std::strcmp(wild, "0") != 0;
     // Our own reference keeps the fixture mapped (and its area stable)
     // between loads that the loader refuses and unloads.
     void *h = dlopen(CHR_FUZZ_FIXTURE, RTLD_NOW | RTLD_LOCAL);
@@ -226,11 +259,12 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     g_digest4 = reinterpret_cast<chr_digest_fn>(dlsym(h, FZ_DIGEST4_SYMBOL));
     g_digest16 = reinterpret_cast<chr_digest_fn>(dlsym(h, FZ_DIGEST16_SYMBOL));
     void *page = mmap(nullptr, size_t(getpagesize()), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (!g_area || !g_hash_a || !g_hash_b || !g_digest4 || !g_digest16 || page == MAP_FAILED) {
+    if (!g_area || !g_hash_a || !g_hash_b || !g_digest4 || !g_digest16 || page == MAP_FAILED || !readable_end(h)) {
         std::fprintf(stderr, "plugin_descriptors: fixture symbols missing\n");
         std::abort();
     }
     g_noaccess = static_cast<unsigned char *>(page);
+    g_plugin_end = readable_end(h);
     return 0;
 }
 
@@ -256,13 +290,44 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         } else if (e == 31 && g_wild) {
             g_area->table[i] = reinterpret_cast<const chr_hasher *>(g_noaccess);
             entry_plan[i].desc = Ptr::Wild;
+        } else if (e == 29 && g_wild) {  // a copy of the slot's descriptor, outside the plugin
+            g_foreign[k] = g_area->slots[k].desc;
+            g_area->table[i] = &g_foreign[k];
+            entry_plan[i].desc = Ptr::Wild;
         } else {
             g_area->table[i] = &g_area->slots[k].desc;
         }
     }
+    // The table pointer the entry point returns (the fixture's own table
+    // unless one of these).
+    enum class Table { Own, Wild, Foreign, Misaligned, AtEnd } table = Table::Own;
+    g_area->returned = nullptr;
+    if (g_wild) {
+        uint8_t t = in.ConsumeIntegralInRange<uint8_t>(0, 15);
+        if (t == 1) {
+            table = Table::Wild;
+            g_area->returned = g_noaccess;
+        } else if (t == 2) {  // a correct table, in the harness's memory
+            table = Table::Foreign;
+            std::memcpy(g_foreign_table, g_area->table, sizeof g_foreign_table);
+            g_area->returned = g_foreign_table;
+        } else if (t == 3) {
+            table = Table::Misaligned;
+            g_area->returned = reinterpret_cast<const char *>(g_area->table) + 1 + in.ConsumeIntegralInRange<int>(0, 6);
+        } else if (t == 4 && count >= 1 && count <= FZ_TABLE) {
+            // The last `room` entries of the segment, `count` > room of them claimed.
+            table = Table::AtEnd;
+            const uint32_t room = count - 1 - in.ConsumeIntegralInRange<uint32_t>(0, count - 1);
+            const uintptr_t end = g_plugin_end & ~uintptr_t(alignof(void *) - 1);
+            g_area->returned = reinterpret_cast<const void *>(end - room * sizeof(void *));
+        }
+    }
     // chr_hasher_register has no plugin to check pointers against (its
     // caller vouches for them): wild pointers go through chr_plugin_load only.
-    const bool use_register = in.ConsumeIntegralInRange<uint8_t>(0, 7) == 0 && !g_wild;
+    const SlotPlan &first = entry_plan[0];
+    const bool first_wild = first.desc == Ptr::Wild || first.name == Ptr::Wild || first.description == Ptr::Wild ||
+                            first.hash == Ptr::Wild || first.digest == Ptr::Wild;
+    const bool use_register = in.ConsumeIntegralInRange<uint8_t>(0, 7) == 0 && !first_wild;
 
     // The model.
     int want;
@@ -270,7 +335,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (use_register) {
         // chr_hasher_register checks its argument before the descriptor.
         want = g_area->table[0] ? predict_descriptor(g_area->table[0], entry_plan[0]) : CHR_EINVAL;
-    } else if (g_area->null_table || count == 0 || count > FZ_TABLE) {
+    } else if ((g_area->null_table && table == Table::Own) || count == 0 || count > FZ_TABLE ||
+               table != Table::Own) {
         want = CHR_EPLUGIN_DESC;
     } else {
         want = CHR_OK;

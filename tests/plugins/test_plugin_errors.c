@@ -191,6 +191,37 @@ static void test_name_running_off_its_segment(void **state) {
                    "runs off the end of its segment");
 }
 
+/* The table pointer the entry point returns is checked before a single
+ * entry is read: against the plugin's readable segments, for its whole
+ * length, and for alignment. Each fixture's descriptor is valid, so only
+ * the table itself can be what is refused, and its hasher must not appear. */
+static void expect_table_refused(const char *file, const char *hasher) {
+    expect_refused(fixture(file), CHR_EPLUGIN_DESC, "is not inside the plugin's readable segments");
+    assert_false(lists_hasher(hasher));
+}
+
+static void test_wild_table_pointer(void **state) {
+    (void)state;
+    expect_table_refused("broken-wild-table.so", "fixture_wild_table");
+    assert_non_null(strstr(chr_last_error(), "at 0x1000"));
+}
+
+static void test_table_outside_the_plugin(void **state) {
+    (void)state;
+    expect_table_refused("broken-foreign-table.so", "fixture_foreign_table");
+}
+
+static void test_table_running_off_its_segment(void **state) {
+    (void)state;
+    expect_table_refused("broken-table-at-end.so", "fixture_table_at_end");
+    assert_non_null(strstr(chr_last_error(), "table of 2 hashers"));
+}
+
+static void test_misaligned_table(void **state) {
+    (void)state;
+    expect_table_refused("broken-misaligned-table.so", "fixture_misaligned_table");
+}
+
 /* ---- duplicate names ------------------------------------------------------------ */
 
 /* Two descriptors with one name in one plugin: all or nothing, so neither. */
@@ -303,6 +334,10 @@ int main(void) {
         cmocka_unit_test(test_wild_description_pointer),
         cmocka_unit_test(test_wild_hash_function),
         cmocka_unit_test(test_name_running_off_its_segment),
+        cmocka_unit_test(test_wild_table_pointer),
+        cmocka_unit_test(test_table_outside_the_plugin),
+        cmocka_unit_test(test_table_running_off_its_segment),
+        cmocka_unit_test(test_misaligned_table),
         cmocka_unit_test(test_duplicate_within_one_plugin),
         cmocka_unit_test(test_duplicate_across_plugins),
         cmocka_unit_test(test_duplicate_of_a_shipped_name),

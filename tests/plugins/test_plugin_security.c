@@ -12,7 +12,10 @@
  *  - truncated copies of a real plugin at many lengths: each load, in a
  *    forked child, ends with a status (CHR_EPLUGIN_NOTSO while any
  *    PT_LOAD lies past the end), never a signal; and a copy cut at 8192
- *    bytes in a search directory gives a lookup CHR_ENOHASHER, not SIGBUS.
+ *    bytes in a search directory gives a lookup CHR_ENOHASHER, not SIGBUS;
+ *  - corrupted dynamic sections (entries the loader needs removed, tables
+ *    moved onto other bytes, counts and names out of range): each refused
+ *    with CHR_EPLUGIN_NOTSO before the dynamic loader sees the file.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -320,6 +323,177 @@ static void test_truncated_plugin_in_search_path(void **state) {
         fail_msg("\"%s\" does not say what is truncated", chr_last_error());
 }
 
+/* ---- corrupted dynamic sections ----------------------------------------------------------- */
+
+/* The file offset of virtual address `vaddr` (inside a PT_LOAD's file bytes). */
+static size_t file_offset(const unsigned char *elf, uint64_t vaddr) {
+    Elf64_Ehdr eh;
+    memcpy(&eh, elf, sizeof eh);
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+        Elf64_Phdr ph;
+        memcpy(&ph, elf + eh.e_phoff + i * sizeof ph, sizeof ph);
+        if (ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz)
+            return (size_t)(ph.p_offset + (vaddr - ph.p_vaddr));
+    }
+    fail_msg("address 0x%llx is not in the file", (unsigned long long)vaddr);
+    return 0;
+}
+
+/* The program header of type `type`, and the dynamic entry with tag `tag`:
+ * their offsets in the file. */
+static size_t phdr_at(const unsigned char *elf, uint32_t type) {
+    Elf64_Ehdr eh;
+    memcpy(&eh, elf, sizeof eh);
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+        Elf64_Phdr ph;
+        memcpy(&ph, elf + eh.e_phoff + i * sizeof ph, sizeof ph);
+        if (ph.p_type == type) return (size_t)eh.e_phoff + i * sizeof ph;
+    }
+    fail_msg("no program header of type %u", type);
+    return 0;
+}
+
+/* Whether the plugin has a dynamic entry `tag` (which ones a build's linker
+ * writes varies: without calls through the PLT or versioned symbols, the
+ * gcc build's plugin has no DT_JMPREL, DT_VERSYM or DT_VERNEED). */
+static int dyn_has(const unsigned char *elf, int64_t tag) {
+    Elf64_Phdr ph;
+    memcpy(&ph, elf + phdr_at(elf, PT_DYNAMIC), sizeof ph);
+    for (size_t at = (size_t)ph.p_offset;; at += sizeof(Elf64_Dyn)) {
+        Elf64_Dyn d;
+        memcpy(&d, elf + at, sizeof d);
+        if (d.d_tag == tag) return 1;
+        if (d.d_tag == DT_NULL) return 0;
+    }
+}
+
+static size_t dyn_at(const unsigned char *elf, int64_t tag) {
+    Elf64_Phdr ph;
+    memcpy(&ph, elf + phdr_at(elf, PT_DYNAMIC), sizeof ph);
+    for (size_t at = (size_t)ph.p_offset;; at += sizeof(Elf64_Dyn)) {
+        Elf64_Dyn d;
+        memcpy(&d, elf + at, sizeof d);
+        if (d.d_tag == tag) return at;
+        if (d.d_tag == DT_NULL) fail_msg("no dynamic entry %lld", (long long)tag);
+    }
+}
+
+static uint64_t dyn_value(const unsigned char *elf, int64_t tag) {
+    Elf64_Dyn d;
+    memcpy(&d, elf + dyn_at(elf, tag), sizeof d);
+    return d.d_un.d_val;
+}
+
+/* One corruption: an entry's tag replaced by DT_BIND_NOW (as good as
+ * removed: the plugin is loaded with RTLD_NOW anyway), or a value set. */
+typedef struct corruption {
+    const char *what;
+    int64_t tag;      /* the dynamic entry to change; 0: see `edit` */
+    int remove;       /* remove the entry, else set its value */
+    uint64_t value;
+    const char *reason; /* in the message */
+} corruption;
+
+/* chr_plugin_load of `path` in a forked child: its status and message, or
+ * fails if the child died of a signal. */
+static chr_status load_in_child_said(const char *path, const char *what, char *message, size_t size) {
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        chr_status st = chr_plugin_load(path, NULL);
+        const char *m = chr_last_error();
+        ssize_t ignored = write(fds[1], m, strlen(m));
+        (void)ignored;
+        _exit(-st);
+    }
+    close(fds[1]);
+    ssize_t got = read(fds[0], message, size - 1);
+    message[got > 0 ? got : 0] = 0;
+    close(fds[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status)) fail_msg("%s: the load killed the process with signal %d", what, WTERMSIG(status));
+    assert_true(WIFEXITED(status));
+    return -WEXITSTATUS(status);
+}
+
+/* What the dynamic loader trusts in a valid plugin, corrupted one thing at a
+ * time: each would crash (or abort) ld.so inside dlopen; each is refused
+ * with CHR_EPLUGIN_NOTSO and a message saying what is wrong. The offsets
+ * come from the plugin's own headers, so any build of it serves. */
+static void test_corrupted_dynamic_sections_are_refused(void **state) {
+    (void)state;
+    size_t size = 0;
+    unsigned char *elf = read_whole(EXAMPLE_PLUGIN, &size);
+    const uint64_t relas = dyn_value(elf, DT_RELASZ) / sizeof(Elf64_Rela);
+    /* some of its relocations are not relative (the GOT's), so counting all
+     * of them as relative is a lie the loader would assert on */
+    assert_true(dyn_value(elf, DT_RELACOUNT) < relas);
+    const corruption cases[] = {
+        {"no DT_RELAENT", DT_RELAENT, 1, 0, "needs entry size"},
+        {"no DT_VERSYM", DT_VERSYM, 1, 0, "DT_VERSYM must come with"},
+        {"no DT_VERNEED", DT_VERNEED, 1, 0, "DT_VERSYM must come with"},
+        {"no DT_JMPREL", DT_JMPREL, 1, 0, "DT_PLTREL and DT_JMPREL"},
+        {"no DT_SYMTAB", DT_SYMTAB, 1, 0, "lacks a symbol table"},
+        {"no DT_RELASZ", DT_RELASZ, 1, 0, "has no size entry"},
+        {"DT_GNU_HASH on the ELF header", DT_GNU_HASH, 0, 1, "DT_GNU_HASH"},
+        {"DT_STRSZ of 1", DT_STRSZ, 0, 1, "string table"},
+        {"DT_RELACOUNT over every relocation", DT_RELACOUNT, 0, relas, "counted as relative"},
+        {"DT_INIT_ARRAY on the ELF header", DT_INIT_ARRAY, 0, 0, "is not relocated to the plugin's code"},
+        {"DT_INIT outside the code", DT_INIT, 0, 0, "is not in an executable PT_LOAD"},
+        {"PT_DYNAMIC's address moved", 0, 0, 0, "offset and address name different bytes"},
+        {"a symbol name past the string table", -1, 0, 0, "past the string table"},
+    };
+    char dir[PATH_SIZE], path[PATH_SIZE], message[1024];
+    make_dir(dir, "corrupted", 0755);
+    path_join(path, dir, "chring-corrupted.so");
+    unsigned char *copy = malloc(size);
+    assert_non_null(copy);
+    size_t ran = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        const corruption *c = &cases[i];
+        if (c->tag > 0 && !dyn_has(elf, c->tag)) {
+            printf("skipped \"%s\": this build's plugin has no such entry\n", c->what);
+            continue;
+        }
+        ++ran;
+        memcpy(copy, elf, size);
+        if (c->tag > 0) {
+            Elf64_Dyn d;
+            const size_t at = dyn_at(copy, c->tag);
+            memcpy(&d, copy + at, sizeof d);
+            if (c->remove) d.d_tag = DT_BIND_NOW;
+            else d.d_un.d_val = c->value;
+            memcpy(copy + at, &d, sizeof d);
+        } else if (c->tag == 0) {
+            Elf64_Phdr ph;
+            const size_t at = phdr_at(copy, PT_DYNAMIC);
+            memcpy(&ph, copy + at, sizeof ph);
+            ph.p_vaddr = ph.p_paddr = 1;
+            memcpy(copy + at, &ph, sizeof ph);
+        } else {
+            Elf64_Sym sym;
+            const size_t at = file_offset(copy, dyn_value(copy, DT_SYMTAB)) + sizeof sym;
+            memcpy(&sym, copy + at, sizeof sym);
+            sym.st_name = (Elf64_Word)dyn_value(copy, DT_STRSZ) + 100;
+            memcpy(copy + at, &sym, sizeof sym);
+        }
+        write_prefix(path, copy, size);
+        chr_status st = load_in_child_said(path, c->what, message, sizeof message);
+        if (st != CHR_EPLUGIN_NOTSO || !strstr(message, c->reason))
+            fail_msg("%s: status %d, message \"%s\" (want CHR_EPLUGIN_NOTSO, \"%s\")", c->what, st, message,
+                     c->reason);
+    }
+    /* Every linker writes the entries of all but the three optional cases. */
+    assert_true(ran >= sizeof cases / sizeof cases[0] - 3);
+    unlink(path);
+    free(copy);
+    free(elf);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writable_files_and_directories),
@@ -329,6 +503,7 @@ int main(void) {
         cmocka_unit_test(test_discovery_stops_at_the_wanted_name),
         cmocka_unit_test(test_truncated_plugins_never_crash),
         cmocka_unit_test(test_truncated_plugin_in_search_path),
+        cmocka_unit_test(test_corrupted_dynamic_sections_are_refused),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -245,6 +245,4 @@ extern "C" {
     pub fn chr_ringfile_escape(bytes: *const c_void, len: usize, flags: u32, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
     pub fn chr_ringfile_unescape(field: *const c_char, len: usize, what: *const c_char, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
     pub fn chr_hasher_digest(name: *const c_char, data: *const c_void, len: usize, out: *mut c_uchar, capacity: usize, digest_size: *mut usize) -> chr_status;
-    pub fn chr_ringfile_escape(bytes: *const c_void, len: usize, flags: u32, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
-    pub fn chr_ringfile_unescape(field: *const c_char, len: usize, what: *const c_char, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
 }

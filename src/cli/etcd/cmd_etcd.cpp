@@ -1,0 +1,370 @@
+// chring etcd add|remove|set-weight|apply|show: change the membership kept
+// in etcd so that a bad value never gets there. Each change reads the prefix
+// at a revision R, builds the ring of the state it would leave with the
+// library (the watcher's own check), and writes in one transaction that
+// succeeds only if nothing under the prefix changed since R.
+#include <iostream>
+
+#include "../options.hpp"
+#include "../report.hpp"
+#include "../spelling.hpp"
+#include "etcd_client.hpp"
+#include "etcd_commands.hpp"
+#include "etcd_state.hpp"
+
+namespace chring::cli::etcd {
+
+namespace {
+
+struct AdminFlags {
+    EtcdFlags etcd;
+    std::string id;
+    uint32_t weight = 0;
+    std::string zone;
+    std::string file;
+    std::string format = "table";
+};
+
+// The prefix as read at one revision.
+struct Current {
+    Header header;
+    State state;
+    std::map<std::string, uint64_t> mod_revision;  // key -> its mod_revision
+    std::map<std::string, std::string> key_of_id;  // decoded id -> key (ids that decode)
+};
+
+class Admin {
+public:
+    explicit Admin(const AdminFlags &f)
+        : f_(f), layout_(f.etcd.prefix), client_(parse_endpoints(f.etcd.endpoints), f.etcd.timeout) {}
+
+    Current read();
+    // The ring the state would describe; a CliError naming the key otherwise.
+    Built validate(const State &state, const std::string &change);
+    // One transaction: `ops` if nothing under the prefix changed since
+    // `cur` was read (and the `extra` compares hold). Returns the new revision.
+    uint64_t commit(const Current &cur, nlohmann::json extra_compares, nlohmann::json ops);
+
+    const Layout &layout() const { return layout_; }
+    const AdminFlags &flags() const { return f_; }
+    Client &client() { return client_; }
+
+private:
+    const AdminFlags &f_;
+    Layout layout_;
+    Client client_;
+};
+
+Current Admin::read() {
+    RangeResult r = client_.range(layout_.range_begin(), layout_.range_end());
+    Current cur;
+    cur.header = r.header;
+    const std::string dir = layout_.members_dir();
+    for (KeyValue &kv : r.kvs) {
+        cur.mod_revision[kv.key] = kv.mod_revision;
+        if (layout_.is_member_key(kv.key)) {
+            try {  // the id alone, so that a member with a bad value can be removed
+                cur.key_of_id.emplace(decode_id(std::string_view(kv.key).substr(dir.size()), kv.key), kv.key);
+            } catch (const CliError &) {
+                // an undecodable key: the state is refused by validate()
+            }
+        }
+        cur.state.emplace(std::move(kv.key), std::move(kv.value));
+    }
+    return cur;
+}
+
+Built Admin::validate(const State &state, const std::string &change) {
+    Built b = build_ring(layout_, state, f_.etcd.plugin_dir_or_null());
+    if (!b.ring)
+        throw CliError(change + ": refused, the ring would be invalid: " + b.error +
+                       "; nothing was written");
+    return b;
+}
+
+nlohmann::json put_op(const std::string &key, const std::string &value) {
+    return {{"request_put", {{"key", base64_encode(key)}, {"value", base64_encode(value)}}}};
+}
+
+nlohmann::json delete_op(const std::string &key) {
+    return {{"request_delete_range", {{"key", base64_encode(key)}}}};
+}
+
+// The key was last modified at `mod_revision` (and so still exists).
+nlohmann::json unchanged_compare(const std::string &key, uint64_t mod_revision) {
+    return {{"key", base64_encode(key)}, {"target", "MOD"}, {"result", "EQUAL"},
+            {"mod_revision", std::to_string(mod_revision)}};
+}
+
+// The key does not exist.
+nlohmann::json absent_compare(const std::string &key) {
+    return {{"key", base64_encode(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
+}
+
+uint64_t Admin::commit(const Current &cur, nlohmann::json compares, nlohmann::json ops) {
+    // No key under the prefix was written after the revision read. (A key
+    // that vanished is not seen by a range compare: the compares the caller
+    // adds for the keys it touches cover those.)
+    compares.push_back({{"key", base64_encode(layout_.range_begin())},
+                        {"range_end", base64_encode(layout_.range_end())},
+                        {"target", "MOD"},
+                        {"result", "LESS"},
+                        {"mod_revision", std::to_string(cur.header.revision + 1)}});
+    nlohmann::json answer;
+    try {
+        answer = client_.post("/v3/kv/txn", {{"compare", compares}, {"success", ops}});
+    } catch (const ServerError &e) {
+        std::string what = e.what();
+        if (what.find("too many operations") != std::string::npos)
+            what += " (etcd's --max-txn-ops, 128 by default, bounds the changes of one transaction: raise it, or "
+                    "change the ring in steps)";
+        throw CliError(what);
+    }
+    if (!answer.value("succeeded", false))
+        throw CliError("conflict: " + layout_.prefix() + " changed since revision " +
+                       std::to_string(cur.header.revision) +
+                       " (another writer); nothing was written: read it again and retry");
+    return parse_header(answer).revision;
+}
+
+std::string summary(uint64_t revision, const Built &b) {
+    return "revision " + std::to_string(revision) + ", fingerprint " + hex64(b.fingerprint) + ", " +
+           std::to_string(b.members) + (b.members == 1 ? " member" : " members");
+}
+
+// The member the id argument names, in the prefix as read now.
+struct Target {
+    std::string id;   // decoded
+    Current cur;
+    std::string key;  // its key in cur
+};
+
+Target find_member(Admin &a) {
+    const std::string &arg = a.flags().id;
+    Target t;
+    t.id = decode_id(arg, "'" + arg + "'");
+    t.cur = a.read();
+    auto it = t.cur.key_of_id.find(t.id);
+    if (it == t.cur.key_of_id.end())
+        throw CliError("'" + arg + "' is not a member of " + a.layout().prefix() + " (revision " +
+                       std::to_string(t.cur.header.revision) + ")");
+    t.key = it->second;
+    return t;
+}
+
+void run_add(Admin &a) {
+    const AdminFlags &f = a.flags();
+    if (!f.zone.empty())
+        if (std::string why = field_problem(f.zone); !why.empty()) throw CliError("add " + f.id + ": the zone " + why);
+    std::string value = std::to_string(f.weight) + (f.zone.empty() ? "" : " " + f.zone);
+    MemberEntry m = parse_member(f.id, value, "add " + f.id);
+    Current cur = a.read();
+    auto it = cur.key_of_id.find(m.id);
+    if (it != cur.key_of_id.end())
+        throw CliError("add " + f.id + ": already a member (key " + it->second + "): use set-weight or remove");
+    const std::string key = a.layout().member_key(m.id_field);
+    State next = cur.state;
+    next[key] = m.value;
+    Built b = a.validate(next, "add " + f.id);
+    uint64_t rev = a.commit(cur, {absent_compare(key)}, {put_op(key, m.value)});
+    std::cout << "added " << printable_id(m.id) << " (weight " << m.weight
+              << (m.zone.empty() ? "" : ", zone " + printable_id(m.zone)) << "): " << summary(rev, b) << '\n';
+}
+
+void run_remove(Admin &a) {
+    const AdminFlags &f = a.flags();
+    const auto [id, cur, key] = find_member(a);
+    State next = cur.state;
+    next.erase(key);
+    Built b = a.validate(next, "remove " + f.id);
+    uint64_t rev = a.commit(cur, {unchanged_compare(key, cur.mod_revision.at(key))}, {delete_op(key)});
+    std::cout << "removed " << printable_id(id) << ": " << summary(rev, b) << '\n';
+}
+
+void run_set_weight(Admin &a) {
+    const AdminFlags &f = a.flags();
+    const auto [id, cur, key] = find_member(a);
+    MemberEntry old;
+    try {
+        old = parse_member(key.substr(a.layout().members_dir().size()), cur.state.at(key), key);
+    } catch (const CliError &e) {
+        throw CliError(std::string(e.what()) + ": set-weight keeps the zone, which cannot be read here: remove " +
+                       "the member and add it again, or correct the value with etcdctl put");
+    }
+    MemberEntry m = canonical_member(old.id, f.weight, old.zone);
+    State next = cur.state;
+    next[key] = m.value;
+    Built b = a.validate(next, "set-weight " + f.id);
+    if (cur.state.at(key) == m.value) {
+        std::cout << printable_id(id) << " already has weight " << f.weight << ": nothing written ("
+                  << summary(cur.header.revision, b) << ")\n";
+        return;
+    }
+    uint64_t rev = a.commit(cur, {unchanged_compare(key, cur.mod_revision.at(key))}, {put_op(key, m.value)});
+    std::cout << printable_id(id) << ": weight " << old.weight << " -> " << m.weight << ": " << summary(rev, b)
+              << '\n';
+}
+
+void run_apply(Admin &a) {
+    const AdminFlags &f = a.flags();
+    RingConfig config;
+    config.plugin_dir = f.etcd.plugin_dir;
+    MembershipFlags file;
+    file.file = f.file;
+    const LoadedRing loaded = file.load(config);  // members in file order
+    const bool has_options = loaded.info.flags & CHR_RINGFILE_HAS_OPTIONS;
+    std::vector<MemberEntry> members;
+    for (const NodeInfo &n : loaded.members) members.push_back(canonical_member(n.id, n.weight, n.zone));
+
+    Current cur = a.read();
+    const std::string options_key = a.layout().options_key();
+    State next;
+    if (has_options)
+        next[options_key] = options_value(loaded.ring->snapshot());
+    else if (auto it = cur.state.find(options_key); it != cur.state.end())
+        next[options_key] = it->second;  // a plain member list keeps the ring's options
+    for (const MemberEntry &m : members) next[a.layout().member_key(m.id_field)] = m.value;
+    Built b = a.validate(next, "apply " + f.file);
+
+    // For the compatibility placements the members' order breaks ties; in
+    // etcd it is the order of their keys. Refuse a file whose order differs.
+    std::string reference = next.count(options_key) ? next[options_key] : "";
+    for (const MemberEntry &m : members) reference += m.id_field + " " + m.value + "\n";
+    const chr_options base = config.options();
+    chr_ring *ref = nullptr;
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    check(chr_ring_new_from_text(reference.data(), reference.size(), f.file.c_str(), &base, &ref, &info), f.file);
+    chr_ring_free(ref);
+    if (info.fingerprint != b.fingerprint)
+        throw CliError("apply " + f.file + ": refused: in etcd the members are in the order of their keys, which "
+                       "is not the file's order, and for this placement the order is part of the ring "
+                       "(fingerprint " + hex64(b.fingerprint) + ", not the file's " + hex64(info.fingerprint) +
+                       "): sort the member lines by id; nothing was written");
+
+    nlohmann::json ops = nlohmann::json::array();
+    size_t added = 0, removed = 0, changed = 0;
+    bool options_changed = false;
+    for (const auto &[key, value] : next) {
+        auto it = cur.state.find(key);
+        if (it != cur.state.end() && it->second == value) continue;
+        ops.push_back(put_op(key, value));
+        if (key == options_key)
+            options_changed = true;
+        else
+            ++(it == cur.state.end() ? added : changed);
+    }
+    for (const auto &[key, value] : cur.state) {
+        if (next.count(key)) continue;
+        ops.push_back(delete_op(key));
+        if (key == options_key)
+            options_changed = true;
+        else
+            ++removed;
+    }
+    if (ops.empty()) {
+        std::cout << a.layout().prefix() << " already is " << f.file << ": nothing written ("
+                  << summary(cur.header.revision, b) << ")\n";
+        return;
+    }
+    uint64_t rev = a.commit(cur, nlohmann::json::array(), ops);
+    std::cout << "applied " << f.file << ": " << added << " added, " << removed << " removed, " << changed
+              << " changed, options " << (options_changed ? "changed" : "unchanged") << ": " << summary(rev, b)
+              << '\n';
+}
+
+void run_show(Admin &a) {
+    const AdminFlags &f = a.flags();
+    Current cur = a.read();
+    Built b = build_ring(a.layout(), cur.state, f.etcd.plugin_dir_or_null());
+    if (!b.ring)
+        throw CliError(a.layout().prefix() + " at revision " + std::to_string(cur.header.revision) +
+                       " is not a valid ring: " + b.error);
+    const uint64_t rev = cur.header.revision;
+    const Snapshot snap = b.ring->snapshot();
+    if (f.format == "json" || f.format == "ring-file") {
+        std::cout << snap.export_text(CHR_EXPORT_REVISION | (f.format == "json" ? CHR_EXPORT_JSON : 0u), rev);
+        return;
+    }
+    const std::string options = describe_options(snap.options());
+    Report report;
+    Table t;
+    t.key = "ring";
+    t.record = true;
+    t.add_field("prefix", "prefix", text_cell(a.layout().prefix()));
+    t.add_field("revision", "revision", text_cell(std::to_string(rev)));
+    t.add_field("fingerprint", "fingerprint", hex_cell(b.fingerprint));
+    t.add_field("options", "options",
+                text_cell(options + (cur.state.count(a.layout().options_key()) ? "" : " (no options key: the defaults)")));
+    t.add_field("members", "members", count_cell(b.members));
+    t.add_field("tokens", "tokens", count_cell(snap.token_count()));
+    report.tables.push_back(std::move(t));
+    Table m;
+    m.key = "members";
+    m.title = "Members";
+    m.columns = {{"id", "id", false}, {"weight", "weight"}, {"zone", "zone", false}, {"tokens", "tokens"},
+                 {"share", "share"}};
+    for (const NodeInfo &n : snap.nodes())
+        m.add_row({text_cell(printable_id(n.id)), count_cell(n.weight),
+                   n.zone.empty() ? none_cell() : text_cell(printable_id(n.zone)), count_cell(n.tokens),
+                   percent_cell(n.ownership, 2)});
+    report.tables.push_back(std::move(m));
+    write_report(report, Format::table, std::cout);
+}
+
+// Every failure of these commands reads "chring: etcd: ...".
+void guarded(const std::shared_ptr<AdminFlags> &flags, void (*run)(Admin &)) {
+    try {
+        Admin admin(*flags);
+        run(admin);
+    } catch (const UsageError &) {
+        throw;
+    } catch (const CliError &e) {
+        throw CliError(std::string("etcd: ") + e.what());
+    }
+}
+
+}  // namespace
+
+void add_etcd_command(CLI::App &app) {
+    auto flags = std::make_shared<AdminFlags>();
+    CLI::App *etcd = add_etcd_subcommand(
+        app, "etcd", "Change or show the ring kept in etcd, validated before anything is written (docs/etcd.md)",
+        "chring etcd --etcd http://127.0.0.1:2379 --prefix /chring/cache add cache-d --weight 2", flags->etcd);
+    etcd->require_subcommand(1);
+    etcd->fallthrough();  // --etcd and --prefix may also follow the operation
+
+    CLI::App *add = etcd->add_subcommand("add", "Add a member (one put; refused if the id is a member)");
+    add->add_option("id", flags->id, "The member's id, as in a ring file (%XX escapes)")->required();
+    add->add_option("--weight", flags->weight, "Its weight (0..1000000; 0 = a member without tokens)")
+        ->type_name("W")
+        ->check(whole_number(0, CHR_WEIGHT_MAX))
+        ->required();
+    add->add_option("--zone", flags->zone, "Its zone, as in a ring file")->type_name("ZONE");
+    add->callback([flags] { guarded(flags, run_add); });
+
+    CLI::App *remove = etcd->add_subcommand("remove", "Remove a member (one delete)");
+    remove->add_option("id", flags->id, "The member's id, as in a ring file")->required();
+    remove->callback([flags] { guarded(flags, run_remove); });
+
+    CLI::App *reweight = etcd->add_subcommand("set-weight", "Change a member's weight (its zone is kept)");
+    reweight->add_option("id", flags->id, "The member's id, as in a ring file")->required();
+    reweight->add_option("weight", flags->weight, "The new weight (0..1000000)")
+        ->check(whole_number(0, CHR_WEIGHT_MAX))
+        ->required();
+    reweight->callback([flags] { guarded(flags, run_set_weight); });
+
+    CLI::App *apply = etcd->add_subcommand(
+        "apply", "Make the prefix equal a ring file (its options if it has any, and its members), one transaction");
+    apply->add_option("file", flags->file, "The ring file")->required();
+    apply->callback([flags] { guarded(flags, run_apply); });
+
+    CLI::App *show = etcd->add_subcommand("show", "Members, revision and fingerprint of the ring in etcd");
+    show->add_option("--format", flags->format,
+                     "table (default), json (the ring file's JSON twin) or ring-file (the file the watcher writes)")
+        ->type_name("FORMAT")
+        ->check(CLI::IsMember({"table", "json", "ring-file"}))
+        ->capture_default_str();
+    show->callback([flags] { guarded(flags, run_show); });
+}
+
+}  // namespace chring::cli::etcd

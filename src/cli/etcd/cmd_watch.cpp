@@ -1,0 +1,364 @@
+// chring watch: follows a ring kept in etcd and publishes it as a ring file.
+//
+// List the prefix at revision R, build the ring with the library's parser,
+// write FILE atomically with %%revision R and %%fingerprint, then watch from
+// R + 1 and publish the state after each batch of events. Anything that
+// breaks the chain of revisions (a compacted start revision, a lost stream,
+// an etcd that stopped answering the keepalive probe, another cluster id, a
+// revision that went back) ends the watch: list again, after a backoff with
+// jitter. A state the library refuses is reported and the last good file
+// stays in place.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "../file_io.hpp"
+#include "../options.hpp"
+#include "../spelling.hpp"
+#include "etcd_client.hpp"
+#include "etcd_commands.hpp"
+#include "etcd_state.hpp"
+
+namespace chring::cli::etcd {
+
+namespace {
+
+StopFlag g_stop = 0;
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+    g_signal = sig;
+    g_stop = 1;
+}
+
+using Clock = std::chrono::steady_clock;
+
+struct WatchFlags {
+    EtcdFlags etcd;
+    std::string out;
+    std::string exec;
+    double interval_max = 10.0;
+    double keepalive = 5.0;
+    bool once = false;
+};
+
+void log(const std::string &message) {
+    std::string line = "chring watch: " + visible(message) + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+}
+
+// Why the watch ended and the prefix is listed again.
+class Relist : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+void install_signal_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;  // no SA_RESTART: a blocking call returns early
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+void sleep_unless_stopped(double seconds) {
+    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    while (!g_stop && Clock::now() < until) {
+        Clock::duration left = until - Clock::now();
+        std::this_thread::sleep_for(std::min<Clock::duration>(left, std::chrono::milliseconds(50)));
+    }
+}
+
+class Watcher {
+public:
+    explicit Watcher(const WatchFlags &flags)
+        : f_(flags), layout_(flags.etcd.prefix),
+          client_(parse_endpoints(flags.etcd.endpoints), flags.etcd.timeout, &g_stop),
+          random_(std::random_device{}()) {}
+
+    int run();
+
+private:
+    void list();
+    void follow(unsigned &attempt);
+    bool handle(const std::string &line, bool &created);
+    void probe();
+    void check_header(const Header &h, bool revision);
+    bool publish();
+    void run_exec(uint64_t fingerprint);
+    double backoff(unsigned attempt);
+
+    const WatchFlags &f_;
+    Layout layout_;
+    Client client_;
+    std::mt19937_64 random_;
+
+    State state_;
+    uint64_t revision_ = 0;       // the revision state_ is the prefix's state at
+    uint64_t seen_revision_ = 0;  // the highest revision a list or probe returned
+    uint64_t cluster_id_ = 0;
+    bool have_cluster_ = false;
+
+    bool published_ = false;
+    uint64_t published_revision_ = 0;
+    std::string published_text_;
+};
+
+double Watcher::backoff(unsigned attempt) {
+    double ceiling = std::min(f_.interval_max, 0.1 * std::ldexp(1.0, int(std::min(attempt, 30u))));
+    std::uniform_real_distribution<double> half(0.5, 1.0);  // jitter: 50..100% of the step
+    return ceiling * half(random_);
+}
+
+// Another cluster id, or (`revision`) a revision below the highest one a
+// linearizable read returned, ends the watch. Watch responses carry the
+// cluster id, but their revision is not monotonic: a watcher that catches
+// up gets headers of the revisions it is sent.
+void Watcher::check_header(const Header &h, bool revision) {
+    if (h.cluster_id != 0 && have_cluster_ && h.cluster_id != cluster_id_)
+        throw Relist("etcd's cluster id changed from " + hex64(cluster_id_) + " to " + hex64(h.cluster_id));
+    if (!revision) return;
+    if (h.revision != 0 && h.revision < seen_revision_)
+        throw Relist("etcd's revision went back from " + std::to_string(seen_revision_) + " to " +
+                     std::to_string(h.revision) + " (restored from a backup?)");
+    seen_revision_ = std::max(seen_revision_, h.revision);
+}
+
+void Watcher::list() {
+    RangeResult r = client_.range(layout_.range_begin(), layout_.range_end());
+    const Header &h = r.header;
+    if (have_cluster_ && h.cluster_id != cluster_id_)
+        log("etcd's cluster id is now " + hex64(h.cluster_id) + " (was " + hex64(cluster_id_) +
+            "): following the new cluster");
+    else if (have_cluster_ && h.revision < seen_revision_)
+        log("etcd's revision went back from " + std::to_string(seen_revision_) + " to " +
+            std::to_string(h.revision) + " (restored from a backup?): following it");
+    cluster_id_ = h.cluster_id;
+    have_cluster_ = true;
+    seen_revision_ = h.revision;
+    state_.clear();
+    for (KeyValue &kv : r.kvs) state_.emplace(std::move(kv.key), std::move(kv.value));
+    revision_ = h.revision;
+}
+
+// One line of the watch stream; true when it changed the state.
+bool Watcher::handle(const std::string &line, bool &created) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw Relist("etcd sent a watch line that is not JSON");
+    if (auto err = j.find("error"); err != j.end()) {
+        // {"error": {"grpc_code": 14, "message": ...}} on a stream, or the
+        // unary shape {"error": "...", "message": "...", "code": N}.
+        std::string message = err->is_object() ? err->value("message", std::string()) : j.value("message", std::string());
+        if (message.empty() && err->is_string()) message = err->get<std::string>();
+        throw Relist("the watch failed (" + (message.empty() ? err->dump() : message) + ")");
+    }
+    auto res = j.find("result");
+    if (res == j.end() || !res->is_object()) throw Relist("etcd sent a watch line without a result");
+    check_header(parse_header(*res), false);
+    if (uint64_t compacted = json_u64(*res, "compact_revision"))
+        throw Relist("a compacted revision (the watch needs revision " + std::to_string(revision_ + 1) +
+                     ", etcd keeps revisions from " + std::to_string(compacted) + ")");
+    if (res->value("canceled", false))
+        throw Relist("etcd canceled the watch: " + res->value("cancel_reason", std::string("no reason given")));
+    if (res->value("created", false)) created = true;
+    auto events = res->find("events");
+    if (events == res->end() || !events->is_array() || events->empty()) return false;
+    for (const nlohmann::json &ev : *events) {
+        auto kv = ev.find("kv");
+        if (kv == ev.end() || !kv->is_object()) throw Relist("etcd sent a watch event without a key");
+        std::string key, value;
+        if (!base64_decode(kv->value("key", std::string()), key) ||
+            !base64_decode(kv->value("value", std::string()), value))
+            throw Relist("etcd sent a watch event whose key or value is not base64");
+        if (ev.value("type", std::string("PUT")) == "DELETE")
+            state_.erase(key);
+        else
+            state_[key] = std::move(value);
+        revision_ = std::max(revision_, json_u64(*kv, "mod_revision"));
+    }
+    return true;
+}
+
+// A linearizable read on the endpoint the stream uses: it must answer within
+// the request timeout, from the same cluster, at no older revision.
+void Watcher::probe() {
+    const std::string endpoint = client_.endpoint();
+    RangeResult r;
+    try {
+        r = client_.range(layout_.range_begin(), layout_.range_end(), true);
+    } catch (const CliError &e) {
+        throw Relist(std::string("no answer to the keepalive probe: ") + e.what());
+    }
+    if (client_.endpoint() != endpoint) throw Relist(endpoint + " stopped answering the keepalive probe");
+    check_header(r.header, true);
+}
+
+void Watcher::follow(unsigned &attempt) {
+    nlohmann::json create = {
+        {"key", base64_encode(layout_.range_begin())},
+        {"range_end", base64_encode(layout_.range_end())},
+        {"start_revision", std::to_string(revision_ + 1)},
+        {"progress_notify", true},
+    };
+    WatchStream stream(client_.endpoint(), create, f_.etcd.timeout);
+    const auto every = std::chrono::duration<double>(f_.keepalive);
+    auto last_probe = Clock::now();
+    bool created = false;
+    std::vector<std::string> lines;
+    while (!g_stop) {
+        lines.clear();
+        bool alive = stream.pump(100, lines);
+        bool changed = false;
+        // Every response received so far is applied before publishing: a
+        // burst of changes becomes one file, of the latest revision.
+        for (const std::string &line : lines) changed |= handle(line, created);
+        if (changed) publish();
+        if (!alive) throw Relist("the watch stream ended (" + stream.error() + ")");
+        if (Clock::now() - last_probe >= every) {
+            probe();
+            last_probe = Clock::now();
+            if (created) attempt = 0;  // healthy for a whole keepalive interval
+        }
+    }
+}
+
+bool Watcher::publish() {
+    Built b = build_ring(layout_, state_, f_.etcd.plugin_dir_or_null());
+    const std::string keeping = published_ ? "keeping revision " + std::to_string(published_revision_)
+                                           : "no file written yet";
+    if (!b.ring) {
+        log("refused revision " + std::to_string(revision_) + ": " + b.error + "; " + keeping);
+        return false;
+    }
+    std::string text = b.ring->snapshot().export_text(CHR_EXPORT_REVISION, revision_);
+    if (published_ && text == published_text_) return true;  // listed again, nothing new
+    try {
+        write_file_atomically(f_.out, text, "ring file");
+    } catch (const CliError &e) {
+        log("cannot publish revision " + std::to_string(revision_) + ": " + e.what() + "; " + keeping);
+        return false;
+    }
+    published_ = true;
+    published_revision_ = revision_;
+    published_text_ = std::move(text);
+    log("published revision " + std::to_string(revision_) + " fingerprint " + hex64(b.fingerprint) + " (" +
+        std::to_string(b.members) + (b.members == 1 ? " member" : " members") + ") to " + f_.out);
+    if (!f_.exec.empty()) run_exec(b.fingerprint);
+    return true;
+}
+
+// --exec: /bin/sh -c CMD, waited for, with the file, revision and fingerprint
+// in CHRING_FILE, CHRING_REVISION, CHRING_FINGERPRINT.
+void Watcher::run_exec(uint64_t fingerprint) {
+    const std::string revision = std::to_string(revision_), print = hex64(fingerprint);
+    pid_t pid = fork();
+    if (pid < 0) {
+        log("--exec: cannot fork: " + std::string(std::strerror(errno)));
+        return;
+    }
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        int null = ::open("/dev/null", O_RDONLY);
+        if (null >= 0) dup2(null, 0);
+#ifdef SYS_close_range
+        syscall(SYS_close_range, 3u, ~0u, 0u);  // etcd's sockets are not the hook's
+#endif
+        setenv("CHRING_FILE", f_.out.c_str(), 1);
+        setenv("CHRING_REVISION", revision.c_str(), 1);
+        setenv("CHRING_FINGERPRINT", print.c_str(), 1);
+        execl("/bin/sh", "sh", "-c", f_.exec.c_str(), static_cast<char *>(nullptr));
+        _exit(127);
+    }
+    int status = 0;
+    bool forwarded = false;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            log("--exec: waitpid: " + std::string(std::strerror(errno)));
+            return;
+        }
+        if (g_stop && !forwarded) {
+            kill(pid, SIGTERM);
+            forwarded = true;
+        }
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+        log("--exec command exited with status " + std::to_string(WEXITSTATUS(status)) + " after revision " + revision);
+    else if (WIFSIGNALED(status))
+        log("--exec command was killed by signal " + std::to_string(WTERMSIG(status)) + " after revision " + revision);
+}
+
+int Watcher::run() {
+    install_signal_handlers();
+    unsigned attempt = 0;
+    while (!g_stop) {
+        std::string reason;
+        try {
+            list();
+            bool ok = publish();
+            if (f_.once) return ok ? 0 : 1;
+            follow(attempt);
+        } catch (const Relist &r) {
+            reason = r.what();
+        } catch (const CliError &e) {  // TransportError, ServerError
+            if (f_.once) {
+                log(std::string("cannot list ") + layout_.prefix() + ": " + e.what());
+                return 1;
+            }
+            reason = e.what();
+        }
+        if (g_stop) break;
+        double delay = backoff(attempt++);
+        log("re-listing after " + reason + " (in " + seconds_text(delay) + " s)");
+        sleep_unless_stopped(delay);
+    }
+    log(std::string("stopping on ") + (g_signal == SIGINT ? "SIGINT" : "SIGTERM") + "; " +
+        (published_ ? f_.out + " keeps revision " + std::to_string(published_revision_) : "no file written"));
+    return 0;
+}
+
+}  // namespace
+
+void add_watch_command(CLI::App &app) {
+    auto flags = std::make_shared<WatchFlags>();
+    CLI::App *cmd = add_etcd_subcommand(
+        app, "watch", "Follow a ring kept in etcd: publish it as a ring file after every change (docs/etcd.md)",
+        "chring watch --etcd http://127.0.0.1:2379 --prefix /chring/cache --out /etc/chring/cache.ring", flags->etcd);
+    cmd->add_option("--out", flags->out, "The ring file to publish (replaced atomically)")->type_name("FILE")->required();
+    cmd->add_option("--exec", flags->exec,
+                    "Command run by /bin/sh after each publish (CHRING_FILE, CHRING_REVISION, CHRING_FINGERPRINT set)")
+        ->type_name("CMD");
+    cmd->add_option("--interval-max", flags->interval_max, "Longest wait between two attempts to list again")
+        ->type_name("SECONDS")
+        ->check(seconds(0.1, 3600))
+        ->capture_default_str();
+    cmd->add_option("--keepalive", flags->keepalive,
+                    "How often etcd must answer a probe while the watch is quiet (a dead connection is found "
+                    "within this plus --timeout)")
+        ->type_name("SECONDS")
+        ->check(seconds(0.1, 3600))
+        ->capture_default_str();
+    cmd->add_flag("--once", flags->once, "List, publish, exit (0: published, 1: refused or etcd unreachable)");
+    cmd->callback([flags] {
+        if (flags->out.empty()) throw UsageError("--out: the file name is empty");
+        Watcher w(*flags);
+        if (w.run() != 0) throw CliError("watch --once: nothing was published (see the line above)");
+    });
+}
+
+}  // namespace chring::cli::etcd

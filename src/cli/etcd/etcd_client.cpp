@@ -1,0 +1,361 @@
+#include "etcd_client.hpp"
+
+#include <curl/curl.h>
+
+#include <cstdio>
+#include <mutex>
+
+#include "../options.hpp"
+#include "../spelling.hpp"
+
+namespace chring::cli::etcd {
+
+namespace {
+
+void global_init() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw CliError("cannot initialise libcurl");
+    });
+}
+
+long millis(double seconds) { return long(seconds * 1000.0 + 0.5); }
+
+struct Answer {
+    std::string data;
+    bool overflow = false;
+};
+
+size_t collect(char *data, size_t size, size_t n, void *user) {
+    Answer &a = *static_cast<Answer *>(user);
+    size_t bytes = size * n;
+    if (a.data.size() + bytes > kAnswerMax) {
+        a.overflow = true;
+        return 0;  // CURLE_WRITE_ERROR
+    }
+    a.data.append(data, bytes);
+    return bytes;
+}
+
+int check_stop(void *user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    const StopFlag *stop = static_cast<const StopFlag *>(user);
+    return stop && *stop ? 1 : 0;
+}
+
+// The start of an answer that is not etcd's JSON, for the message.
+std::string excerpt(const std::string &text) {
+    std::string head = text.substr(0, 120);
+    return "'" + visible(head) + (text.size() > head.size() ? "...'" : "'");
+}
+
+// Sets `c` up to POST the JSON `body` (not copied: it must outlive the
+// transfer) to `url`, connecting within `connect_seconds`, with TCP
+// keepalive. Returns the header list, which the caller frees after it.
+curl_slist *json_post(CURL *c, const std::string &url, const std::string &body, double connect_seconds) {
+    curl_slist *headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, millis(connect_seconds));
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    return headers;
+}
+
+constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int base64_value(unsigned char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+}  // namespace
+
+ServerError::ServerError(int code, const std::string &message)
+    : CliError(message + " (gRPC code " + std::to_string(code) + ")"), code_(code) {}
+
+uint64_t json_u64(const nlohmann::json &object, const char *name) {
+    if (!object.is_object()) return 0;
+    auto it = object.find(name);
+    if (it == object.end() || it->is_null()) return 0;
+    if (it->is_number_unsigned()) return it->get<uint64_t>();
+    if (it->is_number_integer()) return uint64_t(it->get<int64_t>());
+    if (it->is_string()) {
+        const std::string &s = it->get_ref<const std::string &>();
+        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+            throw TransportError(std::string("etcd sent '") + visible(s) + "' for " + name + ", not a number");
+        return std::stoull(s);
+    }
+    throw TransportError(std::string("etcd sent a ") + it->type_name() + " for " + name + ", not a number");
+}
+
+Header parse_header(const nlohmann::json &response) {
+    Header h;
+    if (!response.is_object()) return h;
+    auto it = response.find("header");
+    if (it == response.end()) return h;
+    h.cluster_id = json_u64(*it, "cluster_id");
+    h.member_id = json_u64(*it, "member_id");
+    h.revision = json_u64(*it, "revision");
+    h.raft_term = json_u64(*it, "raft_term");
+    return h;
+}
+
+std::string base64_encode(std::string_view bytes) {
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    size_t i = 0;
+    for (; i + 3 <= bytes.size(); i += 3) {
+        uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 | uint32_t(uint8_t(bytes[i + 1])) << 8 | uint8_t(bytes[i + 2]);
+        out += kAlphabet[v >> 18];
+        out += kAlphabet[(v >> 12) & 63];
+        out += kAlphabet[(v >> 6) & 63];
+        out += kAlphabet[v & 63];
+    }
+    if (size_t rest = bytes.size() - i) {
+        uint32_t v = uint32_t(uint8_t(bytes[i])) << 16;
+        if (rest == 2) v |= uint32_t(uint8_t(bytes[i + 1])) << 8;
+        out += kAlphabet[v >> 18];
+        out += kAlphabet[(v >> 12) & 63];
+        out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+bool base64_decode(std::string_view text, std::string &out) {
+    out.clear();
+    if (text.size() % 4) return false;
+    out.reserve(text.size() / 4 * 3);
+    for (size_t i = 0; i < text.size(); i += 4) {
+        int v[4];
+        size_t pad = 0;
+        for (size_t k = 0; k < 4; ++k) {
+            unsigned char c = uint8_t(text[i + k]);
+            if (c == '=' && i + 4 == text.size() && k >= 2) {
+                v[k] = 0;
+                ++pad;
+                continue;
+            }
+            if (pad) return false;  // data after '='
+            v[k] = base64_value(c);
+            if (v[k] < 0) return false;
+        }
+        uint32_t word = uint32_t(v[0]) << 18 | uint32_t(v[1]) << 12 | uint32_t(v[2]) << 6 | uint32_t(v[3]);
+        out += char(word >> 16);
+        if (pad < 2) out += char((word >> 8) & 0xFF);
+        if (pad < 1) out += char(word & 0xFF);
+    }
+    return true;
+}
+
+std::string prefix_range_end(const std::string &key) {
+    std::string end = key;
+    while (!end.empty()) {
+        if (uint8_t(end.back()) < 0xFF) {
+            end.back() = char(uint8_t(end.back()) + 1);
+            return end;
+        }
+        end.pop_back();
+    }
+    return std::string(1, '\0');  // every key: etcd's "\0" range end
+}
+
+std::string hex64(uint64_t value) {
+    char buf[19];
+    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(value));
+    return buf;
+}
+
+std::vector<std::string> parse_endpoints(const std::string &list) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start <= list.size()) {
+        size_t comma = list.find(',', start);
+        if (comma == std::string::npos) comma = list.size();
+        std::string url = list.substr(start, comma - start);
+        while (!url.empty() && url.back() == '/') url.pop_back();
+        if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+            throw UsageError("--etcd: '" + url + "' is not an http:// or https:// URL (etcd's client URL, e.g. http://127.0.0.1:2379)");
+        if (url.find_first_of(" \t\r\n") != std::string::npos)
+            throw UsageError("--etcd: '" + url + "' contains a blank");
+        out.push_back(url);
+        start = comma + 1;
+    }
+    return out;
+}
+
+Client::Client(std::vector<std::string> endpoints, double timeout_seconds, const StopFlag *stop)
+    : endpoints_(std::move(endpoints)), timeout_(timeout_seconds), stop_(stop) {
+    if (endpoints_.empty()) throw UsageError("no etcd endpoint (--etcd URL)");
+    global_init();
+    curl_ = curl_easy_init();
+    if (!curl_) throw CliError("cannot create a libcurl handle");
+}
+
+Client::~Client() { curl_easy_cleanup(static_cast<CURL *>(curl_)); }
+
+nlohmann::json Client::post_once(const std::string &url, const std::string &body) {
+    CURL *c = static_cast<CURL *>(curl_);
+    curl_easy_reset(c);  // keeps the connection cache
+    Answer answer;
+    char error[CURL_ERROR_SIZE] = "";
+    curl_slist *headers = json_post(c, url, body, timeout_);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, millis(timeout_));
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, check_stop);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, const_cast<StopFlag *>(stop_));
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+    CURLcode rc = curl_easy_perform(c);
+    curl_slist_free_all(headers);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
+    if (answer.overflow) throw TransportError(url + ": the answer is over " + std::to_string(kAnswerMax >> 20) + " MiB");
+    if (rc != CURLE_OK) {
+        if (rc == CURLE_ABORTED_BY_CALLBACK) throw TransportError(url + ": interrupted");
+        throw TransportError(url + ": " + (error[0] ? error : curl_easy_strerror(rc)));
+    }
+    nlohmann::json j = nlohmann::json::parse(answer.data, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        throw TransportError(url + ": HTTP " + std::to_string(status) + " without etcd's JSON answer: " + excerpt(answer.data));
+    auto err = j.find("error");
+    if (err != j.end()) {
+        std::string message = j.value("message", std::string());
+        if (message.empty() && err->is_string()) message = err->get<std::string>();
+        int code = j.value("code", 0);
+        throw ServerError(code, "etcd at " + url + ": " + message);
+    }
+    if (status != 200) throw TransportError(url + ": HTTP " + std::to_string(status) + ": " + excerpt(answer.data));
+    return j;
+}
+
+nlohmann::json Client::post(const std::string &path, const nlohmann::json &body) {
+    const std::string text = body.dump();
+    std::string failures;
+    for (size_t tried = 0; tried < endpoints_.size(); ++tried) {
+        try {
+            return post_once(endpoint() + path, text);
+        } catch (const TransportError &e) {
+            if (endpoints_.size() == 1 || (stop_ && *stop_)) throw;
+            failures += (failures.empty() ? "" : "; ") + std::string(e.what());
+            current_ = (current_ + 1) % endpoints_.size();
+        }
+    }
+    throw TransportError("no etcd endpoint answered: " + failures);
+}
+
+RangeResult Client::range(const std::string &key, const std::string &range_end, bool count_only) {
+    nlohmann::json body = {{"key", base64_encode(key)}, {"range_end", base64_encode(range_end)}};
+    if (count_only) body["count_only"] = true;
+    nlohmann::json answer = post("/v3/kv/range", body);
+    RangeResult r;
+    r.header = parse_header(answer);
+    r.count = json_u64(answer, "count");
+    auto kvs = answer.find("kvs");
+    if (kvs != answer.end() && kvs->is_array()) {
+        r.kvs.reserve(kvs->size());
+        for (const nlohmann::json &kv : *kvs) {
+            KeyValue out;
+            if (!base64_decode(kv.value("key", std::string()), out.key) ||
+                !base64_decode(kv.value("value", std::string()), out.value))
+                throw TransportError(endpoint() + ": a key or value in the range answer is not base64");
+            out.create_revision = json_u64(kv, "create_revision");
+            out.mod_revision = json_u64(kv, "mod_revision");
+            r.kvs.push_back(std::move(out));
+        }
+    }
+    return r;
+}
+
+WatchStream::WatchStream(const std::string &endpoint, const nlohmann::json &create_request,
+                         double connect_timeout_seconds) {
+    global_init();
+    body_ = nlohmann::json{{"create_request", create_request}}.dump();
+    CURL *easy = curl_easy_init();
+    CURLM *multi = curl_multi_init();
+    easy_ = easy;
+    multi_ = multi;
+    if (!easy || !multi) throw CliError("cannot create a libcurl handle");
+    url_ = endpoint + "/v3/watch";
+    headers_ = json_post(easy, url_, body_, connect_timeout_seconds);
+    // The kernel's keepalive finds a peer that vanished; the watcher's own
+    // probes (cmd_watch.cpp) find an etcd that stopped answering.
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPIDLE, 10L);
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPINTVL, 5L);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, this);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, curl_error_);
+    curl_multi_add_handle(multi, easy);
+}
+
+WatchStream::~WatchStream() {
+    CURLM *multi = static_cast<CURLM *>(multi_);
+    CURL *easy = static_cast<CURL *>(easy_);
+    if (multi && easy) curl_multi_remove_handle(multi, easy);
+    curl_easy_cleanup(easy);
+    curl_multi_cleanup(multi);
+    curl_slist_free_all(static_cast<curl_slist *>(headers_));
+}
+
+size_t WatchStream::on_data(char *data, size_t size, size_t n, void *user) {
+    WatchStream &w = *static_cast<WatchStream *>(user);
+    size_t bytes = size * n;
+    size_t start = 0;
+    for (size_t i = 0; i < bytes; ++i) {
+        if (data[i] != '\n') continue;
+        w.partial_.append(data + start, i - start);
+        w.ready_.push_back(std::move(w.partial_));
+        w.partial_.clear();
+        start = i + 1;
+    }
+    w.partial_.append(data + start, bytes - start);
+    if (w.partial_.size() > kLineMax) {
+        w.too_long_ = true;
+        return 0;
+    }
+    return bytes;
+}
+
+bool WatchStream::pump(int wait_ms, std::vector<std::string> &lines) {
+    CURLM *multi = static_cast<CURLM *>(multi_);
+    if (running_) {
+        int still = 0;
+        curl_multi_perform(multi, &still);
+        if (still) {
+            curl_multi_poll(multi, nullptr, 0, wait_ms, nullptr);
+            curl_multi_perform(multi, &still);
+        }
+        if (!still) {
+            running_ = false;
+            int queued = 0;
+            CURLcode result = CURLE_OK;
+            while (CURLMsg *msg = curl_multi_info_read(multi, &queued))
+                if (msg->msg == CURLMSG_DONE) result = msg->data.result;
+            long status = 0;
+            curl_easy_getinfo(static_cast<CURL *>(easy_), CURLINFO_RESPONSE_CODE, &status);
+            if (too_long_)
+                error_ = "a watch response over " + std::to_string(kLineMax >> 20) + " MiB";
+            else if (result != CURLE_OK)
+                error_ = url_ + ": " + (curl_error_[0] ? curl_error_ : curl_easy_strerror(result));
+            else if (status != 200)
+                error_ = url_ + ": HTTP " + std::to_string(status);
+            else
+                error_ = url_ + ": etcd closed the watch stream";
+            if (!partial_.empty()) ready_.push_back(std::move(partial_));
+            partial_.clear();
+        }
+    }
+    for (std::string &line : ready_) lines.push_back(std::move(line));
+    ready_.clear();
+    return running_;
+}
+
+}  // namespace chring::cli::etcd

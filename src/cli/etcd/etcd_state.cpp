@@ -1,0 +1,231 @@
+#include "etcd_state.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "../options.hpp"
+#include "../spelling.hpp"
+#include "etcd_client.hpp"
+
+namespace chring::cli::etcd {
+
+namespace {
+
+// The name the library gives the text in its messages; replaced by keys.
+constexpr const char *kName = "<etcd>";
+
+// At most 64 bytes of a field in a message, as the library quotes fields.
+std::string quoted(std::string_view field) {
+    if (field.size() <= 64) return "'" + std::string(field) + "'";
+    return "'" + std::string(field.substr(0, 64)) + "...'";
+}
+
+std::string hex_byte(unsigned char c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "%02X", unsigned(c));
+    return buf;
+}
+
+// Why a member's value cannot be "<weight> [zone field]" on one line.
+std::string value_problem(std::string_view value) {
+    for (size_t i = 0; i < value.size(); ++i) {
+        unsigned char c = uint8_t(value[i]);
+        if (c == '\n' || c == '\r')
+            return "the value has a line break at byte " + std::to_string(i) +
+                   " (a member's value is '<weight> [zone]' on one line)";
+        if ((c < 0x20 && c != '\t') || c == 0x7F)
+            return "the value has a raw control byte 0x" + hex_byte(c) + " at byte " + std::to_string(i) +
+                   " (write it as %" + hex_byte(c) + " in the zone)";
+    }
+    return "";
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+    return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The library's "<etcd>:LINE: reason" without its "<etcd>:LINE: ".
+std::string library_reason(const char *message) {
+    std::string m = message;
+    std::string head = std::string(kName) + ":";
+    if (!starts_with(m, head)) return m;
+    size_t i = head.size();
+    while (i < m.size() && m[i] >= '0' && m[i] <= '9') ++i;
+    if (i < m.size() && m[i] == ':') ++i;
+    while (i < m.size() && m[i] == ' ') ++i;
+    return m.substr(i);
+}
+
+// Each options line: blank, a comment, or one of the four option directives.
+std::string options_problem(size_t line, std::string_view text) {
+    for (size_t i = 0; i < text.size(); ++i) {
+        unsigned char c = uint8_t(text[i]);
+        if ((c < 0x20 && c != '\t') || c == 0x7F)
+            return "line " + std::to_string(line) + ": raw control byte 0x" + hex_byte(c);
+    }
+    size_t start = text.find_first_not_of(" \t");
+    if (start == std::string_view::npos || text[start] == '#') return "";
+    size_t end = text.find_first_of(" \t", start);
+    std::string_view name = text.substr(start, end == std::string_view::npos ? end : end - start);
+    for (const char *known : {"%%placement", "%%hasher", "%%seed", "%%tokens-per-weight"})
+        if (name == known) return "";
+    return "line " + std::to_string(line) + ": " + quoted(name) +
+           " is not an option directive (%%placement, %%hasher, %%seed or %%tokens-per-weight)";
+}
+
+}  // namespace
+
+Layout::Layout(std::string prefix) : prefix_(std::move(prefix)) {
+    if (prefix_.empty()) throw UsageError("--prefix: the prefix is empty (e.g. --prefix /chring/cache)");
+    if (prefix_.back() == '/')
+        throw UsageError("--prefix '" + prefix_ + "' ends with '/': give it without (the keys are PREFIX/members/ID and PREFIX/options)");
+}
+
+std::string Layout::range_end() const { return prefix_range_end(range_begin()); }
+
+bool Layout::is_member_key(const std::string &key) const { return starts_with(key, members_dir()); }
+
+std::string field_problem(std::string_view field) {
+    if (field.empty()) return "is empty";
+    for (size_t i = 0; i < field.size(); ++i) {
+        unsigned char c = uint8_t(field[i]);
+        if (c == ' ' || c == '\t')
+            return quoted(field) + " has a blank at byte " + std::to_string(i) + " (write a space as %20)";
+        if (c < 0x20 || c == 0x7F)
+            return quoted(field) + " has a raw control byte 0x" + hex_byte(c) + " (write it as %" + hex_byte(c) + ")";
+    }
+    if (field[0] == '#') return quoted(field) + " starts with '#', which would start a comment (write it as %23)";
+    if (starts_with(field, "%%")) return quoted(field) + " starts with '%%' (write a literal '%' as %25)";
+    return "";
+}
+
+Built build_ring(const Layout &layout, const State &state, const char *plugin_dir) {
+    Built b;
+    std::string text;
+    std::vector<std::string> line_key;  // what line n + 1 of `text` came from
+    const std::string options_key = layout.options_key();
+    const std::string dir = layout.members_dir();
+
+    auto options = state.find(options_key);
+    if (options != state.end()) {
+        const std::string &v = options->second;
+        size_t start = 0, line = 0;
+        while (start < v.size()) {
+            size_t end = v.find('\n', start);
+            if (end == std::string::npos) end = v.size();
+            std::string_view l = std::string_view(v).substr(start, end - start);
+            if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+            ++line;
+            if (std::string why = options_problem(line, l); !why.empty()) {
+                b.error = options_key + ": " + why;
+                return b;
+            }
+            text.append(l.data(), l.size());
+            text += '\n';
+            line_key.push_back(options_key + " (line " + std::to_string(line) + ")");
+            start = end + 1;
+        }
+    }
+    for (const auto &[key, value] : state) {
+        if (key == options_key) continue;
+        if (!starts_with(key, dir)) {
+            b.error = key + ": neither a member (" + dir + "ID) nor the options (" + options_key + ")";
+            return b;
+        }
+        std::string_view field = std::string_view(key).substr(dir.size());
+        if (std::string why = field_problem(field); !why.empty()) {
+            b.error = key + ": the id field " + why;
+            return b;
+        }
+        if (std::string why = value_problem(value); !why.empty()) {
+            b.error = key + ": " + why;
+            return b;
+        }
+        text.append(field.data(), field.size());
+        text += ' ';
+        text += value;
+        text += '\n';
+        line_key.push_back(key);
+        ++b.members;
+    }
+
+    chr_options base;
+    check(chr_options_init(&base, CHR_OPTIONS_VERSION), "");
+    base.plugin_dir = plugin_dir;
+    chr_ring *ring = nullptr;
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    chr_status st = chr_ring_new_from_text(text.data(), text.size(), kName, &base, &ring, &info);
+    if (st != CHR_OK) {
+        std::string reason = library_reason(chr_last_error());
+        if (reason.empty()) reason = chr_strerror(st);
+        // "(first on line M)" of a duplicate names the first key instead.
+        const std::string first = "(first on line ";
+        size_t at = reason.find(first);
+        if (at != std::string::npos) {
+            size_t digits = at + first.size(), end = digits;
+            while (end < reason.size() && reason[end] >= '0' && reason[end] <= '9') ++end;
+            size_t m = end > digits ? std::stoul(reason.substr(digits, end - digits)) : 0;
+            if (m >= 1 && m <= line_key.size() && end < reason.size() && reason[end] == ')')
+                reason.replace(at, end + 1 - at, "(first as " + line_key[m - 1] + ")");
+        }
+        const uint32_t line = info.error_line;
+        const std::string where = line >= 1 && line <= line_key.size() ? line_key[line - 1] : layout.prefix();
+        b.error = where + ": " + reason;
+        b.members = 0;
+        return b;
+    }
+    b.ring = std::make_unique<Ring>(ring);
+    b.fingerprint = info.fingerprint;
+    return b;
+}
+
+std::string decode_id(std::string_view id_field, const std::string &what) {
+    if (std::string why = field_problem(id_field); !why.empty()) throw CliError(what + ": the id " + why);
+    std::string id, why;
+    if (!decode_member_field(id_field, MemberField::id, id, why)) throw CliError(what + ": " + why);
+    return id;
+}
+
+MemberEntry parse_member(const std::string &id_field, const std::string &value, const std::string &what) {
+    const std::string id = decode_id(id_field, what);
+    if (std::string why = value_problem(value); !why.empty()) throw CliError(what + ": " + why);
+    // The value's fields as the parser splits a line: blanks separate them,
+    // a field that starts with '#' starts a comment.
+    std::vector<std::string_view> fields;
+    const std::string_view v = value;
+    for (size_t i = v.find_first_not_of(" \t"); i != std::string_view::npos && v[i] != '#';
+         i = v.find_first_not_of(" \t", i)) {
+        const size_t end = std::min(v.find_first_of(" \t", i), v.size());
+        fields.push_back(v.substr(i, end - i));
+        i = end;
+    }
+    if (fields.empty() || fields.size() > 2)
+        throw CliError(what + ": the value has " + std::to_string(fields.size()) +
+                       " fields (a member's value is '<weight> [zone]')");
+    const std::string weight(fields[0]);
+    if (std::string why = number_problem(weight, 0, CHR_WEIGHT_MAX); !why.empty())
+        throw CliError(what + ": weight " + why);
+    std::string zone, why;
+    if (fields.size() == 2 && !decode_member_field(fields[1], MemberField::zone, zone, why))
+        throw CliError(what + ": " + why);
+    return canonical_member(id, uint32_t(std::stoul(weight)), zone);
+}
+
+MemberEntry canonical_member(const std::string &id, uint32_t weight, const std::string &zone) {
+    MemberEntry m;
+    m.id = id;
+    m.zone = zone;
+    m.weight = weight;
+    m.id_field = canonical_field(id);
+    m.value = std::to_string(weight) + (zone.empty() ? "" : " " + canonical_field(zone));
+    return m;
+}
+
+std::string options_value(const Snapshot &snap) {
+    const RingConfig c = snap.options();
+    return "%%placement " + c.placement + "\n%%hasher " + c.hasher + "\n%%seed " + std::to_string(c.seed) +
+           "\n%%tokens-per-weight " + std::to_string(c.tokens_per_weight) + "\n";
+}
+
+}  // namespace chring::cli::etcd

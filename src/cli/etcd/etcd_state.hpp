@@ -1,0 +1,88 @@
+// The ring that a prefix of etcd describes (docs/etcd.md, "Data model"):
+//   <prefix>/members/<id field>  ->  "<weight> [zone field]"
+//   <prefix>/options             ->  option directive lines of a ring file
+// The keys and values are turned into one ring file's text and read by the
+// library's parser, so the watcher, the admin commands and every embedding
+// agree on what a state means.
+#pragma once
+
+#include <chring.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "../ring_handle.hpp"
+
+namespace chring::cli::etcd {
+
+// Where a ring lives in etcd.
+class Layout {
+public:
+    // `prefix`: non-empty, without a trailing '/' (a UsageError otherwise).
+    explicit Layout(std::string prefix);
+    const std::string &prefix() const { return prefix_; }
+    std::string members_dir() const { return prefix_ + "/members/"; }
+    std::string member_key(const std::string &id_field) const { return members_dir() + id_field; }
+    std::string options_key() const { return prefix_ + "/options"; }
+    // [range_begin, range_end) holds every key of the ring and nothing else.
+    std::string range_begin() const { return prefix_ + "/"; }
+    std::string range_end() const;
+    bool is_member_key(const std::string &key) const;
+
+private:
+    std::string prefix_;
+};
+
+// The prefix at one revision: key -> value, in key byte order (as etcd lists it).
+using State = std::map<std::string, std::string>;
+
+// A state read as a ring: the ring, or why the state is refused.
+struct Built {
+    std::unique_ptr<Ring> ring;  // null when refused
+    std::string error;   // "KEY: reason" (or "PREFIX: reason" for the state as a whole)
+    uint64_t fingerprint = 0;
+    size_t members = 0;
+};
+
+// Builds the ring the state describes. Refused (with the key at fault): a
+// key under the prefix that is neither a member nor the options; an id
+// field that is not one ring-file field (empty, blanks, control bytes, a
+// leading '#' or "%%"); a value with a line break or control byte; options
+// other than %%placement, %%hasher, %%seed, %%tokens-per-weight; and all
+// the library refuses (bad escapes, weights, duplicate ids, limits, a
+// hasher not available here). `plugin_dir` may be NULL.
+Built build_ring(const Layout &layout, const State &state, const char *plugin_dir);
+
+// Why `field` cannot be one field of a ring-file line, or "" when it can.
+std::string field_problem(std::string_view field);
+
+// One member, decoded and in its canonical spelling.
+struct MemberEntry {
+    std::string id;          // decoded bytes
+    std::string zone;        // decoded bytes
+    uint32_t weight = 0;
+    std::string id_field;    // canonical %XX spelling: the key's last part
+    std::string value;       // canonical "<weight>[ <zone field>]"
+};
+
+// The id an id field spells (a member key's last part, an argument),
+// decoded as a ring file's member line decodes it. Throws CliError
+// "WHAT: the id ..." when it is not one field or does not decode.
+std::string decode_id(std::string_view id_field, const std::string &what);
+
+// Reads a member: its id field and its value "<weight> [zone field]", as
+// the ring-file parser reads the line "<id field> <value>". Throws CliError
+// "WHAT: reason".
+MemberEntry parse_member(const std::string &id_field, const std::string &value, const std::string &what);
+
+// The canonical spelling of a member given as decoded bytes
+// (chr_ringfile_escape), as chr_ring_export writes its line.
+MemberEntry canonical_member(const std::string &id, uint32_t weight, const std::string &zone);
+
+// The canonical options value of a ring: its four option directive lines.
+std::string options_value(const Snapshot &snap);
+
+}  // namespace chring::cli::etcd

@@ -1,0 +1,514 @@
+#!/usr/bin/env python3
+"""chring watch and chring etcd against a real etcd (suite 'etcd').
+
+    etcd_cli_test.py --chring PATH CASE
+
+Each case starts its own etcd on loopback (random ports, temporary data
+directory; etcd_server.py) and stops it. CASE is one of:
+  admin     add, remove, set-weight, apply, show; every refusal (a bad id,
+            weight, zone, file, an op the resulting ring refuses) leaves
+            etcd's revision unchanged
+  conflict  a write that lands between the command's read and its
+            transaction (injected by an HTTP proxy in front of etcd) makes
+            the command fail with "conflict" and write nothing
+  once      chring watch --once: the file equals `chring etcd show
+            --format ring-file`; an invalid state writes no file (exit 1);
+            an unreachable etcd is exit 1 within the timeout
+  follow    a running watcher follows changes made by chring etcd and by
+            etcdctl, keeps the last good file over a malformed value and
+            recovers on the next valid one, runs --exec with the revision and
+            fingerprint, leaves no temporary file, exits 0 on SIGTERM
+  catchup   a watcher stopped while ~12 MB of changes are made and compacted
+            away catches up to the last revision once continued
+Ends with a line "N passed, N failed".
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from etcd_server import EtcdServer  # noqa: E402
+
+PREFIX = "/chring/test"
+WAIT = 20.0  # bound on waiting for the watcher to publish one change
+
+failures = []
+passed = 0
+
+
+def check(cond, what):
+    global passed
+    if cond:
+        passed += 1
+    else:
+        failures.append(what)
+        print("FAIL: " + what, flush=True)
+
+
+class Chring:
+    def __init__(self, path, url):
+        self.path, self.url = path, url
+
+    def run(self, *args, prefix=PREFIX, timeout=60):
+        env = dict(os.environ)
+        env.pop("LD_LIBRARY_PATH", None)  # chring finds libchring through its rpath
+        cmd = [self.path, "etcd", "--etcd", self.url, "--prefix", prefix] + list(args)
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+
+    def ok(self, *args, **kw):
+        r = self.run(*args, **kw)
+        check(r.returncode == 0, "chring etcd %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr.strip()))
+        return r.stdout
+
+    def show(self, fmt="ring-file"):
+        return self.ok("show", "--format", fmt)
+
+
+def file_field(text, name):
+    m = re.search(r"^%%" + name + r" (\S+)$", text, re.M)
+    return m.group(1) if m else None
+
+
+def wait_for(predicate, timeout=WAIT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+# -- admin ---------------------------------------------------------------------
+
+def case_admin(opts):
+    with EtcdServer() as etcd:
+        c = Chring(opts.chring, etcd.url)
+        out = c.ok("add", "cache-a", "--weight", "1", "--zone", "eu-west-1a")
+        check(out.startswith("added cache-a (weight 1, zone eu-west-1a): revision "), "add prints: " + out)
+        c.ok("add", "cache-b", "--weight", "2")
+        c.ok("add", "caf%C3%A9%20au%20lait", "--weight", "1")
+        code, got, _ = etcd.etcdctl("get", PREFIX + "/members/cache-a", "--print-value-only")
+        check(got.strip() == "1 eu-west-1a", "member value is '<weight> <zone>': %r" % got)
+        code, got, _ = etcd.etcdctl("get", "--prefix", PREFIX + "/members/caf", "--keys-only")
+        check(got.strip() == PREFIX + "/members/café%20au%20lait", "key is the canonical spelling: %r" % got)
+
+        c.ok("set-weight", "cache-a", "3")
+        code, got, _ = etcd.etcdctl("get", PREFIX + "/members/cache-a", "--print-value-only")
+        check(got.strip() == "3 eu-west-1a", "set-weight keeps the zone: %r" % got)
+        c.ok("remove", "caf%C3%A9 au lait".replace(" ", "%20"))
+        shown = json.loads(c.show("json"))
+        check([m["id"] for m in shown["members"]] == ["cache-a", "cache-b"], "show json members: %s" % shown)
+        check([m["weight"] for m in shown["members"]] == [3, 2], "show json weights")
+        table = c.ok("show")
+        check("fingerprint  " + shown["fingerprint"] in table and "cache-b" in table, "show table:\n" + table)
+        check(int(shown["revision"]) == etcd.client().revision(), "show's revision is etcd's")
+
+        # Refusals: nothing reaches etcd (the revision does not move).
+        before = etcd.client().revision()
+        refusals = [
+            (["add", "cache-a", "--weight", "1"], 1, "already a member"),
+            (["add", "cache%2Da", "--weight", "1"], 1, "already a member"),  # the same id, spelled otherwise
+            (["add", "bad%zz", "--weight", "1"], 1, "not followed by two hex digits"),
+            (["add", "new", "--weight", "1000001"], 2, "over the limit"),
+            (["add", "new", "--weight", "1", "--zone", "z" * 65], 1, "zone is 65 bytes"),
+            (["add", "#x", "--weight", "1"], 1, "starts with '#'"),
+            (["add", "a b", "--weight", "1"], 1, "blank"),
+            (["remove", "nobody"], 1, "not a member"),
+            (["set-weight", "nobody", "2"], 1, "not a member"),
+            (["set-weight", "cache-a", "x"], 2, "not a whole number"),
+        ]
+        for args, status, message in refusals:
+            r = c.run(*args)
+            check(r.returncode == status and message in r.stderr and r.stderr.startswith("chring: "),
+                  "%s: want exit %d with '%s', got %d: %s" % (args, status, message, r.returncode, r.stderr))
+        check(etcd.client().revision() == before, "refusals wrote nothing")
+
+        # apply: the prefix becomes the file, in one transaction.
+        tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+        try:
+            ring = os.path.join(tmp, "ring")
+            with open(ring, "w") as f:
+                f.write("%%placement native\n%%seed 7\n"
+                        "cache-b 2 eu-west-1b\ncache-c 1\ndraining 0\n")
+            before = etcd.client().revision()
+            out = c.ok("apply", ring)
+            check("2 added, 1 removed, 1 changed, options changed" in out, "apply summary: " + out)
+            check(etcd.client().revision() == before + 1, "apply is one transaction (one revision)")
+            text = c.show()
+            check("%%seed 7\n" in text and "cache-a" not in text and "cache-c 1\n" in text, "applied:\n" + text)
+            code, opts_value, _ = etcd.etcdctl("get", PREFIX + "/options", "--print-value-only")
+            check(opts_value.startswith("%%placement native\n%%hasher xxh3\n%%seed 7\n%%tokens-per-weight 160"),
+                  "options key holds the four directives: %r" % opts_value)
+            out = c.ok("apply", ring)
+            check("nothing written" in out, "applying the same file again writes nothing: " + out)
+            # A plain member list keeps the options in etcd.
+            with open(ring, "w") as f:
+                f.write("cache-b 2 eu-west-1b\n")
+            c.ok("apply", ring)
+            check("%%seed 7\n" in c.show(), "a file without options keeps etcd's")
+
+            before = etcd.client().revision()
+            bad = [
+                ("x 1\nx 2\n", "duplicate id 'x'"),
+                ("%%placement ketama-unweighted\na 2\n", "out of range for placement ketama-unweighted"),
+                ("%%colour red\na 1\n", "unknown directive"),
+                ("a 1\n%%fingerprint 0x0000000000000001\n", "directive"),
+            ]
+            for text_, message in bad:
+                with open(ring, "w") as f:
+                    f.write(text_)
+                r = c.run("apply", ring)
+                check(r.returncode == 1 and message in r.stderr, "apply %r: %d %s" % (text_, r.returncode, r.stderr))
+            check(etcd.client().revision() == before, "refused applies wrote nothing")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+        # A value etcdctl wrote by hand makes the state invalid: admin
+        # commands that leave it so are refused; removing it repairs it.
+        etcd.put(PREFIX + "/members/broken", "heavy")
+        r = c.run("add", "fine", "--weight", "1")
+        check(r.returncode == 1 and "broken" in r.stderr and "not a whole number" in r.stderr,
+              "add over a broken state: " + r.stderr)
+        r = c.run("show")
+        check(r.returncode == 1 and "is not a valid ring" in r.stderr, "show of a broken state: " + r.stderr)
+        r = c.run("set-weight", "broken", "2")
+        check(r.returncode == 1 and "remove the member and add it again" in r.stderr, "set-weight of a broken value: " + r.stderr)
+        c.ok("remove", "broken")
+        c.ok("add", "fine", "--weight", "1")
+
+
+# -- conflict --------------------------------------------------------------------
+
+class InterferingProxy:
+    """HTTP/1.1 proxy in front of etcd; before forwarding the next
+    POST /v3/kv/txn it runs `interfere()` (another writer's change)."""
+
+    def __init__(self, etcd_port):
+        self.etcd_port = etcd_port
+        self.interfere = None
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.listener.settimeout(0.2)
+        self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.done = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.done = True
+        self.thread.join(5)
+        self.listener.close()
+
+    def _serve(self):
+        while not self.done:
+            try:
+                conn, _ = self.listener.accept()
+            except socket.timeout:
+                continue
+            threading.Thread(target=self._client, args=(conn,), daemon=True).start()
+
+    def _client(self, conn):
+        conn.settimeout(10)
+        f = conn.makefile("rb")
+        upstream = http.client.HTTPConnection("127.0.0.1", self.etcd_port, timeout=10)
+        try:
+            while True:
+                line = f.readline()
+                if not line:
+                    return
+                method, path, _ = line.decode().split(" ", 2)
+                headers = {}
+                while True:
+                    h = f.readline().decode()
+                    if h in ("\r\n", "\n", ""):
+                        break
+                    k, v = h.split(":", 1)
+                    headers[k.strip().lower()] = v.strip()
+                body = f.read(int(headers.get("content-length", "0")))
+                if path == "/v3/kv/txn" and self.interfere:
+                    action, self.interfere = self.interfere, None
+                    action()
+                upstream.request(method, path, body, {"Content-Type": "application/json"})
+                resp = upstream.getresponse()
+                data = resp.read()
+                conn.sendall(b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                             % (resp.status, resp.reason.encode(), len(data)) + data)
+        except (OSError, ValueError):
+            return
+        finally:
+            upstream.close()
+            conn.close()
+
+
+def case_conflict(opts):
+    with EtcdServer() as etcd:
+        direct = Chring(opts.chring, etcd.url)
+        direct.ok("add", "a", "--weight", "1")
+        direct.ok("add", "b", "--weight", "1")
+        proxy = InterferingProxy(etcd.client_port)
+        try:
+            c = Chring(opts.chring, proxy.url)
+            kv = etcd.client()
+            scenarios = [
+                # another member added meanwhile (the prefix's range compare)
+                (["add", "c", "--weight", "1"], lambda: kv.put(PREFIX + "/members/x", "1")),
+                # the member itself removed meanwhile (the key's own compare)
+                (["set-weight", "a", "5"], lambda: kv.delete(PREFIX + "/members/a")),
+                (["remove", "b"], lambda: kv.put(PREFIX + "/members/b", "4")),
+                (["apply", "-"], lambda: kv.put(PREFIX + "/options", "%%seed 3\n")),
+            ]
+            tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+            try:
+                ring = os.path.join(tmp, "ring")
+                with open(ring, "w") as f:
+                    f.write("a 1\nb 1\nz 2\n")
+                for args, action in scenarios:
+                    args = [ring if a == "-" else a for a in args]
+                    proxy.interfere = action
+                    r = c.run(*args)
+                    after, rev = kv.get_prefix(PREFIX + "/")
+                    check(r.returncode == 1 and r.stderr.startswith("chring: etcd: conflict: "),
+                          "%s under a concurrent write: %d %s" % (args, r.returncode, r.stderr))
+                    check(proxy.interfere is None, "%s: the proxy saw the transaction" % args)
+                    # Only the other writer's change landed.
+                    if args[0] == "add":
+                        check(PREFIX.encode() + b"/members/c" not in after, "add wrote nothing")
+                    if args[0] == "set-weight":
+                        check(PREFIX.encode() + b"/members/a" not in after, "set-weight did not re-create a")
+                    if args[0] == "remove":
+                        check(after.get(PREFIX.encode() + b"/members/b") == b"4", "remove wrote nothing")
+                    if args[0] == "apply":
+                        check(PREFIX.encode() + b"/members/z" not in after, "apply wrote nothing")
+                # Without interference the same command goes through.
+                r = c.run("add", "c", "--weight", "1")
+                check(r.returncode == 0, "add without a concurrent write: " + r.stderr)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            proxy.close()
+
+
+# -- watch --------------------------------------------------------------------------
+
+def watch_cmd(opts, url, out, *extra):
+    return [opts.chring, "watch", "--etcd", url, "--prefix", PREFIX, "--out", out] + list(extra)
+
+
+def run_env():
+    env = dict(os.environ)
+    env.pop("LD_LIBRARY_PATH", None)
+    return env
+
+
+def case_once(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    try:
+        out = os.path.join(tmp, "ring")
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            r = subprocess.run(watch_cmd(opts, etcd.url, out, "--once"), capture_output=True, text=True,
+                               env=run_env(), timeout=60)
+            check(r.returncode == 0, "--once on an empty prefix: " + r.stderr)
+            text = read(out)
+            check(text is not None and "%%revision " in text and file_field(text, "fingerprint"),
+                  "an empty ring is published: %r" % text)
+            c.ok("add", "cache-a", "--weight", "1", "--zone", "z1")
+            c.ok("add", "cache-b", "--weight", "2")
+            r = subprocess.run(watch_cmd(opts, etcd.url, out, "--once"), capture_output=True, text=True,
+                               env=run_env(), timeout=60)
+            check(r.returncode == 0 and "published revision" in r.stderr, "--once: " + r.stderr)
+            text = read(out)
+            check(text == c.show(), "the watcher's file is `show --format ring-file`:\n%s" % text)
+            check(int(file_field(text, "revision")) == etcd.client().revision(), "%%revision is etcd's revision")
+            check(json.loads(c.show("json"))["fingerprint"] == file_field(text, "fingerprint"),
+                  "show's fingerprint equals the file's")
+            check(sorted(os.listdir(tmp)) == ["ring"], "no temporary file left: %s" % os.listdir(tmp))
+
+            etcd.put(PREFIX + "/members/cache-c", "1 zone extra")
+            out2 = os.path.join(tmp, "never")
+            r = subprocess.run(watch_cmd(opts, etcd.url, out2, "--once"), capture_output=True, text=True,
+                               env=run_env(), timeout=60)
+            check(r.returncode == 1 and "refused revision" in r.stderr and "cache-c" in r.stderr,
+                  "--once on an invalid state: %d %s" % (r.returncode, r.stderr))
+            check(not os.path.exists(out2), "an invalid state writes no file")
+            url = etcd.url
+        # etcd is gone: bounded failure.
+        t0 = time.monotonic()
+        r = subprocess.run(watch_cmd(opts, url, out, "--once", "--timeout", "2"), capture_output=True, text=True,
+                           env=run_env(), timeout=60)
+        check(r.returncode == 1 and "cannot list" in r.stderr, "--once without etcd: %d %s" % (r.returncode, r.stderr))
+        check(time.monotonic() - t0 < 30, "--once without etcd returns within its timeout")
+        r = subprocess.run(watch_cmd(opts, "localhost:2379", out, "--once"), capture_output=True, text=True,
+                           env=run_env(), timeout=60)
+        check(r.returncode == 2 and "http://" in r.stderr, "a URL without scheme is bad usage: " + r.stderr)
+        r = subprocess.run([opts.chring, "watch", "--etcd", url, "--prefix", PREFIX + "/", "--out", out, "--once"],
+                           capture_output=True, text=True, env=run_env(), timeout=60)
+        check(r.returncode == 2 and "ends with '/'" in r.stderr, "a prefix ending in '/': " + r.stderr)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_follow(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watcher = None
+    try:
+        out = os.path.join(tmp, "ring")
+        hook_log = os.path.join(tmp, "hooks")
+        stderr_path = os.path.join(tmp, "watch.log")
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            c.ok("add", "cache-a", "--weight", "1")
+            hook = 'echo "$CHRING_REVISION $CHRING_FINGERPRINT $CHRING_FILE" >> ' + hook_log
+            with open(stderr_path, "w") as err:
+                watcher = subprocess.Popen(watch_cmd(opts, etcd.url, out, "--exec", hook, "--keepalive", "1"),
+                                           stderr=err, env=run_env())
+
+            def published(revision):
+                def ok():
+                    text = read(out)
+                    return text is not None and file_field(text, "revision") == str(revision)
+                return ok
+
+            def follows(what):
+                rev = etcd.client().revision()
+                ok = wait_for(published(rev))
+                check(ok, "%s: the file reaches revision %d (has %s)" % (what, rev, file_field(read(out) or "", "revision")))
+                if ok:
+                    check(read(out) == c.show(), "%s: the file equals show --format ring-file" % what)
+                return rev
+
+            follows("start")
+            c.ok("add", "cache-b", "--weight", "2", "--zone", "eu-1")
+            follows("chring etcd add")
+            etcd.put(PREFIX + "/members/cache-c", "3")
+            follows("etcdctl put")
+            # A multi-node change is one transaction, one revision, one file.
+            kv = etcd.client()
+            kv.txn([kv.op_put(PREFIX + "/members/n%d" % i, "1") for i in range(10)] +
+                   [kv.op_delete(PREFIX + "/members/cache-a")])
+            good = follows("a 11-change transaction")
+            text = read(out)
+            check(text.count("\nn") == 10 and "cache-a" not in text, "the transaction is in the file")
+
+            # A malformed value: the last good file stays; the next valid state recovers.
+            etcd.put(PREFIX + "/members/cache-b", "2 eu-1 extra")
+            bad = etcd.client().revision()
+            check(wait_for(lambda: "refused revision %d" % bad in (read(stderr_path) or "")),
+                  "the malformed value is reported")
+            log = read(stderr_path)
+            check(re.search(r"refused revision %d: %s/members/cache-b: .*; keeping revision %d"
+                            % (bad, re.escape(PREFIX), good), log) is not None, "the refusal names key and kept revision:\n" + log)
+            check(file_field(read(out), "revision") == str(good), "the file keeps the last good revision")
+            etcd.put(PREFIX + "/options", "%%seed x\n")
+            bad2 = etcd.client().revision()
+            check(wait_for(lambda: "refused revision %d" % bad2 in (read(stderr_path) or "")), "bad options are reported")
+            check(file_field(read(out), "revision") == str(good), "the file still keeps the last good revision")
+            etcd.put(PREFIX + "/options", "%%seed 9\n")
+            etcd.put(PREFIX + "/members/cache-b", "2 eu-1")
+            rev = follows("recovery")
+            check("%%seed 9\n" in read(out), "the new options are in the file")
+
+            # --exec ran once per publish, with the file's revision and fingerprint.
+            check(wait_for(lambda: str(rev) in (read(hook_log) or "")), "--exec ran for the last publish")
+            hooks = [l.split() for l in read(hook_log).splitlines()]
+            check(all(h[2] == out for h in hooks) and hooks[-1][:2] == [str(rev), file_field(read(out), "fingerprint")],
+                  "--exec environment: %s" % hooks[-1:])
+            check(str(bad) not in [h[0] for h in hooks], "--exec does not run for a refused state")
+            check(sorted(os.listdir(tmp)) == ["hooks", "ring", "watch.log"], "no temporary file: %s" % os.listdir(tmp))
+
+            watcher.send_signal(signal.SIGTERM)
+            try:
+                code = watcher.wait(10)
+            except subprocess.TimeoutExpired:
+                code = None
+            check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
+            log = read(stderr_path)
+            check("stopping on SIGTERM" in log, "the watcher says it stops")
+            lines = [l for l in log.splitlines() if l]
+            check(all(l.startswith("chring watch: ") for l in lines), "every log line is one 'chring watch:' line")
+    finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_catchup(opts):
+    """A stopped watcher falls behind by ~12 MB of changes, etcd compacts
+    them away, the watcher resumes: it catches up (from the stream's backlog
+    or, past the compaction, by listing again) to the last revision, with no
+    false alarm from the catch-up responses' headers."""
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watcher = None
+    try:
+        out = os.path.join(tmp, "ring")
+        stderr_path = os.path.join(tmp, "watch.log")
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            c.ok("add", "seed", "--weight", "1")
+            with open(stderr_path, "w") as err:
+                watcher = subprocess.Popen(watch_cmd(opts, etcd.url, out, "--keepalive", "0.5", "--interval-max", "1"),
+                                           stderr=err, env=run_env())
+            check(wait_for(lambda: read(out) is not None), "the first file is published")
+            watcher.send_signal(signal.SIGSTOP)
+            kv = etcd.client()
+            pad = " # " + "x" * 20000  # a comment: large values, the same ring
+            for i in range(600):
+                last = kv.put(PREFIX + "/members/n%02d" % (i % 50), "%d%s" % (1 + i % 3, pad))
+            etcd.compact(last)
+            watcher.send_signal(signal.SIGCONT)
+            ok = wait_for(lambda: file_field(read(out) or "", "revision") == str(last))
+            check(ok, "the watcher reaches revision %d after SIGCONT (has %s)" % (last, file_field(read(out) or "", "revision")))
+            check(read(out) == c.show(), "the caught-up file equals show --format ring-file")
+            log = read(stderr_path)
+            check("went back" not in log and "refused" not in log, "no false alarm while catching up:\n" + log)
+            watcher.send_signal(signal.SIGTERM)
+            check(watcher.wait(10) == 0, "SIGTERM: exit 0")
+    finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.send_signal(signal.SIGCONT)
+            watcher.kill()
+            watcher.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+CASES = {"admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow,
+         "catchup": case_catchup}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--chring", required=True)
+    p.add_argument("case", choices=sorted(CASES))
+    opts = p.parse_args()
+    try:
+        CASES[opts.case](opts)
+    except Exception as e:  # an unexpected error is a failure, reported as such
+        failures.append("%s: %s: %s" % (opts.case, type(e).__name__, e))
+        print("FAIL: " + failures[-1], flush=True)
+    print("%d passed, %d failed" % (passed, len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
