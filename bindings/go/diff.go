@@ -23,8 +23,8 @@ const NoNode = -1
 type Side int32
 
 const (
-	Old Side = C.CHR_DIFF_OLD // the snapshot before the change
-	New Side = C.CHR_DIFF_NEW // the snapshot after it
+	SideOld Side = C.CHR_DIFF_OLD // the snapshot before the change
+	SideNew Side = C.CHR_DIFF_NEW // the snapshot after it
 )
 
 // Range is a run of key positions First..Last (both included, First <=
@@ -47,11 +47,11 @@ type Cell struct {
 
 // DiffInfo holds a diff's counts and totals (chr_diff_info).
 type DiffInfo struct {
-	Ranges, Cells                   int
-	Moved                           float64 // share of the key space whose owner changes
-	OldFingerprint, NewFingerprint  uint64
-	OldNodes, NewNodes              int
-	Added, Removed                  int // members only in the new / only in the old snapshot
+	Ranges, Cells                  int
+	Moved                          float64 // share of the key space whose owner changes
+	OldFingerprint, NewFingerprint uint64
+	OldNodes, NewNodes             int
+	Added, Removed                 int // members only in the new / only in the old snapshot
 }
 
 // Transition is where a key lives before and after (for dual reads).
@@ -148,7 +148,7 @@ func (d *Diff) Info() DiffInfo { return d.info }
 // bad index is ErrRange.
 func (d *Diff) Node(side Side, index int) (Node, error) {
 	table := d.old
-	if side == New {
+	if side == SideNew {
 		table = d.new
 	}
 	if index < 0 || index >= len(table) {

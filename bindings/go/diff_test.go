@@ -42,7 +42,7 @@ func TestDiffAddNode(t *testing.T) {
 	if len(ranges) != info.Ranges || len(ranges) == 0 {
 		t.Fatalf("%d ranges, info says %d", len(ranges), info.Ranges)
 	}
-	added, err := d.Node(New, ranges[0].To)
+	added, err := d.Node(SideNew, ranges[0].To)
 	mustOK(t, err)
 	if !bytes.Equal(added.ID, nodeID(10)) {
 		t.Fatalf("first range goes to %s", added.ID)
@@ -82,17 +82,17 @@ func TestDiffAddNode(t *testing.T) {
 	if len(cells) != info.Cells || math.Abs(sum-1) > 1e-12 {
 		t.Fatalf("%d cells summing to %g", len(cells), sum)
 	}
-	other, err := d.Counterpart(New, ranges[0].To)
+	other, err := d.Counterpart(SideNew, ranges[0].To)
 	mustOK(t, err)
 	if other != NoNode {
 		t.Fatalf("the added node has counterpart %d", other)
 	}
-	other, err = d.Counterpart(Old, 0)
+	other, err = d.Counterpart(SideOld, 0)
 	mustOK(t, err)
 	if other != 0 {
 		t.Fatalf("node 0's counterpart is %d", other)
 	}
-	_, err = d.Counterpart(Old, 99)
+	_, err = d.Counterpart(SideOld, 99)
 	wantStatus(t, err, ErrRange, "chr_diff_counterpart")
 }
 

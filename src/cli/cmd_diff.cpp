@@ -110,7 +110,7 @@ Cell flows_cell(std::vector<std::pair<double, std::string>> flows) {
     std::string text;
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (size_t i = 0; i < flows.size(); ++i) {
-        list.push_back({{"node", flows[i].second}, {"share_pct", flows[i].first * 100}});
+        list.push_back({{"node", flows[i].second}, {"share_pct", percent_cell(flows[i].first, 3).value}});
         if (i < kNamedFlows) text += (i ? ", " : "") + flows[i].second + " " + format_fixed(flows[i].first * 100, 2) + "%";
     }
     if (flows.size() > kNamedFlows) text += ", " + std::to_string(flows.size() - kNamedFlows) + " more";
