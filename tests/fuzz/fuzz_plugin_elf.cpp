@@ -40,6 +40,10 @@
 namespace {
 
 constexpr int kDone = 0x55;  // a child's exit code when it finished normally
+constexpr int kHog = 0x200;  // in_child(): killed for using more than kChildRssLimit
+// A corrupted plugin's constructors (its ASan runtime registering globals
+// through a wrong relocation) can touch gigabytes: a child over this is killed.
+constexpr long kChildRssLimit = 1L << 30;
 constexpr int kFrames = 48;
 
 struct Shared {
@@ -142,8 +146,20 @@ Where classify(const Shared &s) {
     return Where::Plugin;
 }
 
-// Runs f() in a child; returns its exit code (kDone: finished), or 256 + the
-// number of a signal that killed it without the handler.
+long resident_bytes(pid_t pid) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/statm", int(pid));
+    FILE *f = std::fopen(path, "r");
+    long size = 0, resident = 0;
+    if (f) {
+        if (std::fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
+        std::fclose(f);
+    }
+    return resident * sysconf(_SC_PAGESIZE);
+}
+
+// Runs f() in a child; returns its exit code (kDone: finished), 256 + the
+// number of a signal that killed it without the handler, or kHog.
 template <class F>
 int in_child(F &&f) {
     std::memset(g_shared, 0, sizeof *g_shared);
@@ -158,8 +174,9 @@ int in_child(F &&f) {
         _exit(kDone);
     }
     // A child stuck in the dynamic loader (or in the crash handler, behind a
-    // lock ld.so holds) is killed after 30 s.
+    // lock ld.so holds) is killed after 30 s; one using too much memory at once.
     int ws = 0;
+    bool hog = false;
     for (int waited = 0;; ++waited) {
         pid_t r = waitpid(pid, &ws, WNOHANG);
         if (r == pid) break;
@@ -168,8 +185,13 @@ int in_child(F &&f) {
             std::abort();
         }
         if (waited == 30000) kill(pid, SIGKILL);
+        if (waited % 8 == 0 && !hog && resident_bytes(pid) > kChildRssLimit) {
+            hog = true;
+            kill(pid, SIGKILL);
+        }
         usleep(waited < 100 ? 100 : 1000);
     }
+    if (hog) return kHog;
     if (WIFSIGNALED(ws)) return 256 + WTERMSIG(ws);
     return WEXITSTATUS(ws);
 }
@@ -451,7 +473,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             return 0;
         }
         std::fprintf(stderr, "plugin_elf: finding: chr_plugin_load passed a file on which the dynamic loader "
-                             "exits the process (status %d), as dlopen alone does\n", load);
+                             "ends the process (status %d%s), as dlopen alone does\n", load,
+                     load == kHog ? ": over 1 GiB of memory" : "");
         std::abort();
     }
     if (load != kDone + 1) {  // a sanitizer report (printed by the child, exit code 1) or a kill

@@ -50,6 +50,7 @@ mod options;
 mod ring;
 mod ringfile;
 mod snapshot;
+mod zones;
 /// The raw C declarations: the `chring-sys` crate.
 pub use chring_sys as sys;
 
@@ -60,6 +61,7 @@ pub use options::{Options, Placement};
 pub use ring::{Change, Member, Ring};
 pub use ringfile::{Export, FileInfo, WatchEvent, Watcher};
 pub use snapshot::Snapshot;
+pub use zones::ReplicaPolicy;
 
 /// This crate's version, which is the version of the libchring it was
 /// written for (the project's version in meson.build; a test checks both).

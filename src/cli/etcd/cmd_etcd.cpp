@@ -101,6 +101,10 @@ nlohmann::json absent_compare(const std::string &key) {
     return {{"key", base64_encode(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
 }
 
+// A JSON array of one element. (Not `{x}`: a braced list of one json is
+// an array under GCC and a copy of `x` under clang.)
+nlohmann::json one(nlohmann::json x) { return nlohmann::json::array({std::move(x)}); }
+
 uint64_t Admin::commit(const Current &cur, nlohmann::json compares, nlohmann::json ops) {
     // No key under the prefix was written after the revision read. (A key
     // that vanished is not seen by a range compare: the compares the caller
@@ -166,7 +170,7 @@ void run_add(Admin &a) {
     State next = cur.state;
     next[key] = m.value;
     Built b = a.validate(next, "add " + f.id);
-    uint64_t rev = a.commit(cur, {absent_compare(key)}, {put_op(key, m.value)});
+    uint64_t rev = a.commit(cur, one(absent_compare(key)), one(put_op(key, m.value)));
     std::cout << "added " << printable_id(m.id) << " (weight " << m.weight
               << (m.zone.empty() ? "" : ", zone " + printable_id(m.zone)) << "): " << summary(rev, b) << '\n';
 }
@@ -177,7 +181,7 @@ void run_remove(Admin &a) {
     State next = cur.state;
     next.erase(key);
     Built b = a.validate(next, "remove " + f.id);
-    uint64_t rev = a.commit(cur, {unchanged_compare(key, cur.mod_revision.at(key))}, {delete_op(key)});
+    uint64_t rev = a.commit(cur, one(unchanged_compare(key, cur.mod_revision.at(key))), one(delete_op(key)));
     std::cout << "removed " << printable_id(id) << ": " << summary(rev, b) << '\n';
 }
 
@@ -200,7 +204,7 @@ void run_set_weight(Admin &a) {
                   << summary(cur.header.revision, b) << ")\n";
         return;
     }
-    uint64_t rev = a.commit(cur, {unchanged_compare(key, cur.mod_revision.at(key))}, {put_op(key, m.value)});
+    uint64_t rev = a.commit(cur, one(unchanged_compare(key, cur.mod_revision.at(key))), one(put_op(key, m.value)));
     std::cout << printable_id(id) << ": weight " << old.weight << " -> " << m.weight << ": " << summary(rev, b)
               << '\n';
 }

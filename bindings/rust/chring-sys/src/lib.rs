@@ -53,6 +53,11 @@ pub const CHR_PLACEMENT_NGINX: i32 = 3;
 pub const CHR_OPTIONS_VERSION: u32 = 1;
 pub const CHR_DEFAULT_TOKENS_PER_WEIGHT: u32 = 160;
 
+pub const CHR_REPLICAS_NODES: i32 = 0;
+pub const CHR_REPLICAS_ZONES_FIRST: i32 = 1;
+pub const CHR_REPLICAS_NTS: i32 = 2;
+pub const CHR_FINGERPRINT_VERSION: u32 = 2;
+
 pub const CHR_OP_ADD: u32 = 1;
 pub const CHR_OP_REMOVE: u32 = 2;
 pub const CHR_OP_SET_WEIGHT: u32 = 3;
@@ -228,6 +233,11 @@ extern "C" {
     pub fn chr_snapshot_token_count(snap: *const chr_snapshot, count: *mut usize) -> chr_status;
     pub fn chr_snapshot_fingerprint(snap: *const chr_snapshot, fingerprint: *mut u64) -> chr_status;
     pub fn chr_snapshot_token(snap: *const chr_snapshot, index: usize, value: *mut u64, node_index: *mut u32) -> chr_status;
+    pub fn chr_replica_policy_name(policy: i32, name: *mut *const c_char) -> chr_status;
+    pub fn chr_replica_policy_find(name: *const c_char, policy: *mut i32) -> chr_status;
+    pub fn chr_ring_replicas_policy(ring: *const chr_ring, key: *const c_void, key_len: usize, policy: i32, n: usize, out: *mut chr_node_ref, count: *mut usize) -> chr_status;
+    pub fn chr_snapshot_replicas_policy(snap: *const chr_snapshot, key: *const c_void, key_len: usize, policy: i32, n: usize, out: *mut chr_node_view, count: *mut usize) -> chr_status;
+    pub fn chr_snapshot_replica_shares(snap: *const chr_snapshot, policy: i32, n: usize, shares: *mut f64, capacity: usize, count: *mut usize) -> chr_status;
     pub fn chr_plugin_load(path: *const c_char, loaded: *mut usize) -> chr_status;
     pub fn chr_hasher_list(plugin_dir: *const c_char, out: *mut chr_hasher_info, capacity: usize, count: *mut usize) -> chr_status;
     pub fn chr_hasher_register(hasher: *const chr_hasher) -> chr_status;
