@@ -641,7 +641,7 @@ CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, ui
  *              of the process)
  * @return CHR_OK; CHR_EINVAL (NULL name); CHR_ENOTSUP (no such policy in
  *         this library).
- * Thread-safety: any thread. Ownership: static storage. Since: 0.2.
+ * Thread-safety: any thread. Ownership: static storage. Since: 0.1.
  */
 CHR_API chr_status chr_replica_policy_name(int32_t policy, const char **name) CHR_NOEXCEPT;
 
@@ -650,7 +650,7 @@ CHR_API chr_status chr_replica_policy_name(int32_t policy, const char **name) CH
  * exact match).
  * @return CHR_OK; CHR_EINVAL (NULL name or policy); CHR_ENOTSUP (no policy
  *         of that name).
- * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.2.
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
  */
 CHR_API chr_status chr_replica_policy_find(const char *name, int32_t *policy) CHR_NOEXCEPT;
 
@@ -664,13 +664,13 @@ CHR_API chr_status chr_replica_policy_find(const char *name, int32_t *policy) CH
  *         (unknown policy); CHR_EEMPTY; CHR_ENOMEM (a thread's first read,
  *         or its first large walk: see "Memory" above).
  * Thread-safety: as chr_ring_lookup. Ownership: writes caller memory only.
- * Since: 0.2.
+ * Since: 0.1.
  */
 CHR_API chr_status chr_ring_replicas_policy(const chr_ring *ring, const void *key, size_t key_len,
                                             int32_t policy, size_t n, chr_node_ref *out,
                                             size_t *count) CHR_NOEXCEPT;
 
-/** As chr_ring_replicas_policy, borrowing from the snapshot. Since: 0.2. */
+/** As chr_ring_replicas_policy, borrowing from the snapshot. Since: 0.1. */
 CHR_API chr_status chr_snapshot_replicas_policy(const chr_snapshot *snap, const void *key,
                                                 size_t key_len, int32_t policy, size_t n,
                                                 chr_node_view *out, size_t *count) CHR_NOEXCEPT;
@@ -692,7 +692,7 @@ CHR_API chr_status chr_snapshot_replicas_policy(const chr_snapshot *snap, const 
  *         CHR_ERANGE (capacity too small); CHR_ENOMEM. An empty ring is
  *         CHR_OK with every share 0.
  * Thread-safety: any thread (the snapshot is immutable). Ownership:
- * writes caller memory only. Since: 0.2.
+ * writes caller memory only. Since: 0.1.
  */
 CHR_API chr_status chr_snapshot_replica_shares(const chr_snapshot *snap, int32_t policy, size_t n,
                                                double *shares, size_t capacity,
