@@ -263,6 +263,20 @@ static void check_keys(diff_case *c, const key_set *keys) {
     free(batch_new);
 }
 
+static void check_structure(diff_case *c);
+
+/* The central property at every position of interest: each token of both
+ * sides, next to it, both ends of the circle, and (keys != NULL) the keys;
+ * and the shape of what the diff holds. */
+static void check_everywhere(diff_case *c, const key_set *keys) {
+    check_structure(c);
+    check_positions_at_tokens(c, &c->old_side);
+    check_positions_at_tokens(c, &c->new_side);
+    check_position(c, 0);
+    check_position(c, UINT64_MAX);
+    if (keys) check_keys(c, keys);
+}
+
 static double ownership(const side *s, uint32_t index) {
     return index == NONE ? 0.0 : node_of(s, index).ownership;
 }
@@ -633,12 +647,7 @@ static void run_case(const placement_case *pc, change_kind kind) {
     diff_case_open(&c, before, after);
     chr_snapshot_release(before); /* the diff holds its own references */
     chr_snapshot_release(after);
-    check_structure(&c);
-    check_positions_at_tokens(&c, &c.old_side);
-    check_positions_at_tokens(&c, &c.new_side);
-    check_position(&c, 0);
-    check_position(&c, UINT64_MAX);
-    check_keys(&c, g_keys);
+    check_everywhere(&c, g_keys);
     assert_true(c.range_count > 0);
 
     if (pc->minimal && kind != CHANGE_BATCH) {
@@ -680,9 +689,7 @@ static void test_tokens_per_weight_change(void **state) {
     chr_snapshot *sa = snapshot_of(a), *sb = snapshot_of(b);
     diff_case c;
     diff_case_open(&c, sa, sb);
-    check_structure(&c);
-    check_positions_at_tokens(&c, &c.old_side);
-    check_positions_at_tokens(&c, &c.new_side);
+    check_everywhere(&c, NULL);
     assert_int_equal(c.info.added, 0);
     assert_int_equal(c.info.removed, 0);
     assert_true(c.info.moved > 0.0); /* tokens #100..#159 are gone: their arcs move */
@@ -707,12 +714,7 @@ static void test_empty_sides(void **state) {
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; ++i) {
         diff_case c;
         diff_case_open(&c, pairs[i][0], pairs[i][1]);
-        check_structure(&c);
-        check_positions_at_tokens(&c, &c.old_side);
-        check_positions_at_tokens(&c, &c.new_side);
-        check_position(&c, 0);
-        check_position(&c, UINT64_MAX);
-        check_keys(&c, g_keys);
+        check_everywhere(&c, g_keys);
         const int old_empty = c.old_side.dump.count == 0, new_empty = c.new_side.dump.count == 0;
         assert_float_equal(c.info.moved, old_empty && new_empty ? 0.0 : 1.0, TOLERANCE);
         if (old_empty && new_empty) {
@@ -833,9 +835,7 @@ static void expect_ranges(const char *old_ids, const char *new_ids, const expect
     chr_snapshot *a = hand_snapshot(old_ids), *b = hand_snapshot(new_ids);
     diff_case c;
     diff_case_open(&c, a, b);
-    check_structure(&c);
-    check_positions_at_tokens(&c, &c.old_side);
-    check_positions_at_tokens(&c, &c.new_side);
+    check_everywhere(&c, NULL);
     assert_int_equal(c.violations, 0);
     assert_int_equal(c.range_count, n);
     for (size_t i = 0; i < n; ++i) {

@@ -1143,6 +1143,15 @@ local function index_or_nil(i)
     return tonumber(i) + 1
 end
 
+-- The owner fields of a range or a cell: from, to (1-based indices, nil
+-- for no node) and from_id, to_id.
+local function owner_fields(self, rec, list)
+    local from, to = diff_node(self, K.CHR_DIFF_OLD, rec.from), diff_node(self, K.CHR_DIFF_NEW, rec.to)
+    list.from, list.to = index_or_nil(rec.from), index_or_nil(rec.to)
+    list.from_id, list.to_id = from and from.id, to and to.id
+    return list
+end
+
 -- Reads `total` items through a cursor call into a new array of ctype.
 local written_out = ffi_new("size_t[1]")
 local function read_cursor(ctype, total, call)
@@ -1171,12 +1180,9 @@ function Diff:ranges()
     local list = {}
     for i = 0, n - 1 do
         local r = buf[i]
-        local from, to = diff_node(self, K.CHR_DIFF_OLD, r.from), diff_node(self, K.CHR_DIFF_NEW, r.to)
-        list[i + 1] = {
+        list[i + 1] = owner_fields(self, r, {
             first = ffi_new("uint64_t", r.first), last = ffi_new("uint64_t", r.last),
-            from = index_or_nil(r.from), to = index_or_nil(r.to),
-            from_id = from and from.id, to_id = to and to.id,
-        }
+        })
     end
     return list
 end
@@ -1192,13 +1198,9 @@ function Diff:matrix()
     if not buf then return nil, err, code end
     local list = {}
     for i = 0, n - 1 do
-        local c = buf[i]
-        local from, to = diff_node(self, K.CHR_DIFF_OLD, c.from), diff_node(self, K.CHR_DIFF_NEW, c.to)
-        list[i + 1] = {
-            from = index_or_nil(c.from), to = index_or_nil(c.to), fraction = tonumber(c.fraction),
-            from_id = from and from.id, to_id = to and to.id,
-            moves = (from and from.id) ~= (to and to.id),
-        }
+        local cell = owner_fields(self, buf[i], { fraction = tonumber(buf[i].fraction) })
+        cell.moves = cell.from_id ~= cell.to_id
+        list[i + 1] = cell
     end
     return list
 end
