@@ -1,6 +1,7 @@
-// Every extern "C" entry point: each is noexcept (chring.h declares them
-// so for C++), checks its arguments with validate.hpp, and runs whatever can
-// throw through guarded() (firewall.hpp), so no exception reaches C.
+// Every extern "C" entry point but the migration plans' (capi_diff.cpp):
+// each is noexcept (chring.h declares them so for C++), checks its
+// arguments with validate.hpp, and runs whatever can throw through
+// guarded() (firewall.hpp), so no exception reaches C.
 #include <cstddef>
 #include <cstring>
 #include <memory>

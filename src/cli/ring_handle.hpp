@@ -86,6 +86,7 @@ public:
     Snapshot(const Snapshot &) = delete;
     Snapshot &operator=(const Snapshot &) = delete;
 
+    const chr_snapshot *get() const { return snap_; }
     size_t node_count() const;
     size_t token_count() const;
     uint64_t fingerprint() const;

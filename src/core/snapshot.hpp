@@ -122,6 +122,8 @@ public:
     const chr_node_view &view(size_t i) const noexcept { return cache_.view(i); }
     const NodeCache::RefFields &ref_fields(size_t i) const noexcept { return cache_.ref_fields(i); }
     uint64_t token_value(size_t i) const noexcept { return index_.token_value(i); }
+    // The token array itself, for walks in token order (diff.cpp).
+    const TokenIndex &tokens() const noexcept { return index_; }
     uint32_t token_owner(size_t i) const noexcept { return index_.owner_at(i); }
     uint64_t fingerprint() const noexcept { return fingerprint_; }
     const PlacementPtr &placement() const noexcept { return placement_; }

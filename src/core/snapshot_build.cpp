@@ -14,10 +14,6 @@ namespace detail {
 extern std::atomic<int64_t> live_snapshots;  // snapshot.cpp
 }  // namespace detail
 
-namespace {
-__extension__ typedef unsigned __int128 u128;  // arc sums: one node may own all 2^64
-}  // namespace
-
 class Snapshot::Builder {
 public:
     // Sizes the snapshot's layout for T tokens over its (final) node table.
@@ -51,7 +47,8 @@ public:
         for (size_t i = 0; i < s.nodes_.size(); ++i) {
             Node &n = s.nodes_[i];
             n.tokens = tokens_vec_[i];
-            n.ownership = double(arcs_vec_[i]) * 0x1p-64;
+            n.arc = arcs_vec_[i];
+            n.ownership = double(n.arc) * 0x1p-64;
             s.eligible_ += n.tokens > 0;
         }
         number_zones(s);

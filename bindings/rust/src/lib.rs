@@ -43,6 +43,7 @@ macro_rules! debug_by_counts {
 }
 pub(crate) use debug_by_counts;
 
+mod diff;
 mod error;
 mod hashers;
 mod node;
@@ -54,6 +55,7 @@ mod zones;
 /// The raw C declarations: the `chring-sys` crate.
 pub use chring_sys as sys;
 
+pub use diff::{Cell, Diff, DiffInfo, PlanRange, Range, Side, Transition};
 pub use error::{Error, ErrorKind, Result};
 pub use hashers::{digest, hash, hashers, load_plugin, HasherInfo};
 pub use node::{Node, NodeView};

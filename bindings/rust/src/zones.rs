@@ -29,7 +29,7 @@ pub enum ReplicaPolicy {
 }
 
 impl ReplicaPolicy {
-    fn raw(self) -> i32 {
+    pub(crate) fn raw(self) -> i32 {
         match self {
             ReplicaPolicy::Nodes => sys::CHR_REPLICAS_NODES,
             ReplicaPolicy::ZonesFirst => sys::CHR_REPLICAS_ZONES_FIRST,
