@@ -526,8 +526,8 @@ CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size
  * built them, on every platform. Tags are metadata and not included. A
  * compatibility placement ignores seed and tokens_per_weight, so rings that
  * differ only in those are the same ring and have equal fingerprints.
- * Thread-safety: as chr_ring_lookup. Since: 0.1 (zones since 0.2:
- * CHR_FINGERPRINT_VERSION 2).
+ * Thread-safety: as chr_ring_lookup. Since: 0.1 (zones are covered from
+ * CHR_FINGERPRINT_VERSION 2 on).
  */
 CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) CHR_NOEXCEPT;
 
