@@ -56,11 +56,14 @@ bool range_within(uint64_t start, uint64_t len, uint64_t limit) {
 struct Image {
     std::vector<Phdr> loads;
     // The PT_LOAD whose memory holds [vaddr, vaddr + len) entirely, or null.
-    // file_backed: only its first p_filesz bytes count.
-    const Phdr *holding(uint64_t vaddr, uint64_t len, bool file_backed) const {
+    // file_backed: only its first p_filesz bytes count. Unless `any`, only a
+    // readable segment counts: it is for bytes the loader reads (a segment
+    // mapped without PF_R faults on the first read).
+    const Phdr *holding(uint64_t vaddr, uint64_t len, bool file_backed, bool any = false) const {
         for (const Phdr &p : loads) {
             uint64_t extent = file_backed ? p.p_filesz : p.p_memsz;
-            if (vaddr >= p.p_vaddr && range_within(vaddr - p.p_vaddr, len, extent)) return &p;
+            if (vaddr >= p.p_vaddr && range_within(vaddr - p.p_vaddr, len, extent))
+                return any || (p.p_flags & PF_R) ? &p : nullptr;
         }
         return nullptr;
     }
@@ -331,7 +334,7 @@ private:
     // Where a relocation writes: inside a writable PT_LOAD (any PT_LOAD
     // with text relocations).
     bool target_ok(uint64_t where, bool textrel) const {
-        const Phdr *p = image_.holding(where, sizeof(ElfW(Addr)), false);
+        const Phdr *p = image_.holding(where, sizeof(ElfW(Addr)), false, true);
         return p && (textrel || (p->p_flags & PF_W));
     }
 
@@ -405,7 +408,7 @@ private:
     }
 
     bool executable(uint64_t vaddr) const {
-        const Phdr *p = image_.holding(vaddr, 1, true);
+        const Phdr *p = image_.holding(vaddr, 1, true, true);
         return p && (p->p_flags & PF_X);
     }
 
@@ -646,6 +649,12 @@ ElfVerdict check_elf(const ReadAt &read, uint64_t size, const ElfHost &host) {
                     return refuse(true, "its %s's offset and address name different bytes of its PT_LOAD",
                                   segment_name(p.p_type));
             }
+            break;
+        case PT_GNU_RELRO:
+            // After relocating, the loader makes these pages read-only: a range
+            // past its PT_LOAD would write-protect whatever is mapped next.
+            if (p.p_memsz && !image.holding(p.p_vaddr, p.p_memsz, false, true))
+                return refuse(true, "its PT_GNU_RELRO lies outside the memory of every PT_LOAD");
             break;
         default: break;
         }

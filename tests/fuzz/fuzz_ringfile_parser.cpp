@@ -46,7 +46,7 @@ namespace {
         }                                                                                     \
     } while (0)
 
-constexpr size_t kTokenBudget = 4000;
+constexpr size_t kTokenBudget = 1000;
 constexpr const char *kName = "fuzz";
 
 // ---- the reference reader, from docs/ring-file.md --------------------------

@@ -446,6 +446,7 @@ static void test_corrupted_dynamic_sections_are_refused(void **state) {
         {"DT_INIT outside the code", DT_INIT, 0, 0, "is not in an executable PT_LOAD"},
         {"PT_DYNAMIC's address moved", 0, 0, 0, "offset and address name different bytes"},
         {"a symbol name past the string table", -1, 0, 0, "past the string table"},
+        {"PT_GNU_RELRO past its PT_LOAD", -2, 0, 0, "PT_GNU_RELRO lies outside"},
     };
     char dir[PATH_SIZE], path[PATH_SIZE], message[1024];
     make_dir(dir, "corrupted", 0755);
@@ -473,6 +474,13 @@ static void test_corrupted_dynamic_sections_are_refused(void **state) {
             const size_t at = phdr_at(copy, PT_DYNAMIC);
             memcpy(&ph, copy + at, sizeof ph);
             ph.p_vaddr = ph.p_paddr = 1;
+            memcpy(copy + at, &ph, sizeof ph);
+        } else if (c->tag == -2) {
+            /* ld.so would write-protect whatever is mapped after the plugin */
+            Elf64_Phdr ph;
+            const size_t at = phdr_at(copy, PT_GNU_RELRO);
+            memcpy(&ph, copy + at, sizeof ph);
+            ph.p_memsz += (uint64_t)1 << 40;
             memcpy(copy + at, &ph, sizeof ph);
         } else {
             Elf64_Sym sym;
