@@ -32,6 +32,9 @@ inline uint64_t saturate(bound_u128 v) noexcept {
 
 // ceil((L + 1) * factor / 100): the slots shared by all candidates.
 inline uint64_t bound_total_slots(uint64_t total_load, uint32_t factor_pct) noexcept {
+    // 64-bit arithmetic while it cannot overflow (factor_pct < 2^17): a
+    // 128-bit division is a library call, several times a lookup's cost.
+    if (total_load < (uint64_t(1) << 46)) return ((total_load + 1) * factor_pct + 99) / 100;
     return saturate(((bound_u128(total_load) + 1) * factor_pct + 99) / 100);
 }
 
@@ -41,6 +44,11 @@ inline uint64_t bound_total_slots(uint64_t total_load, uint32_t factor_pct) noex
 inline uint64_t bound_capacity(uint64_t total_slots, uint64_t W, uint64_t before, uint64_t w,
                                uint64_t slack) noexcept {
     const uint64_t per = total_slots / W, rem = total_slots % W;
+    if (W <= UINT32_MAX) {  // before + w <= W and rem < W: the products fit in 64 bits
+        uint64_t cap = w * per + ((before + w) * rem) / W - (before * rem) / W;
+        if (cap == 0) cap = 1;
+        return cap + slack < cap ? UINT64_MAX : cap + slack;
+    }
     bound_u128 cap = bound_u128(w) * per + (bound_u128(before + w) * rem) / W -
                      (bound_u128(before) * rem) / W;
     if (cap == 0) cap = 1;

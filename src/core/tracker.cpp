@@ -75,6 +75,10 @@ chr_status Tracker::acquire(const char *who, const Snapshot &s, const void *key,
         };
         if (!choose_bounded(s, h, p, total, all_up, load, up, c))
             return fail(CHR_EEMPTY, "%s: every node with tokens is marked unavailable", who);
+        // Without a probe limit a full walk finds room for the total it was
+        // given; finding none means other acquires counted requests after
+        // the total was read: read it again.
+        if ((c.flags & CHR_BOUND_OVER) && p.max_probes == 0) continue;
         const chr_node_view &v = s.view(c.index);
         Slot *sl = claim(id_key(v.id, v.id_len));
         if (!sl)
