@@ -110,3 +110,24 @@ WRAP(ring_export,
 WRAP(snapshot_export,
      (const void *snap, uint32_t flags, uint64_t revision, void *buf, size_t capacity, size_t *len),
      (snap, flags, revision, buf, capacity, len))
+WRAP(snapshot_lookup_bounded,
+     (const void *snap, const void *key, size_t key_len, const uint64_t *loads,
+      const unsigned char *available, size_t n_nodes, const chr_bound_options *opts,
+      chr_node_view *out, chr_bound_result *result),
+     (snap, key, key_len, loads, available, n_nodes, opts, out, result))
+WRAP(bound_capacities,
+     (const uint32_t *weights, size_t n, uint64_t total_load, const chr_bound_options *opts,
+      uint64_t *caps),
+     (weights, n, total_load, opts, caps))
+WRAP(tracker_new, (size_t max_nodes, chr_tracker **out), (max_nodes, out))
+WRAP(tracker_acquire,
+     (void *tracker, const void *snap, const void *key, size_t key_len,
+      const chr_bound_options *opts, chr_node_view *out, chr_bound_result *result,
+      chr_ticket *ticket),
+     (tracker, snap, key, key_len, opts, out, result, ticket))
+WRAP(tracker_release, (void *tracker, const chr_ticket *ticket), (tracker, ticket))
+WRAP(tracker_set_available, (void *tracker, const void *id, size_t id_len, uint32_t available),
+     (tracker, id, id_len, available))
+WRAP(tracker_load, (const void *tracker, const void *id, size_t id_len, uint64_t *load),
+     (tracker, id, id_len, load))
+WRAP(tracker_total, (const void *tracker, uint64_t *total), (tracker, total))

@@ -94,4 +94,23 @@ gochr_result gochr_ring_export(const void *ring, uint32_t flags, uint64_t revisi
 gochr_result gochr_snapshot_export(const void *snap, uint32_t flags, uint64_t revision, void *buf,
                                    size_t capacity, size_t *len);
 
+/* Bounded loads and the tracker (chring.h, "Bounded loads and availability"). */
+gochr_result gochr_snapshot_lookup_bounded(const void *snap, const void *key, size_t key_len,
+                                           const uint64_t *loads, const unsigned char *available,
+                                           size_t n_nodes, const chr_bound_options *opts,
+                                           chr_node_view *out, chr_bound_result *result);
+gochr_result gochr_bound_capacities(const uint32_t *weights, size_t n, uint64_t total_load,
+                                    const chr_bound_options *opts, uint64_t *caps);
+gochr_result gochr_tracker_new(size_t max_nodes, chr_tracker **out);
+gochr_result gochr_tracker_acquire(void *tracker, const void *snap, const void *key,
+                                   size_t key_len, const chr_bound_options *opts,
+                                   chr_node_view *out, chr_bound_result *result,
+                                   chr_ticket *ticket);
+gochr_result gochr_tracker_release(void *tracker, const chr_ticket *ticket);
+gochr_result gochr_tracker_set_available(void *tracker, const void *id, size_t id_len,
+                                         uint32_t available);
+gochr_result gochr_tracker_load(const void *tracker, const void *id, size_t id_len,
+                                uint64_t *load);
+gochr_result gochr_tracker_total(const void *tracker, uint64_t *total);
+
 #endif
