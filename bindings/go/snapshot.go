@@ -59,9 +59,6 @@ func (s *Snapshot) Close() error {
 // runtime.KeepAlive(s) (see Ring.handle).
 func (s *Snapshot) handle() (*C.chr_snapshot, error) { return s.ptr.get() }
 
-// viewPool recycles lookup out-structs (see refPool).
-var viewPool = sync.Pool{New: func() any { return new(C.chr_node_view) }}
-
 // nodes is the snapshot's node table, built on first use.
 func (s *Snapshot) nodes(p *C.chr_snapshot) ([]Node, error) {
 	s.tableOnce.Do(func() { s.table, s.tableErr = buildTable(p) })
@@ -74,33 +71,21 @@ func buildTable(p *C.chr_snapshot) ([]Node, error) {
 		return nil, err
 	}
 	views := make([]C.chr_node_view, count)
-	size := 0
 	for i := range views {
 		if err := check(C.gochr_snapshot_node(unsafe.Pointer(p), C.size_t(i), &views[i])); err != nil {
 			return nil, err
 		}
-		size += int(views[i].id_len + views[i].zone_len)
 	}
-	arena := make([]byte, 0, size) // every id and zone in one allocation
-	table := make([]Node, count)
-	for i := range views {
+	return newNodeTable(len(views), func(i int) (Node, []byte, []byte) {
 		v := &views[i]
-		n := &table[i]
-		start := len(arena)
-		arena = append(arena, unsafe.Slice((*byte)(v.id), int(v.id_len))...)
-		n.ID = arena[start:len(arena):len(arena)]
-		if v.zone_len > 0 {
-			start = len(arena)
-			arena = append(arena, unsafe.Slice((*byte)(v.zone), int(v.zone_len))...)
-			n.Zone = arena[start:len(arena):len(arena)]
-		}
-		n.Tag = uint64(v.tag)
-		n.Weight = uint32(v.weight)
-		n.Tokens = uint32(v.tokens)
-		n.Index = int(v.index)
-		n.Ownership = float64(v.ownership)
-	}
-	return table, nil
+		return Node{
+			Tag:       uint64(v.tag),
+			Weight:    uint32(v.weight),
+			Tokens:    uint32(v.tokens),
+			Index:     int(v.index),
+			Ownership: float64(v.ownership),
+		}, unsafe.Slice((*byte)(v.id), int(v.id_len)), unsafe.Slice((*byte)(v.zone), int(v.zone_len))
+	}).nodes, nil
 }
 
 // Lookup returns the member that owns key in this snapshot.
@@ -119,13 +104,12 @@ func (s *Snapshot) LookupIndex(key []byte) (int, error) {
 		return 0, err
 	}
 	defer runtime.KeepAlive(s)
-	view := viewPool.Get().(*C.chr_node_view)
-	defer viewPool.Put(view)
 	k, n := bytesArg(key)
-	if err := check(C.gochr_snapshot_lookup(unsafe.Pointer(p), k, n, view)); err != nil {
-		return 0, err
+	r := C.gochr_snapshot_lookup_index(unsafe.Pointer(p), k, n)
+	if r.status != C.CHR_OK {
+		return 0, check(C.gochr_result{status: r.status, message: r.message})
 	}
-	return int(view.index), nil
+	return int(r.index), nil
 }
 
 // Node returns member i, 0 <= i < NodeCount(), ids in byte order.
