@@ -114,12 +114,8 @@ func (s *Snapshot) LookupNodes(keys [][]byte, nodes []Node) ([]Node, error) {
 	if b.indices, err = s.LookupKeys(b.pack(keys), b.indices); err != nil {
 		return nodes, err
 	}
-	p, err := s.handle()
-	if err != nil {
-		return nodes, err
-	}
+	_, table, err := s.handleAndNodes()
 	defer runtime.KeepAlive(s)
-	table, err := s.nodes(p)
 	if err != nil {
 		return nodes, err
 	}

@@ -16,12 +16,10 @@ func batchKeys(n int) [][]byte {
 }
 
 func TestBatchLookupsEqualSingleLookups(t *testing.T) {
-	r := newRing(t, nil, 37)
-	snap, err := r.Snapshot()
-	mustOK(t, err)
-	defer snap.Close()
+	_, snap := newSnapshot(t, nil, 37)
 	keys := batchKeys(20000)
 	want := make([]Node, len(keys))
+	var err error
 	for i, k := range keys {
 		want[i], err = snap.Lookup(k)
 		mustOK(t, err)
@@ -60,10 +58,8 @@ func TestBatchLookupsEqualSingleLookups(t *testing.T) {
 }
 
 func TestBatchLookupErrors(t *testing.T) {
-	r := newRing(t, nil, 0)
-	snap, err := r.Snapshot()
-	mustOK(t, err)
-	_, err = snap.LookupBatch([][]byte{[]byte("a")}, nil)
+	_, snap := newSnapshot(t, nil, 0)
+	_, err := snap.LookupBatch([][]byte{[]byte("a")}, nil)
 	wantStatus(t, err, ErrEmpty, "chr_snapshot_lookup_batch")
 	_, err = snap.LookupNodes([][]byte{[]byte("a")}, nil)
 	wantStatus(t, err, ErrEmpty, "chr_snapshot_lookup_batch")
@@ -79,7 +75,7 @@ func TestRingLookupFollowsChanges(t *testing.T) {
 		t.Helper()
 		snap, err := r.Snapshot()
 		mustOK(t, err)
-		defer snap.Close()
+		defer snap.Close() // one per change: closed at once
 		for i := 0; i < 3000; i++ {
 			got, err := r.Lookup(keyOf(i))
 			mustOK(t, err)
@@ -109,10 +105,7 @@ func wantNoAllocs(t *testing.T, what string, f func()) {
 }
 
 func TestLookupsAllocateNothing(t *testing.T) {
-	r := newRing(t, &Options{Seed: 3}, 50)
-	snap, err := r.Snapshot()
-	mustOK(t, err)
-	defer snap.Close()
+	r, snap := newSnapshot(t, &Options{Seed: 3}, 50)
 	keys := batchKeys(1024)
 	i := 0
 	next := func() []byte { i++; return keys[i%len(keys)] }

@@ -65,6 +65,17 @@ func (s *Snapshot) nodes(p *C.chr_snapshot) ([]Node, error) {
 	return s.table, s.tableErr
 }
 
+// handleAndNodes is handle, then nodes; callers defer
+// runtime.KeepAlive(s).
+func (s *Snapshot) handleAndNodes() (*C.chr_snapshot, []Node, error) {
+	p, err := s.handle()
+	if err != nil {
+		return nil, nil, err
+	}
+	table, err := s.nodes(p)
+	return p, table, err
+}
+
 func buildTable(p *C.chr_snapshot) ([]Node, error) {
 	var count C.size_t
 	if err := check(C.gochr_snapshot_node_count(unsafe.Pointer(p), &count)); err != nil {
@@ -114,12 +125,8 @@ func (s *Snapshot) LookupIndex(key []byte) (int, error) {
 
 // Node returns member i, 0 <= i < NodeCount(), ids in byte order.
 func (s *Snapshot) Node(i int) (Node, error) {
-	p, err := s.handle()
-	if err != nil {
-		return Node{}, err
-	}
+	_, table, err := s.handleAndNodes()
 	defer runtime.KeepAlive(s)
-	table, err := s.nodes(p)
 	if err != nil {
 		return Node{}, err
 	}
@@ -132,12 +139,8 @@ func (s *Snapshot) Node(i int) (Node, error) {
 
 // Replicas is Ring.Replicas against this snapshot.
 func (s *Snapshot) Replicas(key []byte, n int) ([]Node, error) {
-	p, err := s.handle()
-	if err != nil {
-		return nil, err
-	}
+	p, table, err := s.handleAndNodes()
 	defer runtime.KeepAlive(s)
-	table, err := s.nodes(p)
 	if err != nil {
 		return nil, err
 	}

@@ -68,17 +68,14 @@ return {
     { "lookups allocate nothing once each node has been seen", function()
         local ring = T.ring(nil, 16)
         local snap = ring:snapshot()
-        local keys = {}
-        for i = 1, 1000 do keys[i] = T.key(i) end
+        local keys = T.keys(1000)
         local ids = {}
         for i = 1, 1000 do snap:lookup(keys[i]); ids[i] = ring:lookup(keys[i]) end   -- warm up
-        collectgarbage(); collectgarbage("stop")
-        local before = collectgarbage("count")
-        for _ = 1, 50 do
-            for i = 1, 1000 do snap:lookup(keys[i]); ring:lookup(keys[i]) end
-        end
-        local grew = collectgarbage("count") - before
-        collectgarbage("restart")
+        local grew = T.allocated(function()
+            for _ = 1, 50 do
+                for i = 1, 1000 do snap:lookup(keys[i]); ring:lookup(keys[i]) end
+            end
+        end)
         -- 100,000 lookups; a single 16-byte allocation each would be 1.5 MiB.
         T.ok(grew < 16, ("lookups allocated %.1f KiB"):format(grew))
     end },
@@ -101,15 +98,11 @@ return {
     { "lookup_batch into a reused table allocates nothing", function()
         local ring = T.ring(nil, 16)
         local snap = ring:snapshot()
-        local keys = {}
-        for i = 1, 1024 do keys[i] = T.key(i) end
-        local out = {}
+        local keys, out = T.keys(1024), {}
         snap:lookup_batch(keys, out)       -- warm up: buffers grow, `out` fills
-        collectgarbage(); collectgarbage("stop")
-        local before = collectgarbage("count")
-        for _ = 1, 200 do snap:lookup_batch(keys, out) end
-        local grew = collectgarbage("count") - before
-        collectgarbage("restart")
+        local grew = T.allocated(function()
+            for _ = 1, 200 do snap:lookup_batch(keys, out) end
+        end)
         -- 204,800 keys; three fresh FFI buffers per call would be about 4 MiB.
         T.ok(grew < 4, ("200 batches allocated %.1f KiB"):format(grew))
     end },
