@@ -16,7 +16,7 @@ import (
 // as directly as cgo allows (cRef), on the same ring and keys:
 //
 //	go test -run '^$' -bench . -benchmem                        # raw numbers
-//	CHRING_BENCH_RATIOS=1 go test -run TestBenchmarkRatios -v \
+//	CHRING_BENCH_RATIOS=1 go test -run TestBenchmarkRatios -v -timeout 0 \
 //	    -test.benchtime=200ms                                   # medians and ratios
 //
 // Rings: N members "node-<i>" of weight 1 (160 tokens each), default
@@ -77,6 +77,27 @@ func newFixture(b testing.TB, n int) *fixture {
 	return f
 }
 
+// counting is set by count_instructions.sh: each benchmark loop switches
+// callgrind's counting on for its thread at the start and off at the end.
+var counting = os.Getenv("CHRING_COUNT_INSTRUCTIONS") != ""
+
+// counted runs loop with callgrind counting it when counting is set; the
+// goroutine stays on its thread in between (no blocking, and
+// count_instructions.sh turns asynchronous preemption off).
+func counted(b *testing.B, loop func()) {
+	if !counting {
+		loop()
+		return
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if !countToggle() {
+		b.Fatal("CHRING_COUNT_INSTRUCTIONS: built without valgrind/callgrind.h")
+	}
+	loop()
+	countToggle()
+}
+
 // benchCase is one benchmark of a fixture; b.N counts keys.
 type benchCase struct {
 	name string
@@ -86,31 +107,37 @@ type benchCase struct {
 
 func single(lookup func(f *fixture, key []byte) error) func(*testing.B, *fixture) {
 	return func(b *testing.B, f *fixture) {
-		for i := 0; i < b.N; i++ {
-			if err := lookup(f, f.keys[i&(benchKeyCount-1)]); err != nil {
-				b.Fatal(err)
+		counted(b, func() {
+			for i := 0; i < b.N; i++ {
+				if err := lookup(f, f.keys[i&(benchKeyCount-1)]); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
+		})
 	}
 }
 
 // batched calls lookup on consecutive batches of keys covering b.N keys.
 func batched(lookup func(f *fixture, from, count int) error) func(*testing.B, *fixture) {
 	return func(b *testing.B, f *fixture) {
-		for done := 0; done < b.N; {
-			from := done & (benchKeyCount - 1)
-			count := benchBatch
-			if count > b.N-done {
-				count = b.N - done
-			}
-			if count > benchKeyCount-from {
-				count = benchKeyCount - from
-			}
-			if err := lookup(f, from, count); err != nil {
-				b.Fatal(err)
-			}
-			done += count
+		counted(b, func() { batchLoop(b, f, lookup) })
+	}
+}
+
+func batchLoop(b *testing.B, f *fixture, lookup func(f *fixture, from, count int) error) {
+	for done := 0; done < b.N; {
+		from := done & (benchKeyCount - 1)
+		count := benchBatch
+		if count > b.N-done {
+			count = b.N - done
 		}
+		if count > benchKeyCount-from {
+			count = benchKeyCount - from
+		}
+		if err := lookup(f, from, count); err != nil {
+			b.Fatal(err)
+		}
+		done += count
 	}
 }
 

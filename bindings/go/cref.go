@@ -19,6 +19,24 @@ static chr_status ref_snapshot_lookup_batch(const void *snap, const void *const 
     return chr_snapshot_lookup_batch(snap, keys, lens, n, out);
 }
 static void gochr_empty(void) {}
+
+// Under callgrind started with --collect-atstart=no, switches counting on
+// or off for the calling thread (count_instructions.sh); a no-op anywhere
+// else, and without valgrind's header.
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define GOCHR_CALLGRIND 1
+#endif
+#endif
+static int gochr_count_toggle(void) {
+#ifdef GOCHR_CALLGRIND
+    CALLGRIND_TOGGLE_COLLECT;
+    return 1;
+#else
+    return 0;
+#endif
+}
 */
 import "C"
 
@@ -105,6 +123,10 @@ func (c *cRef) batch(s *Snapshot, from, count int) int {
 	}
 	return int(*c.out)
 }
+
+// countToggle switches callgrind's counting for this thread (see
+// gochr_count_toggle); false when built without valgrind's header.
+func countToggle() bool { return C.gochr_count_toggle() != 0 }
 
 // emptyCall is a cgo call of a C function that does nothing.
 func emptyCall() { C.gochr_empty() }
