@@ -2,6 +2,7 @@ package chring
 
 /*
 #include <stdlib.h>
+#include <time.h>
 #include "shim.h"
 
 // The library's calls with the handle as void *: cgo boxes a typed pointer
@@ -19,6 +20,12 @@ static chr_status ref_snapshot_lookup_batch(const void *snap, const void *const 
     return chr_snapshot_lookup_batch(snap, keys, lens, n, out);
 }
 static void gochr_empty(void) {}
+
+static int64_t gochr_thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 // Under callgrind started with --collect-atstart=no, switches counting on
 // or off for the calling thread (count_instructions.sh); a no-op anywhere
@@ -40,7 +47,10 @@ static int gochr_count_toggle(void) {
 */
 import "C"
 
-import "unsafe"
+import (
+	"time"
+	"unsafe"
+)
 
 // cRef makes the C calls the binding's benchmarks compare it with, as
 // directly as cgo allows: no error-message shim, out-structs and batch arrays in C
@@ -127,6 +137,10 @@ func (c *cRef) batch(s *Snapshot, from, count int) int {
 // countToggle switches callgrind's counting for this thread (see
 // gochr_count_toggle); false when built without valgrind's header.
 func countToggle() bool { return C.gochr_count_toggle() != 0 }
+
+// threadCPUTime is the calling thread's CPU time (lock the goroutine to
+// its thread around a measurement).
+func threadCPUTime() time.Duration { return time.Duration(C.gochr_thread_cpu_ns()) }
 
 // emptyCall is a cgo call of a C function that does nothing.
 func emptyCall() { C.gochr_empty() }
