@@ -243,9 +243,10 @@ func (r *Ring) Lookup(key []byte) (Node, error) {
 	}
 	defer runtime.KeepAlive(r)
 	t := r.table.Load()
-	arena, words, count := t.cArgs()
+	table, count := t.cArgs()
 	k, n := bytesArg(key)
-	m := C.gochr_ring_lookup_match(unsafe.Pointer(p), k, n, arena, words, count)
+	m := C.gochr_ring_lookup_match(unsafe.Pointer(p), k, n, table, count)
+	runtime.KeepAlive(t) // its finalizer frees the C table
 	if m.status != C.CHR_OK {
 		return Node{}, check(C.gochr_result{status: m.status, message: m.message})
 	}
@@ -260,7 +261,7 @@ func (r *Ring) Lookup(key []byte) (Node, error) {
 func (r *Ring) lookupSlow(p *C.chr_ring, key []byte, t *nodeTable) (Node, error) {
 	if gen := r.gen.Load(); (t == nil || t.gen != gen) && r.refreshMu.TryLock() {
 		if nodes, err := r.Nodes(); err == nil {
-			fresh := newNodeTable(len(nodes), func(i int) (Node, []byte, []byte) {
+			fresh := newNodeTable(len(nodes), true, func(i int) (Node, []byte, []byte) {
 				return nodes[i], nodes[i].ID, nodes[i].Zone
 			})
 			fresh.gen = gen

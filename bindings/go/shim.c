@@ -96,7 +96,9 @@ static int bytes_match(const unsigned char *arena, uint64_t span, const unsigned
 }
 
 gochr_match gochr_ring_lookup_match(const void *ring, const void *key, size_t key_len,
-                                    const void *arena, const uint64_t *table, size_t count) {
+                                    uintptr_t table_addr, size_t count) {
+    const uint64_t *table = (const uint64_t *)table_addr;
+    const unsigned char *arena = (const unsigned char *)(table + count * GOCHR_TABLE_STRIDE);
     chr_node_ref ref;
     gochr_result r = finish(chr_ring_lookup(ring, key, key_len, &ref));
     gochr_match out = {r.status, 0, 0, r.message};

@@ -83,11 +83,12 @@ typedef struct gochr_index {
 gochr_index gochr_snapshot_lookup_index(const void *snap, const void *key, size_t key_len);
 
 /* chr_ring_lookup checked against the Go side's copy of the node table:
- * `matched` is 1 when the owner equals entry `index` of `table` in every
- * field (GOCHR_TABLE_STRIDE words per node: tag, ownership bits,
+ * `matched` is 1 when the owner equals entry `index` of the table in every
+ * field, 0 otherwise (then the caller asks again with a full copy). The
+ * table is C memory, passed as an integer (no cgo pointer check): `count`
+ * entries of GOCHR_TABLE_STRIDE words (tag, ownership bits,
  * weight << 32 | tokens, id offset << 32 | id length, zone offset << 32 |
- * zone length, offsets into `arena`), 0 otherwise (then the caller asks
- * again with a full copy). */
+ * zone length), then the bytes the offsets point into. */
 #define GOCHR_TABLE_STRIDE 5
 typedef struct gochr_match {
     chr_status status;
@@ -97,7 +98,7 @@ typedef struct gochr_match {
 } gochr_match;
 
 gochr_match gochr_ring_lookup_match(const void *ring, const void *key, size_t key_len,
-                                    const void *arena, const uint64_t *table, size_t count);
+                                    uintptr_t table, size_t count);
 
 /* chr_snapshot_lookup_batch over keys packed end to end in `data`: key i is
  * the lens[i] bytes after keys 0..i-1. The pointer array is built here, in

@@ -87,7 +87,7 @@ func buildTable(p *C.chr_snapshot) ([]Node, error) {
 			return nil, err
 		}
 	}
-	return newNodeTable(len(views), func(i int) (Node, []byte, []byte) {
+	return newNodeTable(len(views), false, func(i int) (Node, []byte, []byte) {
 		v := &views[i]
 		return Node{
 			Tag:       uint64(v.tag),
@@ -101,11 +101,16 @@ func buildTable(p *C.chr_snapshot) ([]Node, error) {
 
 // Lookup returns the member that owns key in this snapshot.
 func (s *Snapshot) Lookup(key []byte) (Node, error) {
-	i, err := s.LookupIndex(key)
+	p, table, err := s.handleAndNodes()
+	defer runtime.KeepAlive(s)
 	if err != nil {
 		return Node{}, err
 	}
-	return s.Node(i)
+	i, err := lookupIndex(p, key)
+	if err != nil {
+		return Node{}, err
+	}
+	return table[i], nil
 }
 
 // LookupIndex returns the index (see Node) of the member that owns key.
@@ -115,12 +120,17 @@ func (s *Snapshot) LookupIndex(key []byte) (int, error) {
 		return 0, err
 	}
 	defer runtime.KeepAlive(s)
+	i, err := lookupIndex(p, key)
+	return int(i), err
+}
+
+func lookupIndex(p *C.chr_snapshot, key []byte) (uint32, error) {
 	k, n := bytesArg(key)
 	r := C.gochr_snapshot_lookup_index(unsafe.Pointer(p), k, n)
 	if r.status != C.CHR_OK {
 		return 0, check(C.gochr_result{status: r.status, message: r.message})
 	}
-	return int(r.index), nil
+	return uint32(r.index), nil
 }
 
 // Node returns member i, 0 <= i < NodeCount(), ids in byte order.
