@@ -285,6 +285,13 @@ func (r *Ring) changed() { r.gen.Add(1) }
 // walking clockwise from its owner (members of weight 0 are never chosen).
 // n is clamped to the number of members at the time of the call.
 func (r *Ring) Replicas(key []byte, n int) ([]Node, error) {
+	return r.replicas(key, n, func(p, k unsafe.Pointer, kn, want C.size_t, out *C.chr_node_ref, count *C.size_t) C.gochr_result {
+		return C.gochr_ring_replicas(p, k, kn, want, out, count)
+	})
+}
+
+// replicas runs one of the C replica calls for Replicas and ReplicasPolicy.
+func (r *Ring) replicas(key []byte, n int, call func(p, k unsafe.Pointer, kn, want C.size_t, out *C.chr_node_ref, count *C.size_t) C.gochr_result) ([]Node, error) {
 	p, err := r.handle()
 	if err != nil {
 		return nil, err
@@ -298,7 +305,7 @@ func (r *Ring) Replicas(key []byte, n int) ([]Node, error) {
 	refs := make([]C.chr_node_ref, room)
 	k, kn := bytesArg(key)
 	var count C.size_t
-	err = check(C.gochr_ring_replicas(unsafe.Pointer(p), k, kn, C.size_t(clampCount(n, room)), refsArg(refs), &count))
+	err = check(call(unsafe.Pointer(p), k, kn, C.size_t(clampCount(n, room)), refsArg(refs), &count))
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,38 @@ WRAP(snapshot_replicas,
      (snap, key, key_len, n, out, count))
 WRAP(snapshot_node, (const void *snap, size_t index, chr_node_view *out),
      (snap, index, out))
+WRAP(ring_replicas_policy,
+     (const void *ring, const void *key, size_t key_len, int32_t policy, size_t n,
+      chr_node_ref *out, size_t *count),
+     (ring, key, key_len, policy, n, out, count))
+WRAP(snapshot_replicas_policy,
+     (const void *snap, const void *key, size_t key_len, int32_t policy, size_t n,
+      chr_node_view *out, size_t *count),
+     (snap, key, key_len, policy, n, out, count))
+WRAP(snapshot_replica_shares,
+     (const void *snap, int32_t policy, size_t n, double *shares, size_t capacity, size_t *count),
+     (snap, policy, n, shares, capacity, count))
+WRAP(replica_policy_name, (int32_t policy, const char **name), (policy, name))
+WRAP(replica_policy_find, (const char *name, int32_t *policy), (name, policy))
+WRAP(diff_new, (const void *old_snap, const void *new_snap, chr_diff **out), (old_snap, new_snap, out))
+WRAP(diff_describe, (const void *diff, chr_diff_info *info), (diff, info))
+WRAP(diff_ranges,
+     (const void *diff, size_t cursor, chr_diff_range *out, size_t capacity, size_t *written),
+     (diff, cursor, out, capacity, written))
+WRAP(diff_matrix,
+     (const void *diff, size_t cursor, chr_diff_cell *out, size_t capacity, size_t *written),
+     (diff, cursor, out, capacity, written))
+WRAP(diff_snapshot, (const void *diff, int32_t side, const chr_snapshot **out), (diff, side, out))
+WRAP(diff_counterpart, (const void *diff, int32_t side, uint32_t index, uint32_t *other),
+     (diff, side, index, other))
+WRAP(diff_lookup, (const void *diff, const void *key, size_t key_len, chr_transition *out),
+     (diff, key, key_len, out))
+WRAP(plan_new, (const void *diff, int32_t policy, size_t replicas, chr_plan **out),
+     (diff, policy, replicas, out))
+WRAP(plan_describe, (const void *plan, chr_plan_info *info), (plan, info))
+WRAP(plan_ranges,
+     (const void *plan, size_t cursor, chr_plan_range *out, size_t capacity, size_t *written),
+     (plan, cursor, out, capacity, written))
 WRAP(snapshot_node_count, (const void *snap, size_t *count), (snap, count))
 WRAP(snapshot_token_count, (const void *snap, size_t *count), (snap, count))
 WRAP(snapshot_fingerprint, (const void *snap, uint64_t *fingerprint), (snap, fingerprint))

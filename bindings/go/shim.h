@@ -44,6 +44,31 @@ gochr_result gochr_snapshot_lookup(const void *snap, const void *key, size_t key
 gochr_result gochr_snapshot_replicas(const void *snap, const void *key, size_t key_len,
                                      size_t n, chr_node_view *out, size_t *count);
 gochr_result gochr_snapshot_node(const void *snap, size_t index, chr_node_view *out);
+gochr_result gochr_ring_replicas_policy(const void *ring, const void *key, size_t key_len,
+                                        int32_t policy, size_t n, chr_node_ref *out,
+                                        size_t *count);
+gochr_result gochr_snapshot_replicas_policy(const void *snap, const void *key, size_t key_len,
+                                            int32_t policy, size_t n, chr_node_view *out,
+                                            size_t *count);
+gochr_result gochr_snapshot_replica_shares(const void *snap, int32_t policy, size_t n,
+                                           double *shares, size_t capacity, size_t *count);
+gochr_result gochr_replica_policy_name(int32_t policy, const char **name);
+gochr_result gochr_replica_policy_find(const char *name, int32_t *policy);
+gochr_result gochr_diff_new(const void *old_snap, const void *new_snap, chr_diff **out);
+gochr_result gochr_diff_describe(const void *diff, chr_diff_info *info);
+gochr_result gochr_diff_ranges(const void *diff, size_t cursor, chr_diff_range *out,
+                               size_t capacity, size_t *written);
+gochr_result gochr_diff_matrix(const void *diff, size_t cursor, chr_diff_cell *out,
+                               size_t capacity, size_t *written);
+gochr_result gochr_diff_snapshot(const void *diff, int32_t side, const chr_snapshot **out);
+gochr_result gochr_diff_counterpart(const void *diff, int32_t side, uint32_t index,
+                                    uint32_t *other);
+gochr_result gochr_diff_lookup(const void *diff, const void *key, size_t key_len,
+                               chr_transition *out);
+gochr_result gochr_plan_new(const void *diff, int32_t policy, size_t replicas, chr_plan **out);
+gochr_result gochr_plan_describe(const void *plan, chr_plan_info *info);
+gochr_result gochr_plan_ranges(const void *plan, size_t cursor, chr_plan_range *out,
+                               size_t capacity, size_t *written);
 gochr_result gochr_snapshot_node_count(const void *snap, size_t *count);
 gochr_result gochr_snapshot_token_count(const void *snap, size_t *count);
 gochr_result gochr_snapshot_fingerprint(const void *snap, uint64_t *fingerprint);

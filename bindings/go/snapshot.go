@@ -149,6 +149,13 @@ func (s *Snapshot) Node(i int) (Node, error) {
 
 // Replicas is Ring.Replicas against this snapshot.
 func (s *Snapshot) Replicas(key []byte, n int) ([]Node, error) {
+	return s.replicas(key, n, func(p, k unsafe.Pointer, kn, want C.size_t, out *C.chr_node_view, count *C.size_t) C.gochr_result {
+		return C.gochr_snapshot_replicas(p, k, kn, want, out, count)
+	})
+}
+
+// replicas runs one of the C replica calls for Replicas and ReplicasPolicy.
+func (s *Snapshot) replicas(key []byte, n int, call func(p, k unsafe.Pointer, kn, want C.size_t, out *C.chr_node_view, count *C.size_t) C.gochr_result) ([]Node, error) {
 	p, table, err := s.handleAndNodes()
 	defer runtime.KeepAlive(s)
 	if err != nil {
@@ -158,7 +165,7 @@ func (s *Snapshot) Replicas(key []byte, n int) ([]Node, error) {
 	views := make([]C.chr_node_view, room)
 	k, kn := bytesArg(key)
 	var count C.size_t
-	if err := check(C.gochr_snapshot_replicas(unsafe.Pointer(p), k, kn, C.size_t(clampCount(n, room)), &views[0], &count)); err != nil {
+	if err := check(call(unsafe.Pointer(p), k, kn, C.size_t(clampCount(n, room)), &views[0], &count)); err != nil {
 		return nil, err
 	}
 	out := make([]Node, count)

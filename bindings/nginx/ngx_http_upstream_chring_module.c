@@ -18,7 +18,8 @@
  * does); its tag is the node's number, in configuration order. A failed
  * try moves the key to its next replica: the next distinct node clockwise
  * on the ring, which is exactly where the key would live with the failed
- * node removed. Lookups go to a snapshot held for the configuration's life
+ * node removed (with replicas=zones-first, the next node of a zone not
+ * tried yet, while there is one: chring.h, "Zone-aware replicas"). Lookups go to a snapshot held for the configuration's life
  * and never allocate. The round-robin peer_free does the failure
  * accounting (max_fails, fail_timeout).
  *
@@ -88,6 +89,7 @@ typedef struct {
     ngx_flag_t                         configured;
     ngx_http_upstream_chring_file_t   *file;        /* NULL without file= */
     ngx_str_t                          host;        /* the upstream's name */
+    int32_t                            policy;      /* replicas=: CHR_REPLICAS_* */
 } ngx_http_upstream_chring_srv_conf_t;
 
 
@@ -163,6 +165,7 @@ static ngx_int_t ngx_http_upstream_chring_value(ngx_http_request_t *r,
 #define NGX_HTTP_CHRING_SEEN_PLUGIN_DIR  0x10
 #define NGX_HTTP_CHRING_SEEN_FILE        0x20
 #define NGX_HTTP_CHRING_SEEN_CHECK       0x40
+#define NGX_HTTP_CHRING_SEEN_REPLICAS    0x80
 
 
 static ngx_command_t  ngx_http_upstream_chring_commands[] = {
@@ -715,8 +718,9 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
             want = NGX_HTTP_CHRING_REPLICAS;
         }
 
-        rc = chr_snapshot_replicas(tier->snapshot, cp->key.data, cp->key.len,
-                                   want, views, &count);
+        rc = chr_snapshot_replicas_policy(tier->snapshot, cp->key.data,
+                                          cp->key.len, cp->conf->policy, want,
+                                          views, &count);
         if (rc != CHR_OK) {
             ngx_log_error(NGX_LOG_ERR, log, 0, "chring: %s", chr_last_error());
             return NULL;
@@ -858,7 +862,8 @@ ngx_http_upstream_chring_create_conf(ngx_conf_t *cf)
 
 /*
  * chring KEY [tokens=N] [hash=NAME] [seed=N] [placement=native|nginx]
- *            [plugin_dir=PATH] [file=PATH [check=TIME]];
+ *            [replicas=nodes|zones-first] [plugin_dir=PATH]
+ *            [file=PATH [check=TIME]];
  *
  * The options are checked here by creating the primary ring (an unknown
  * hasher or an out-of-range value fails `nginx -t` at this line, with
@@ -904,6 +909,15 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (rv != NGX_CONF_OK) {
             return rv;
         }
+    }
+
+    if (ccf->policy == CHR_REPLICAS_ZONES_FIRST
+        && !(seen & NGX_HTTP_CHRING_SEEN_FILE))
+    {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "chring: \"replicas=zones-first\" without "
+                           "\"file=\" walks as \"nodes\": zones come from "
+                           "the ring file's members");
     }
 
     if ((seen & NGX_HTTP_CHRING_SEEN_CHECK)
@@ -985,6 +999,7 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
     ngx_uint_t *seen)
 {
     u_char      *eq, *p, *last;
+    int32_t      policy;
     uint64_t     seed;
     ngx_int_t    n;
     ngx_str_t    arg;
@@ -1094,6 +1109,21 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
         }
         ccf->file->check = (ngx_msec_t) n;
 
+    } else if (ngx_strncmp(value->data, "replicas=", 9) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_REPLICAS;
+        /* the parser NUL-terminates arguments */
+        if (chr_replica_policy_find((const char *) arg.data, &policy) != CHR_OK
+            || (policy != CHR_REPLICAS_NODES
+                && policy != CHR_REPLICAS_ZONES_FIRST))
+        {
+            /* nts is not prefix-stable: the walk below needs prefixes */
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "chring: invalid \"%V\": the failover order "
+                               "is \"nodes\" or \"zones-first\"", value);
+            return NGX_CONF_ERROR;
+        }
+        ccf->policy = policy;
+
     } else if (ngx_strncmp(value->data, "plugin_dir=", 11) == 0) {
         bit = NGX_HTTP_CHRING_SEEN_PLUGIN_DIR;
         if (arg.len == 0) {
@@ -1131,7 +1161,8 @@ invalid:
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "chring: invalid parameter \"%V\" (expected tokens=N, "
                        "hash=NAME, seed=N, placement=native|nginx, "
-                       "plugin_dir=PATH, file=PATH or check=TIME)", value);
+                       "replicas=nodes|zones-first, plugin_dir=PATH, "
+                       "file=PATH or check=TIME)", value);
 
     return NGX_CONF_ERROR;
 }

@@ -66,6 +66,7 @@ int main(int argc, char **argv) {
     chring::cli::add_inspect_command(app);
     chring::cli::add_check_command(app);
     chring::cli::add_export_command(app);
+    chring::cli::add_diff_command(app);
 #ifdef CHRING_CLI_ETCD
     chring::cli::etcd::add_watch_command(app);
     chring::cli::etcd::add_etcd_command(app);

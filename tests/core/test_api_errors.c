@@ -678,9 +678,9 @@ static void test_strerror_every_code(void **state) {
                                 CHR_ENOTSUP,   CHR_EINTERNAL,      CHR_EPLUGIN_NOFILE,
                                 CHR_EPLUGIN_NOTSO, CHR_EPLUGIN_SYMBOL, CHR_EPLUGIN_ABI,
                                 CHR_EPLUGIN_DESC, CHR_EPLUGIN_UNTRUSTED, CHR_EFORMAT,
-                                CHR_EOPTIONS,  CHR_EIO};
+                                CHR_EOPTIONS,  CHR_EIO,            CHR_EINCOMPATIBLE};
     const size_t n = sizeof known / sizeof known[0];
-    const char *unknown = chr_strerror(CHR_EIO - 1);
+    const char *unknown = chr_strerror(CHR_EINCOMPATIBLE - 1);
     assert_non_null(unknown);
     assert_true(unknown[0] != '\0');
 

@@ -280,14 +280,17 @@ class Predictor:
         self.root = root
 
     def _servers_file(self, members):
+        """members: (server text, weight) or (server text, weight, zone)."""
         path = os.path.join(self.root, "members.txt")
         with open(path, "w") as f:
-            for server_id, weight in members:
-                f.write("%d %s\n" % (weight, server_id))
+            for m in members:
+                f.write(("%d %s %s\n" % (m[1], m[2], m[0])) if len(m) > 2 else
+                        ("%d %s\n" % (m[1], m[0])))
         return path
 
     def _run(self, args, members, stdin_lines=None):
-        cmd = [self.program] + list(args) + [self._servers_file(members)]
+        zoned = ["--zoned"] if any(len(m) > 2 for m in members) else []
+        cmd = [self.program] + list(args) + zoned + [self._servers_file(members)]
         data = "".join(k + "\n" for k in stdin_lines) if stdin_lines is not None else ""
         r = subprocess.run(cmd, input=data.encode(), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=120)

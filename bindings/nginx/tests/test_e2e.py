@@ -28,6 +28,11 @@ options, key by key. Cases:
              every primary fails
   badconfig  (module) bad configurations fail `nginx -t` with a clear
              message and exit status 1, never a crash
+  zones      (module) `replicas=zones-first` with the ring file's zones:
+             with one zone's servers stopped, every key is answered within
+             2 tries, by the replica the C API predicts (with
+             `replicas=nodes` some keys, both first replicas in that zone,
+             get 502)
   ringfile   (module) `chring ... file=`: 20 rewrites of the ring file
              (adds, removes, reweights, an id no server has, bad files)
              under a steady stream of requests; each worker follows every
@@ -165,7 +170,7 @@ class ModuleFlavor:
 
     name = "module"
     cases = ("routing", "down", "stop", "tries", "compat", "wide", "backup", "badconfig",
-             "ringfile")
+             "ringfile", "zones")
 
     def __init__(self, args):
         self.module = os.path.abspath(args.module)
@@ -614,11 +619,13 @@ def case_badconfig(ctx, check):
         ("unknown hasher with plugin_dir", "hash=nosuch plugin_dir=/nonexistent",
          "no hasher named 'nosuch'"),
         ("tokens=0", "tokens=0", "tokens per unit of weight must be 1..65536"),
+        ("replicas=nts", "replicas=nts", "the failover order is \"nodes\" or \"zones-first\""),
+        ("replicas=racks", "replicas=racks", "invalid \"replicas=racks\""),
         ("tokens not a number", "tokens=lots", "invalid \"tokens=lots\""),
         ("tokens too large", "tokens=70000", "must be 1..65536"),
         ("seed overflow", "seed=18446744073709551616", "unsigned 64-bit"),
         ("unknown placement", "placement=ketama", "\"native\" or \"nginx\""),
-        ("unknown parameter", "replicas=3", "invalid parameter \"replicas=3\""),
+        ("unknown parameter", "copies=3", "invalid parameter \"copies=3\""),
         ("parameter twice", "hash=xxh3 hash=xxh64", "\"hash\" is given twice"),
         ("tokens with placement=nginx", "placement=nginx tokens=100",
          "no effect with \"placement=nginx\""),
@@ -900,7 +907,57 @@ def case_ringfile(ctx, check):
           "\n    ".join(stream.failures[:5]))
 
 
+# -- zones: the failover walk in zones-first order ------------------------------
+
+
+def case_zones(ctx, check):
+    """`chring $request_uri file=PATH replicas=zones-first;`: a zone's
+    servers stopped, each key's second try goes to another zone."""
+    backends = harness.Backends(ctx.ws, 6)
+    backends.start()
+    b = backends.ids
+    members = [(b[i], 1, zone) for i, zone in enumerate("aabbcc")]
+    path = os.path.join(ctx.ws.root, "zones.ring")
+    with open(path, "w") as f:
+        f.write("".join("%s %d %s\n" % m for m in members))
+    dead = {b[0], b[1]}  # zone a
+    backends.set_alive([i for i in b if i not in dead])
+    port = harness.free_ports(1)[0]
+    keys = keys_for("zones", 1000)
+    lb = ctx.balancer()
+    for policy in ("nodes", "zones-first"):
+        body = """
+  upstream ring {
+    chring $request_uri file=%s replicas=%s;
+%s
+  }
+  server {
+    listen 127.0.0.1:%d;
+    location / {
+      proxy_pass http://ring;
+      proxy_connect_timeout 2s;
+      proxy_next_upstream error timeout;
+      proxy_next_upstream_tries 2;
+    }
+  }""" % (path, policy, "\n".join("    server %s max_fails=0;" % i for i in b), port)
+        if lb.process is None:
+            lb.start(body)
+        else:
+            lb.reload(body)
+        got = harness.route(port, keys)
+        replicas = ctx.predict.replicas(members, keys, 2, ["--policy", policy])
+        want = [next((r for r in reps if r not in dead), "HTTP 502") for reps in replicas]
+        check_routing(check, "replicas=%s, zone a stopped, 2 tries" % policy, keys, got, want)
+        failed = want.count("HTTP 502")
+        if policy == "nodes":
+            check(failed > 0, "replicas=nodes: %d keys have both first replicas in zone a" % failed)
+        else:
+            check(failed == 0 and "HTTP 502" not in got,
+                  "replicas=zones-first: every key is answered from another zone")
+
+
 CASES = {
+    "zones": case_zones,
     "routing": case_routing,
     "down": case_down,
     "stop": case_stop,

@@ -53,6 +53,19 @@ pub const CHR_PLACEMENT_NGINX: i32 = 3;
 pub const CHR_OPTIONS_VERSION: u32 = 1;
 pub const CHR_DEFAULT_TOKENS_PER_WEIGHT: u32 = 160;
 
+pub const CHR_REPLICAS_NODES: i32 = 0;
+pub const CHR_REPLICAS_ZONES_FIRST: i32 = 1;
+pub const CHR_REPLICAS_NTS: i32 = 2;
+pub const CHR_FINGERPRINT_VERSION: u32 = 2;
+
+pub const CHR_EINCOMPATIBLE: chr_status = -20;
+pub const CHR_DIFF_NONE: u32 = 0xFFFFFFFF;
+pub const CHR_DIFF_OLD: i32 = 0;
+pub const CHR_DIFF_NEW: i32 = 1;
+pub const CHR_DIFF_INFO_VERSION: u32 = 1;
+pub const CHR_PLAN_REPLICAS_MAX: usize = 16;
+pub const CHR_PLAN_INFO_VERSION: u32 = 1;
+
 pub const CHR_OP_ADD: u32 = 1;
 pub const CHR_OP_REMOVE: u32 = 2;
 pub const CHR_OP_SET_WEIGHT: u32 = 3;
@@ -185,6 +198,84 @@ pub struct chr_ringfile_info {
     pub reserved0: u32,
 }
 
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_diff_range {
+    pub first: u64,
+    pub last: u64,
+    pub from: u32,
+    pub to: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_diff_cell {
+    pub from: u32,
+    pub to: u32,
+    pub fraction: f64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_diff_info {
+    pub version: u32,
+    pub reserved0: u32,
+    pub ranges: u64,
+    pub cells: u64,
+    pub moved: f64,
+    pub old_fingerprint: u64,
+    pub new_fingerprint: u64,
+    pub old_nodes: u32,
+    pub new_nodes: u32,
+    pub added: u32,
+    pub removed: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct chr_transition {
+    pub position: u64,
+    pub old_index: u32,
+    pub new_index: u32,
+    pub moved: u32,
+    pub reserved0: u32,
+    pub old_owner: chr_node_view,
+    pub new_owner: chr_node_view,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_plan_range {
+    pub first: u64,
+    pub last: u64,
+    pub to: u32,
+    pub source_count: u32,
+    pub sources: [u32; CHR_PLAN_REPLICAS_MAX],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_plan_info {
+    pub version: u32,
+    pub policy: i32,
+    pub replicas: u32,
+    pub reserved0: u32,
+    pub entries: u64,
+    pub copies: f64,
+}
+
+/// Opaque diff handle.
+#[repr(C)]
+pub struct chr_diff {
+    _private: [u8; 0],
+}
+
+/// Opaque replica plan handle.
+#[repr(C)]
+pub struct chr_plan {
+    _private: [u8; 0],
+}
+
 /// Opaque ring handle.
 #[repr(C)]
 pub struct chr_ring {
@@ -228,6 +319,26 @@ extern "C" {
     pub fn chr_snapshot_token_count(snap: *const chr_snapshot, count: *mut usize) -> chr_status;
     pub fn chr_snapshot_fingerprint(snap: *const chr_snapshot, fingerprint: *mut u64) -> chr_status;
     pub fn chr_snapshot_token(snap: *const chr_snapshot, index: usize, value: *mut u64, node_index: *mut u32) -> chr_status;
+    pub fn chr_replica_policy_name(policy: i32, name: *mut *const c_char) -> chr_status;
+    pub fn chr_replica_policy_find(name: *const c_char, policy: *mut i32) -> chr_status;
+    pub fn chr_ring_replicas_policy(ring: *const chr_ring, key: *const c_void, key_len: usize, policy: i32, n: usize, out: *mut chr_node_ref, count: *mut usize) -> chr_status;
+    pub fn chr_snapshot_replicas_policy(snap: *const chr_snapshot, key: *const c_void, key_len: usize, policy: i32, n: usize, out: *mut chr_node_view, count: *mut usize) -> chr_status;
+    pub fn chr_snapshot_replica_shares(snap: *const chr_snapshot, policy: i32, n: usize, shares: *mut f64, capacity: usize, count: *mut usize) -> chr_status;
+    pub fn chr_diff_info_init(info: *mut chr_diff_info, version: u32) -> chr_status;
+    pub fn chr_diff_new(old_snap: *const chr_snapshot, new_snap: *const chr_snapshot, out: *mut *mut chr_diff) -> chr_status;
+    pub fn chr_diff_free(diff: *mut chr_diff);
+    pub fn chr_diff_describe(diff: *const chr_diff, info: *mut chr_diff_info) -> chr_status;
+    pub fn chr_diff_ranges(diff: *const chr_diff, cursor: usize, out: *mut chr_diff_range, capacity: usize, written: *mut usize) -> chr_status;
+    pub fn chr_diff_matrix(diff: *const chr_diff, cursor: usize, out: *mut chr_diff_cell, capacity: usize, written: *mut usize) -> chr_status;
+    pub fn chr_diff_snapshot(diff: *const chr_diff, side: i32, out: *mut *const chr_snapshot) -> chr_status;
+    pub fn chr_diff_counterpart(diff: *const chr_diff, side: i32, index: u32, other: *mut u32) -> chr_status;
+    pub fn chr_diff_lookup(diff: *const chr_diff, key: *const c_void, key_len: usize, out: *mut chr_transition) -> chr_status;
+    pub fn chr_diff_lookup_batch(diff: *const chr_diff, keys: *const *const c_void, key_lens: *const usize, n: usize, old_indices: *mut u32, new_indices: *mut u32) -> chr_status;
+    pub fn chr_plan_info_init(info: *mut chr_plan_info, version: u32) -> chr_status;
+    pub fn chr_plan_new(diff: *const chr_diff, policy: i32, replicas: usize, out: *mut *mut chr_plan) -> chr_status;
+    pub fn chr_plan_free(plan: *mut chr_plan);
+    pub fn chr_plan_describe(plan: *const chr_plan, info: *mut chr_plan_info) -> chr_status;
+    pub fn chr_plan_ranges(plan: *const chr_plan, cursor: usize, out: *mut chr_plan_range, capacity: usize, written: *mut usize) -> chr_status;
     pub fn chr_plugin_load(path: *const c_char, loaded: *mut usize) -> chr_status;
     pub fn chr_hasher_list(plugin_dir: *const c_char, out: *mut chr_hasher_info, capacity: usize, count: *mut usize) -> chr_status;
     pub fn chr_hasher_register(hasher: *const chr_hasher) -> chr_status;
