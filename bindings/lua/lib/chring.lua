@@ -374,6 +374,9 @@ local function grow(ctype)
 end
 local ref_buf = grow("chr_node_ref[?]")
 local view_buf = grow("chr_node_view[?]")
+local batch_ptrs = grow("const void *[?]")
+local batch_lens = grow("size_t[?]")
+local batch_indices = grow("uint32_t[?]")
 
 local function failure(status)
     return nil, ffi_string(C.chr_last_error()), status
@@ -825,23 +828,25 @@ function Snapshot:lookup_index(key)
     return tonumber(view_out[0].index) + 1
 end
 
--- Owners of many keys in one C call: out[i] = 1-based node index of keys[i].
+-- Owners of many keys in one C call: out[i] = 1-based node index of keys[i],
+-- in `out` (trimmed to #keys) or a new table. The C arrays are the module's,
+-- grown to the largest batch and kept, so a call that passes `out` back
+-- allocates nothing.
 function Snapshot:lookup_batch(keys, out)
     local p = snap_ptr(self)
     if type(keys) ~= "table" then bad_arg(1, "lookup_batch", "table", type(keys)) end
     local n = #keys
-    local ptrs = ffi_new("const void *[?]", n + 1)
-    local lens = ffi_new("size_t[?]", n + 1)
-    local indices = ffi_new("uint32_t[?]", n + 1)
+    local ptrs, lens, indices = batch_ptrs(n + 1), batch_lens(n + 1), batch_indices(n + 1)
     for i = 1, n do
         local k = keys[i]
-        check_string(k, 1, "lookup_batch (key " .. i .. ")")
+        if type(k) ~= "string" then check_string(k, 1, "lookup_batch (key " .. i .. ")") end
         ptrs[i - 1], lens[i - 1] = k, #k   -- keys stay anchored in `keys`
     end
     local st = C.chr_snapshot_lookup_batch(p, ptrs, lens, n, indices)
     if st ~= 0 then return failure(st) end
     out = out or {}
     for i = 1, n do out[i] = indices[i - 1] + 1 end
+    for i = n + 1, #out do out[i] = nil end
     return out
 end
 
