@@ -699,6 +699,247 @@ CHR_API chr_status chr_snapshot_replica_shares(const chr_snapshot *snap, int32_t
                                                size_t *count) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
+/* Bounded loads and availability                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A ring balances keys, not load: one hot key, or a slow node, sends a
+ * burst to one node. A bounded lookup (consistent hashing with bounded
+ * loads, Mirrokni, Thorup and Zadimoghaddam; HAProxy's hash-balance-factor)
+ * caps every node at about `factor` times its weighted share of the load in
+ * flight and sends the overflow on to the next node of a spill order. The
+ * ring is not changed: no key's home moves, and when the load falls the
+ * keys are served at home again. docs/bounded-loads.md has the details.
+ *
+ * Load is what the caller counts: requests in flight per node, by node
+ * index (chr_snapshot_node order), excluding the request being placed. L
+ * is their sum over every member of the snapshot.
+ *
+ * Capacity (HAProxy's chash_server_is_eligible, in integers). Over the
+ * candidates, the members with weight > 0 that are available, in index
+ * order, with W their total weight and C_i the weight of the candidates
+ * before node i:
+ *
+ *     total  = ceil((L + 1) * factor_pct / 100)
+ *     cap_i  = w_i * (total / W)
+ *              + ((C_i + w_i) * (total % W)) / W - (C_i * (total % W)) / W
+ *     cap_i  = max(cap_i, 1) + slack
+ *
+ * The remainder terms add up to total % W exactly, so the capacities add
+ * up to at least total >= L + 1 > L: some candidate always has load below
+ * its capacity. A lookup without a probe limit therefore never fails for
+ * lack of room, and the node it returns has load + 1 <= its capacity.
+ * With n equal weights and no slack that is at most
+ * ceil((L + 1) * factor_pct / (100 * n)) per node after the request.
+ *
+ * Availability: a member marked unavailable (down, draining, failing its
+ * health checks) is skipped by the lookup and left out of W; its tokens stay
+ * where they are, so its keys come back to it as soon as it is available
+ * again. Its load still counts in L.
+ */
+
+/** Spill order: the key's replica walk (chr_snapshot_replicas order), so
+ *  the overflow lands on the key's own replicas (locality). */
+#define CHR_SPILL_REPLICAS 0
+/** Spill order: a permutation of the members seeded by the key's hash, so
+ *  the overflow of one node spreads over all others instead of cascading
+ *  onto its ring neighbour. */
+#define CHR_SPILL_SHUFFLE 1
+
+#define CHR_BALANCE_FACTOR_MIN 100u     /**< factor_pct limits: 100 (exact mean) .. */
+#define CHR_BALANCE_FACTOR_MAX 100000u  /**< .. 100000 (1000 times the mean) */
+#define CHR_LOAD_MAX (UINT64_C(1) << 40) /**< the largest load of one node, and the largest slack */
+
+#define CHR_BOUND_OPTIONS_VERSION 1
+
+/**
+ * How a bounded lookup caps nodes. Start from CHR_BOUND_OPTIONS_INIT or
+ * chr_bound_options_init(): fields are only appended.
+ */
+typedef struct chr_bound_options {
+    uint32_t version;     /**< CHR_BOUND_OPTIONS_VERSION (1..current accepted) */
+    uint32_t factor_pct;  /**< the cap as a percentage of the weighted mean load,
+                               CHR_BALANCE_FACTOR_MIN..MAX; default 125 (1.25 x) */
+    uint32_t spill;       /**< CHR_SPILL_*; default CHR_SPILL_REPLICAS */
+    uint32_t max_probes;  /**< at most this many nodes compared with their capacity;
+                               0 (default) = no limit */
+    uint64_t slack;       /**< added to every candidate's capacity, 0..CHR_LOAD_MAX: a
+                               margin for loads that are a sample (each of several
+                               proxies counting only its own requests); default 0 */
+} chr_bound_options;
+
+#define CHR_BOUND_OPTIONS_INIT { CHR_BOUND_OPTIONS_VERSION, 125, CHR_SPILL_REPLICAS, 0, 0 }
+
+/**
+ * Fills `opts` with the defaults of struct version `version`, the function
+ * twin of CHR_BOUND_OPTIONS_INIT for bindings.
+ * @return CHR_OK; CHR_EINVAL (NULL opts); CHR_EVERSION (version not in
+ *         1..CHR_BOUND_OPTIONS_VERSION).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_bound_options_init(chr_bound_options *opts, uint32_t version) CHR_NOEXCEPT;
+
+/* chr_bound_result.flags */
+#define CHR_BOUND_SPILLED 0x1u  /**< the node is not the key's home (chr_snapshot_lookup's) */
+#define CHR_BOUND_OVER 0x2u     /**< max_probes reached with every probed node full: the one
+                                     with the lowest load/capacity ratio is returned */
+
+/** What a bounded lookup chose and how. */
+typedef struct chr_bound_result {
+    uint32_t index;     /**< the chosen node's index */
+    uint32_t home;      /**< the key's home: chr_snapshot_lookup's node index */
+    uint32_t probes;    /**< nodes compared with their capacity (>= 1); unavailable
+                             members passed over are not counted */
+    uint32_t flags;     /**< CHR_BOUND_* */
+    uint64_t load;      /**< the chosen node's load, this request excluded */
+    uint64_t capacity;  /**< the chosen node's capacity (UINT64_MAX without a bound) */
+} chr_bound_result;
+
+/**
+ * The capacities of the formula above, for a list of weights: what a
+ * bounded lookup compares each load with. For callers that place requests
+ * themselves (the nginx module) and for tests.
+ * @param weights     n weights in candidate order; 0 = not a candidate
+ *                    (unavailable, or without tokens): capacity 0
+ * @param total_load  L, 0..CHR_LOAD_MAX * CHR_NODES_MAX
+ * @param opts        factor_pct and slack are used (NULL: the defaults)
+ * @param caps        receives n capacities
+ * @return CHR_OK; CHR_EINVAL (NULL weights or caps with n > 0);
+ *         CHR_EVERSION; CHR_ERANGE (n over CHR_NODES_MAX, a weight over
+ *         CHR_WEIGHT_MAX, factor_pct, slack or total_load out of range).
+ * Thread-safety: any thread. Ownership: writes caller memory only.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_bound_capacities(const uint32_t *weights, size_t n, uint64_t total_load,
+                                        const chr_bound_options *opts, uint64_t *caps) CHR_NOEXCEPT;
+
+/**
+ * Finds the node for `key` that has room: the key's home if it is
+ * available and its load is below its capacity, else the first such node
+ * of the spill order. A pure function of its arguments: the same snapshot,
+ * key, loads, mask and options give the same node on every platform.
+ * @param loads      n_nodes in-flight counts by node index, each at most
+ *                   CHR_LOAD_MAX; NULL = all 0
+ * @param available  n_nodes bytes by node index, nonzero = available; NULL =
+ *                   all available
+ * @param n_nodes    the snapshot's node count (checked when loads or
+ *                   available is given)
+ * @param opts       the bound; NULL = no bound: only the mask applies (the
+ *                   first available node of the replica walk, loads ignored)
+ * @param out        receives the chosen node, borrowed from the snapshot
+ * @param result     if not NULL, receives what was chosen and how
+ * @return CHR_OK; CHR_EINVAL (NULL snap or out, NULL key with a length,
+ *         n_nodes not the node count, unknown spill); CHR_EVERSION;
+ *         CHR_ERANGE (factor_pct, slack or a load out of range);
+ *         CHR_EEMPTY (no node has tokens, or every node with tokens is
+ *         unavailable). Without max_probes it never fails for lack of room.
+ * Cost: the home check is one lookup plus a pass over loads (O(nodes));
+ * a spill walks tokens (replica walk) or members (shuffle) until a node
+ * has room; with some node unavailable, each probe adds O(nodes).
+ * Thread-safety: any thread; lock-free, allocation-free for up to 65,536
+ * members (a per-thread table beyond, sized once). Ownership: reads loads
+ * and available, writes out and result only. Since: 0.1.
+ */
+CHR_API chr_status chr_snapshot_lookup_bounded(const chr_snapshot *snap, const void *key,
+                                               size_t key_len, const uint64_t *loads,
+                                               const unsigned char *available, size_t n_nodes,
+                                               const chr_bound_options *opts, chr_node_view *out,
+                                               chr_bound_result *result) CHR_NOEXCEPT;
+
+/*
+ * A tracker counts requests in flight per node for callers that do not
+ * keep their own counts. Its counters are keyed by node id, not by index,
+ * so they carry over from one snapshot to the next: a node removed and
+ * added again finds its count, and a request acquired on an old snapshot is
+ * released correctly after the node is gone. Acquire and release are
+ * lock-free (atomic compare-and-swap on one counter and the total) and
+ * never allocate; the counters live in a table sized at creation.
+ */
+
+/** A tracker: per-node in-flight counters shared by any number of threads. */
+typedef struct chr_tracker chr_tracker;
+
+/** One acquired request; give it back to chr_tracker_release() once. */
+typedef struct chr_ticket {
+    uint64_t slot;   /**< the tracker's counter the request was counted on */
+    uint64_t check;  /**< ties the ticket to its tracker and slot */
+} chr_ticket;
+
+#define CHR_TRACKER_NODES_DEFAULT 4096u /**< chr_tracker_new() with max_nodes 0 */
+
+/**
+ * Creates a tracker with room for `max_nodes` distinct node ids over its
+ * lifetime (an id keeps its counter once it has one, so that late releases
+ * always find it).
+ * @param max_nodes  1..CHR_NODES_MAX; 0 = CHR_TRACKER_NODES_DEFAULT
+ * @return CHR_OK; CHR_EINVAL (NULL out); CHR_ERANGE (max_nodes); CHR_ENOMEM.
+ * Thread-safety: any thread. Ownership: release with chr_tracker_free().
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_tracker_new(size_t max_nodes, chr_tracker **out) CHR_NOEXCEPT;
+
+/**
+ * Frees a tracker; NULL is a no-op. No other call on it may run
+ * concurrently or follow; outstanding tickets become invalid.
+ * Thread-safety: exclusive. Since: 0.1.
+ */
+CHR_API void chr_tracker_free(chr_tracker *tracker) CHR_NOEXCEPT;
+
+/**
+ * Places one request: chr_snapshot_lookup_bounded() over the tracker's
+ * counts and availability, then counts the request on the chosen node. The
+ * increment is a compare-and-swap that succeeds only while the node's count
+ * is below the capacity just computed (a race lost to another thread is
+ * retried), so after every acquire the node's count is at most its
+ * capacity for the total seen (CHR_BOUND_OVER excepted).
+ * @param opts    the bound; NULL = no bound (availability only)
+ * @param out     if not NULL, receives the node, borrowed from `snap`
+ * @param result  if not NULL, receives what was chosen and how
+ * @param ticket  receives the ticket to release
+ * @return CHR_OK; CHR_EINVAL; CHR_EVERSION; CHR_ERANGE (opts out of range,
+ *         or the tracker has no room for another node id); CHR_EEMPTY (no
+ *         available node with tokens). On failure nothing is counted.
+ * Thread-safety: any thread; lock-free, allocation-free. Ownership: `snap`
+ * stays the caller's. Since: 0.1.
+ */
+CHR_API chr_status chr_tracker_acquire(chr_tracker *tracker, const chr_snapshot *snap,
+                                       const void *key, size_t key_len,
+                                       const chr_bound_options *opts, chr_node_view *out,
+                                       chr_bound_result *result, chr_ticket *ticket) CHR_NOEXCEPT;
+
+/**
+ * Ends one request: the node's count and the total go down by one. Valid
+ * whatever happened to the node since (removed, reweighted, masked).
+ * @return CHR_OK; CHR_EINVAL (NULL, a ticket not from this tracker, or one
+ *         released more often than acquired: nothing changes).
+ * Thread-safety: any thread; lock-free. Since: 0.1.
+ */
+CHR_API chr_status chr_tracker_release(chr_tracker *tracker, const chr_ticket *ticket) CHR_NOEXCEPT;
+
+/**
+ * Marks node `id` available (nonzero) or unavailable (0) for this tracker's
+ * acquires; every node starts available. The id need not be in any
+ * snapshot yet.
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (id length, or no room for
+ *         another node id).
+ * Thread-safety: any thread; acquires see the change at once or on their
+ * next call. Since: 0.1.
+ */
+CHR_API chr_status chr_tracker_set_available(chr_tracker *tracker, const void *id, size_t id_len,
+                                             uint32_t available) CHR_NOEXCEPT;
+
+/**
+ * The requests in flight on node `id` (0 for an id never counted), and
+ * the total over every node.
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (id length).
+ * Thread-safety: any thread; a racing acquire may or may not be counted.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_tracker_load(const chr_tracker *tracker, const void *id, size_t id_len,
+                                    uint64_t *load) CHR_NOEXCEPT;
+CHR_API chr_status chr_tracker_total(const chr_tracker *tracker, uint64_t *total) CHR_NOEXCEPT;
+
+/* ------------------------------------------------------------------------ */
 /* Hashers and plugins                                                      */
 /* ------------------------------------------------------------------------ */
 

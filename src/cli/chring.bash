@@ -46,6 +46,12 @@ _chring() {
         --policy)
             COMPREPLY=($(compgen -W "nodes zones-first nts" -- "$cur"))
             return ;;
+        --spill)
+            COMPREPLY=($(compgen -W "replicas shuffle" -- "$cur"))
+            return ;;
+        --workload)
+            COMPREPLY=($(compgen -W "uniform zipf:1.1" -- "$cur"))
+            return ;;
     esac
 
     if [[ $cur == -* ]]; then

@@ -109,6 +109,37 @@ public:
     // out[i] for node i, node_count() entries.
     void replica_shares(ReplicaPolicy policy, size_t n, double *out) const;
 
+    // Distinct owners clockwise from the successor of hash h, coordinator
+    // first, each offered once to visit(node_index) until it returns true
+    // or every node with tokens was offered. Allocates as replicas_at_hash.
+    template <class Visit>
+    void walk_owners(uint64_t h, Visit &&visit) const {
+        const size_t tokens = index_.token_count();
+        if (tokens == 0) return;
+        uint64_t stack_bits[kStackBitmapNodes / 64];
+        uint64_t *bits = nodes_.size() <= kStackBitmapNodes ? stack_bits : thread_bitmap(nodes_.size());
+        std::fill(bits, bits + (nodes_.size() + 63) / 64, 0);
+        size_t k = index_.successor(h), seen = 0;
+        for (size_t steps = 0; steps < tokens && seen < eligible_; ++steps) {
+            const uint32_t o = index_.owner_at(k);
+            const uint64_t mask = uint64_t(1) << (o & 63);
+            if (!(bits[o >> 6] & mask)) {
+                bits[o >> 6] |= mask;
+                ++seen;
+                if (visit(o)) return;
+            }
+            if (++k == tokens) k = 0;
+        }
+    }
+
+    // Weight of the nodes with tokens below index i (i == node_count(): all
+    // of them): the cumulative weights of the bounded-load capacity.
+    uint64_t weight_before(size_t i) const noexcept { return weight_before_[i]; }
+    // The weight a bounded lookup shares capacity by: 0 for a node without tokens.
+    uint32_t candidate_weight(size_t i) const noexcept {
+        return nodes_[i].tokens ? nodes_[i].weight : 0;
+    }
+
     size_t token_count() const noexcept { return index_.token_count(); }
     size_t node_count() const noexcept { return nodes_.size(); }
     size_t eligible_count() const noexcept { return eligible_; }
@@ -231,6 +262,7 @@ private:
     NodeCache cache_;   // borrows nodes_' strings: nodes_ never changes after the build
     TokenIndex index_;
     size_t eligible_ = 0;
+    std::vector<uint64_t> weight_before_;  // node_count() + 1 prefix sums of candidate_weight
     std::vector<uint32_t> zone_of_;  // per node: its zone's number
     size_t zone_count_ = 0;          // distinct zone labels among the members
     size_t live_zones_ = 0;          // of those, zones holding a node with tokens

@@ -44,12 +44,14 @@ public:
         if (T_) arcs_[s.index_.owner_at(0)] += (u128(1) << 64) - prev_;
         s.fingerprint_ = ring_fingerprint(*s.placement_, s.nodes_, T_, lanes_);
         s.eligible_ = 0;
+        s.weight_before_.assign(s.nodes_.size() + 1, 0);
         for (size_t i = 0; i < s.nodes_.size(); ++i) {
             Node &n = s.nodes_[i];
             n.tokens = tokens_vec_[i];
             n.arc = arcs_vec_[i];
             n.ownership = double(n.arc) * 0x1p-64;
             s.eligible_ += n.tokens > 0;
+            s.weight_before_[i + 1] = s.weight_before_[i] + s.candidate_weight(i);
         }
         number_zones(s);
         s.cache_.build(s.nodes_);

@@ -16,6 +16,7 @@ CHECK is one of:
                   round trips (export of export is byte-identical; check, %%fingerprint and
                   chr_ring_fingerprint agree), the JSON twin, --revision, atomic -o, directives vs flags
   key-limits      --key-file and lookup's stdin: keys up to 64 KiB, key files up to 256 MiB, FILE:LINE
+  sim-load        sim --workload: the bounded busiest node within its cap, the plain ring over it
   diff            chring diff against chring lookup: the keys it lists are those that move, ranges
                   sorted and summing to the moved share, the refusals
 
@@ -868,6 +869,43 @@ def key_limits(opts):
     return failures
 
 
+def sim_load(opts):
+    """sim --workload: with the bound, the busiest node holds at most
+    ceil(balance x (in flight + 1) / nodes) requests (10 equal nodes); the
+    plain ring holds more for Zipf 1.1 hot keys; every request of the plain
+    ring is served at home with one probe; the SVG is written; --workload
+    refuses membership changes."""
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        svg = os.path.join(tmp, "load.svg")
+        args = ["sim", "--nodes", "10", "--workload", "zipf:1.1", "--requests", "200000",
+                "--in-flight", "1000", "--balance", "1.25", "--svg", svg]
+        doc = json_of(opts, args)
+        rows = {row["scheme"]: row for row in doc["load"]}
+        plain, bounded = rows["plain ring"], rows["bounded 1.25x"]
+        cap = -(-(125 * 1001) // 1000)  # ceil(1.25 * 1001 / 10) = 126
+        if bounded["max_load"] > cap:
+            failures.append(f"bounded max load {bounded['max_load']} over {cap}")
+        if plain["max_load"] <= cap:
+            failures.append(f"plain max load {plain['max_load']} not over {cap}: no hot key effect")
+        if plain["away_pct"] != 0 or plain["probes_mean"] != 1:
+            failures.append(f"plain ring: {plain}")
+        if not 0 < bounded["away_pct"] < 50:
+            failures.append(f"bounded share away from home {bounded['away_pct']}%")
+        if len(doc["nodes"]) != 10 or any(n["bounded"] > cap for n in doc["nodes"]):
+            failures.append(f"per-node peaks: {doc['nodes']}")
+        with open(svg) as f:
+            if "<svg" not in f.read(500):
+                failures.append("--svg did not write an SVG")
+    r = run_chring(["sim", "--nodes", "3", "--workload", "zipf:1.1", "--add", "x"], opts.chring, opts.data)
+    if r.returncode != 2 or b"--workload" not in r.stderr:
+        failures.append(f"--workload with --add: exit {r.returncode}, {r.stderr!r}")
+    r = run_chring(["sim", "--nodes", "3", "--workload", "pareto"], opts.chring, opts.data)
+    if r.returncode != 2 or b"expected 'uniform' or 'zipf:S'" not in r.stderr:
+        failures.append(f"--workload pareto: exit {r.returncode}, {r.stderr!r}")
+    return failures
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--chring", required=True)
@@ -875,7 +913,7 @@ def main():
     p.add_argument("--golden", required=True)
     p.add_argument("--fingerprint", help="tests/cli/ring_fingerprint, for ring-files")
     p.add_argument("check", choices=["golden", "update-golden", "demo", "collateral", "bad-input", "escapes",
-                                     "ring-files", "key-limits", "replica-shares", "diff"])
+                                     "ring-files", "key-limits", "replica-shares", "diff", "sim-load"])
     p.add_argument("name", nargs="?")
     opts = p.parse_args()
     opts.chring = os.path.abspath(opts.chring)
@@ -886,7 +924,8 @@ def main():
     else:
         failures = {"demo": demo, "collateral": collateral, "bad-input": bad_input, "escapes": escapes,
                     "ring-files": ring_files, "key-limits": key_limits,
-                    "replica-shares": replica_shares, "diff": diff_check}[opts.check](opts)
+                    "replica-shares": replica_shares, "diff": diff_check,
+                    "sim-load": sim_load}[opts.check](opts)
     for f in failures:
         print("FAIL:", f)
     print(f"{opts.check}{' ' + opts.name if opts.name else ''}: {'FAIL' if failures else 'ok'}")

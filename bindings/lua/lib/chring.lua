@@ -225,12 +225,42 @@ chr_status chr_plan_new(const chr_diff *diff, int32_t policy, size_t replicas, c
 void chr_plan_free(chr_plan *plan);
 chr_status chr_plan_describe(const chr_plan *plan, chr_plan_info *info);
 chr_status chr_plan_ranges(const chr_plan *plan, size_t cursor, chr_plan_range *out, size_t capacity, size_t *written);
+typedef struct chr_bound_options {
+    uint32_t version;
+    uint32_t factor_pct;
+    uint32_t spill;
+    uint32_t max_probes;
+    uint64_t slack;
+} chr_bound_options;
+typedef struct chr_bound_result {
+    uint32_t index;
+    uint32_t home;
+    uint32_t probes;
+    uint32_t flags;
+    uint64_t load;
+    uint64_t capacity;
+} chr_bound_result;
+typedef struct chr_tracker chr_tracker;
+typedef struct chr_ticket {
+    uint64_t slot;
+    uint64_t check;
+} chr_ticket;
+chr_status chr_bound_options_init(chr_bound_options *opts, uint32_t version);
+chr_status chr_bound_capacities(const uint32_t *weights, size_t n, uint64_t total_load, const chr_bound_options *opts, uint64_t *caps);
+chr_status chr_snapshot_lookup_bounded(const chr_snapshot *snap, const void *key, size_t key_len, const uint64_t *loads, const unsigned char *available, size_t n_nodes, const chr_bound_options *opts, chr_node_view *out, chr_bound_result *result);
+chr_status chr_tracker_new(size_t max_nodes, chr_tracker **out);
+void chr_tracker_free(chr_tracker *tracker);
+chr_status chr_tracker_acquire(chr_tracker *tracker, const chr_snapshot *snap, const void *key, size_t key_len, const chr_bound_options *opts, chr_node_view *out, chr_bound_result *result, chr_ticket *ticket);
+chr_status chr_tracker_release(chr_tracker *tracker, const chr_ticket *ticket);
+chr_status chr_tracker_set_available(chr_tracker *tracker, const void *id, size_t id_len, uint32_t available);
+chr_status chr_tracker_load(const chr_tracker *tracker, const void *id, size_t id_len, uint64_t *load);
+chr_status chr_tracker_total(const chr_tracker *tracker, uint64_t *total);
 ]]
 _M._cdef = cdef
 
 -- Another copy of this module in the same VM (a reload in nginx) has
 -- declared them already; ffi.cdef refuses a second definition.
-if not pcall(ffi.typeof, "chr_ringfile_info") then
+if not pcall(ffi.typeof, "chr_ticket") then
     ffi.cdef(cdef)
 end
 
@@ -258,6 +288,9 @@ local K = {
     CHR_FINGERPRINT_VERSION = 2,
     CHR_EINCOMPATIBLE = -20, CHR_DIFF_NONE = 0xffffffff, CHR_DIFF_OLD = 0, CHR_DIFF_NEW = 1,
     CHR_DIFF_INFO_VERSION = 1, CHR_PLAN_REPLICAS_MAX = 16, CHR_PLAN_INFO_VERSION = 1,
+    CHR_SPILL_REPLICAS = 0, CHR_SPILL_SHUFFLE = 1, CHR_BALANCE_FACTOR_MIN = 100,
+    CHR_BALANCE_FACTOR_MAX = 100000, CHR_LOAD_MAX = 1099511627776, CHR_BOUND_OPTIONS_VERSION = 1,
+    CHR_BOUND_SPILLED = 1, CHR_BOUND_OVER = 2, CHR_TRACKER_NODES_DEFAULT = 4096,
 }
 _M._constants = K
 
@@ -341,6 +374,9 @@ local function grow(ctype)
 end
 local ref_buf = grow("chr_node_ref[?]")
 local view_buf = grow("chr_node_view[?]")
+local batch_ptrs = grow("const void *[?]")
+local batch_lens = grow("size_t[?]")
+local batch_indices = grow("uint32_t[?]")
 
 local function failure(status)
     return nil, ffi_string(C.chr_last_error()), status
@@ -792,23 +828,25 @@ function Snapshot:lookup_index(key)
     return tonumber(view_out[0].index) + 1
 end
 
--- Owners of many keys in one C call: out[i] = 1-based node index of keys[i].
+-- Owners of many keys in one C call: out[i] = 1-based node index of keys[i],
+-- in `out` (trimmed to #keys) or a new table. The C arrays are the module's,
+-- grown to the largest batch and kept, so a call that passes `out` back
+-- allocates nothing.
 function Snapshot:lookup_batch(keys, out)
     local p = snap_ptr(self)
     if type(keys) ~= "table" then bad_arg(1, "lookup_batch", "table", type(keys)) end
     local n = #keys
-    local ptrs = ffi_new("const void *[?]", n + 1)
-    local lens = ffi_new("size_t[?]", n + 1)
-    local indices = ffi_new("uint32_t[?]", n + 1)
+    local ptrs, lens, indices = batch_ptrs(n + 1), batch_lens(n + 1), batch_indices(n + 1)
     for i = 1, n do
         local k = keys[i]
-        check_string(k, 1, "lookup_batch (key " .. i .. ")")
+        if type(k) ~= "string" then check_string(k, 1, "lookup_batch (key " .. i .. ")") end
         ptrs[i - 1], lens[i - 1] = k, #k   -- keys stay anchored in `keys`
     end
     local st = C.chr_snapshot_lookup_batch(p, ptrs, lens, n, indices)
     if st ~= 0 then return failure(st) end
     out = out or {}
     for i = 1, n do out[i] = indices[i - 1] + 1 end
+    for i = n + 1, #out do out[i] = nil end
     return out
 end
 
@@ -1270,6 +1308,140 @@ function Diff:plan(policy, n)
         }
     end
     return list
+end
+
+--------------------------------------------------------------------------
+-- Bounded loads and the tracker (docs/bounded-loads.md)
+--------------------------------------------------------------------------
+
+_M.spill = { replicas = K.CHR_SPILL_REPLICAS, shuffle = K.CHR_SPILL_SHUFFLE }
+
+-- opts: nil (no bound) or { factor = 1.25 | factor_pct = 125, spill =
+-- "replicas" | "shuffle", max_probes = N, slack = N }.
+local function bound_options(opts, fname)
+    if opts == nil then return nil end
+    if type(opts) ~= "table" then bad_arg(3, fname, "table or nil", type(opts)) end
+    local o = ffi_new("chr_bound_options[1]")
+    C.chr_bound_options_init(o, K.CHR_BOUND_OPTIONS_VERSION)
+    if opts.factor_pct then
+        check_uint32(opts.factor_pct, 3, fname)
+        o[0].factor_pct = opts.factor_pct
+    elseif opts.factor then o[0].factor_pct = math.floor(opts.factor * 100 + 0.5) end
+    if opts.spill ~= nil then
+        local spill = _M.spill[opts.spill]
+        if not spill then raise("bad argument #3 to '" .. fname .. "' (spill must be 'replicas' or 'shuffle')") end
+        o[0].spill = spill
+    end
+    if opts.max_probes then
+        check_uint32(opts.max_probes, 3, fname)
+        o[0].max_probes = opts.max_probes
+    end
+    if opts.slack then o[0].slack = opts.slack end
+    return o
+end
+
+local bound_out = ffi_new("chr_bound_result[1]")
+
+local function bound_result(r)
+    return {
+        index = tonumber(r.index) + 1, home = tonumber(r.home) + 1, probes = tonumber(r.probes),
+        spilled = bit.band(r.flags, K.CHR_BOUND_SPILLED) ~= 0,
+        over = bit.band(r.flags, K.CHR_BOUND_OVER) ~= 0,
+        load = tonumber(r.load), capacity = tonumber(r.capacity),
+    }
+end
+
+-- The node table for key that has room, and a result table. loads: nil or
+-- an array of in-flight counts by 1-based node index; available: nil or an
+-- array of booleans; opts: see bound_options.
+function Snapshot:lookup_bounded(key, loads, available, opts)
+    local p = snap_ptr(self)
+    check_string(key, 1, "lookup_bounded")
+    local n = self.count
+    local lp, ap
+    if loads ~= nil then
+        if #loads ~= n then raise("bad argument #2 to 'lookup_bounded' (one load per node expected)") end
+        lp = ffi_new("uint64_t[?]", n + 1)
+        for i = 1, n do lp[i - 1] = loads[i] end
+    end
+    if available ~= nil then
+        if #available ~= n then raise("bad argument #3 to 'lookup_bounded' (one flag per node expected)") end
+        ap = ffi_new("unsigned char[?]", n + 1)
+        for i = 1, n do ap[i - 1] = available[i] and 1 or 0 end
+    end
+    local o = bound_options(opts, "lookup_bounded")
+    local st = C.chr_snapshot_lookup_bounded(p, key, #key, lp, ap, n, o, view_out, bound_out)
+    if st ~= 0 then return failure(st) end
+    local i = tonumber(view_out[0].index) + 1
+    return self.nodes[i] or self:node(i), bound_result(bound_out[0])
+end
+
+-- Capacities of the weights for total_load requests in flight.
+function _M.bound_capacities(weights, total_load, opts)
+    local n = #weights
+    local w = ffi_new("uint32_t[?]", n + 1)
+    for i = 1, n do w[i - 1] = weights[i] end
+    local caps = ffi_new("uint64_t[?]", n + 1)
+    local st = C.chr_bound_capacities(w, n, total_load, bound_options(opts, "bound_capacities"), caps)
+    if st ~= 0 then return failure(st) end
+    local out = {}
+    for i = 1, n do out[i] = tonumber(caps[i - 1]) end
+    return out
+end
+
+local Tracker = {}
+Tracker.__index = Tracker
+
+-- A tracker of requests in flight per node id (max_nodes ids, nil = 4096).
+function _M.tracker(max_nodes)
+    local out = ffi_new("chr_tracker *[1]")
+    local st = C.chr_tracker_new(max_nodes or 0, out)
+    if st ~= 0 then return failure(st) end
+    return setmetatable({ ptr = ffi_gc(out[0], C.chr_tracker_free) }, Tracker)
+end
+
+local tracker_ptr
+Tracker.free, tracker_ptr = handle_methods(C.chr_tracker_free, "freed tracker")
+
+-- Places one request: node table, ticket (release it exactly once with
+-- tracker:release), result table.
+function Tracker:acquire(snap, key, opts)
+    local t = tracker_ptr(self)
+    local p = snap_ptr(snap)
+    check_string(key, 2, "acquire")
+    local ticket = ffi_new("chr_ticket")
+    local st = C.chr_tracker_acquire(t, p, key, #key, bound_options(opts, "acquire"), view_out, bound_out, ticket)
+    if st ~= 0 then return failure(st) end
+    local i = tonumber(view_out[0].index) + 1
+    return snap.nodes[i] or snap:node(i), ticket, bound_result(bound_out[0])
+end
+
+function Tracker:release(ticket)
+    local st = C.chr_tracker_release(tracker_ptr(self), ticket)
+    if st ~= 0 then return failure(st) end
+    return true
+end
+
+function Tracker:set_available(id, available)
+    check_string(id, 1, "set_available")
+    local st = C.chr_tracker_set_available(tracker_ptr(self), id, #id, available and 1 or 0)
+    if st ~= 0 then return failure(st) end
+    return true
+end
+
+local u64_out = ffi_new("uint64_t[1]")
+
+function Tracker:load(id)
+    check_string(id, 1, "load")
+    local st = C.chr_tracker_load(tracker_ptr(self), id, #id, u64_out)
+    if st ~= 0 then return failure(st) end
+    return tonumber(u64_out[0])
+end
+
+function Tracker:total()
+    local st = C.chr_tracker_total(tracker_ptr(self), u64_out)
+    if st ~= 0 then return failure(st) end
+    return tonumber(u64_out[0])
 end
 
 return _M

@@ -21,15 +21,23 @@ import time
 _BAD_LOG = re.compile(r"\[(alert|crit)\]|exited on signal|core dumped")
 
 
+_handed_out = set()
+
+
 def free_ports(count):
-    """`count` distinct loopback ports that were free a moment ago."""
+    """`count` loopback ports that were free a moment ago, none handed out
+    before in this process: a stopped backend's port must not come back as
+    another instance's (a key routed to it would reach the wrong server)."""
     sockets, ports = [], []
     try:
-        for _ in range(count):
+        while len(ports) < count:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind(("127.0.0.1", 0))
             sockets.append(s)
-            ports.append(s.getsockname()[1])
+            port = s.getsockname()[1]
+            if port not in _handed_out:
+                _handed_out.add(port)
+                ports.append(port)
     finally:
         for s in sockets:
             s.close()

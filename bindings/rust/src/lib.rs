@@ -43,6 +43,7 @@ macro_rules! debug_by_counts {
 }
 pub(crate) use debug_by_counts;
 
+mod bounded;
 mod diff;
 mod error;
 mod hashers;
@@ -55,6 +56,7 @@ mod zones;
 /// The raw C declarations: the `chring-sys` crate.
 pub use chring_sys as sys;
 
+pub use bounded::{bound_capacities, BoundOptions, BoundResult, Guard, Spill, Tracker};
 pub use diff::{Cell, Diff, DiffInfo, PlanRange, Range, Side, Transition};
 pub use error::{Error, ErrorKind, Result};
 pub use hashers::{digest, hash, hashers, load_plugin, HasherInfo};

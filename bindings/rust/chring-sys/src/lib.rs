@@ -66,6 +66,16 @@ pub const CHR_DIFF_INFO_VERSION: u32 = 1;
 pub const CHR_PLAN_REPLICAS_MAX: usize = 16;
 pub const CHR_PLAN_INFO_VERSION: u32 = 1;
 
+pub const CHR_SPILL_REPLICAS: u32 = 0;
+pub const CHR_SPILL_SHUFFLE: u32 = 1;
+pub const CHR_BALANCE_FACTOR_MIN: u32 = 100;
+pub const CHR_BALANCE_FACTOR_MAX: u32 = 100000;
+pub const CHR_LOAD_MAX: u64 = 0x10000000000;
+pub const CHR_BOUND_OPTIONS_VERSION: u32 = 1;
+pub const CHR_BOUND_SPILLED: u32 = 0x1;
+pub const CHR_BOUND_OVER: u32 = 0x2;
+pub const CHR_TRACKER_NODES_DEFAULT: u32 = 4096;
+
 pub const CHR_OP_ADD: u32 = 1;
 pub const CHR_OP_REMOVE: u32 = 2;
 pub const CHR_OP_SET_WEIGHT: u32 = 3;
@@ -288,6 +298,43 @@ pub struct chr_snapshot {
     _private: [u8; 0],
 }
 
+/// Options of a bounded-load lookup (`CHR_BOUND_OPTIONS_VERSION`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct chr_bound_options {
+    pub version: u32,
+    pub factor_pct: u32,
+    pub spill: u32,
+    pub max_probes: u32,
+    pub slack: u64,
+}
+
+/// What a bounded lookup chose and how.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_bound_result {
+    pub index: u32,
+    pub home: u32,
+    pub probes: u32,
+    pub flags: u32,
+    pub load: u64,
+    pub capacity: u64,
+}
+
+/// One request acquired on a tracker.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_ticket {
+    pub slot: u64,
+    pub check: u64,
+}
+
+/// Opaque tracker handle.
+#[repr(C)]
+pub struct chr_tracker {
+    _private: [u8; 0],
+}
+
 // One declaration per line: tests/header.rs parses them.
 #[rustfmt::skip]
 extern "C" {
@@ -356,4 +403,14 @@ extern "C" {
     pub fn chr_ringfile_escape(bytes: *const c_void, len: usize, flags: u32, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
     pub fn chr_ringfile_unescape(field: *const c_char, len: usize, what: *const c_char, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
     pub fn chr_hasher_digest(name: *const c_char, data: *const c_void, len: usize, out: *mut c_uchar, capacity: usize, digest_size: *mut usize) -> chr_status;
+    pub fn chr_bound_options_init(opts: *mut chr_bound_options, version: u32) -> chr_status;
+    pub fn chr_bound_capacities(weights: *const u32, n: usize, total_load: u64, opts: *const chr_bound_options, caps: *mut u64) -> chr_status;
+    pub fn chr_snapshot_lookup_bounded(snap: *const chr_snapshot, key: *const c_void, key_len: usize, loads: *const u64, available: *const c_uchar, n_nodes: usize, opts: *const chr_bound_options, out: *mut chr_node_view, result: *mut chr_bound_result) -> chr_status;
+    pub fn chr_tracker_new(max_nodes: usize, out: *mut *mut chr_tracker) -> chr_status;
+    pub fn chr_tracker_free(tracker: *mut chr_tracker);
+    pub fn chr_tracker_acquire(tracker: *mut chr_tracker, snap: *const chr_snapshot, key: *const c_void, key_len: usize, opts: *const chr_bound_options, out: *mut chr_node_view, result: *mut chr_bound_result, ticket: *mut chr_ticket) -> chr_status;
+    pub fn chr_tracker_release(tracker: *mut chr_tracker, ticket: *const chr_ticket) -> chr_status;
+    pub fn chr_tracker_set_available(tracker: *mut chr_tracker, id: *const c_void, id_len: usize, available: u32) -> chr_status;
+    pub fn chr_tracker_load(tracker: *const chr_tracker, id: *const c_void, id_len: usize, load: *mut u64) -> chr_status;
+    pub fn chr_tracker_total(tracker: *const chr_tracker, total: *mut u64) -> chr_status;
 }
