@@ -316,6 +316,15 @@ bool code_address_value(const std::vector<uint8_t> &f, uint64_t i) {
     return tag == base_tag && (tag == DT_INIT || tag == DT_FINI);
 }
 
+// Whether byte i of the ELF header is one the loader never reads for dlopen
+// (the entry point and the section header fields): an edit there is as good
+// as none.
+bool unread_header_byte(uint64_t i) {
+    const auto in = [i](size_t at, size_t len) { return i >= at && i < at + len; };
+    return in(offsetof(Elf64_Ehdr, e_entry), sizeof(Elf64_Addr)) || in(offsetof(Elf64_Ehdr, e_shoff), sizeof(Elf64_Off)) ||
+           in(offsetof(Elf64_Ehdr, e_shentsize), 3 * sizeof(Elf64_Half));  // e_shentsize, e_shnum, e_shstrndx
+}
+
 // Whether the edits reached what chring validates before dlopen (the ELF
 // header, the program headers, the dynamic section, and the file's size
 // against its PT_LOAD segments: src/plugin/elf_check.cpp), rather than
@@ -329,7 +338,8 @@ bool structural_edit(const std::vector<uint8_t> &f) {
                                   {l.dyn, dyn_end}};
     for (const auto &r : ranges)
         for (uint64_t i = r[0]; i < r[1] && i < f.size(); ++i)
-            if (f[i] != g_base[i] && !(r[0] == l.dyn && dyn_end <= f.size() && code_address_value(f, i)))
+            if (f[i] != g_base[i] && !(r[0] == 0 && unread_header_byte(i)) &&
+                !(r[0] == l.dyn && dyn_end <= f.size() && code_address_value(f, i)))
                 return true;
     return false;
 }
