@@ -78,10 +78,27 @@
 extern "C" {
 #endif
 
+/* CHR_API marks every exported function. Define it before including this
+ * header to override it (as libgit2's GIT_EXTERN and zstd's ZSTDLIB_API can
+ * be). By default: on Windows, __declspec(dllexport) while the library is
+ * built (CHR_BUILDING_LIBRARY), nothing for a program linking a static
+ * libchring (define CHR_STATIC), else __declspec(dllimport), which MSVC
+ * and MinGW consumers of chring.dll want; elsewhere default visibility
+ * while building, nothing for consumers. */
+#ifndef CHR_API
+#if defined(_WIN32) || defined(__CYGWIN__)
 #if defined(CHR_BUILDING_LIBRARY)
+#define CHR_API __declspec(dllexport)
+#elif defined(CHR_STATIC)
+#define CHR_API
+#else
+#define CHR_API __declspec(dllimport)
+#endif
+#elif defined(CHR_BUILDING_LIBRARY)
 #define CHR_API __attribute__((visibility("default")))
 #else
 #define CHR_API
+#endif
 #endif
 
 /* No function of this API throws: C++ sees each as noexcept. */

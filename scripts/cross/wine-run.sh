@@ -1,0 +1,13 @@
+#!/bin/sh
+# Runs a Windows program under Wine for `meson test` (the cross file's
+# exe_wrapper) and scripts/windows.sh: Debian's wine64 package installs
+# the loader as /usr/lib/wine/wine64, outside PATH. The Wine prefix is
+# CHRING_WINEPREFIX (scripts/windows.sh makes one per build directory),
+# else Wine's default; Wine's own diagnostics are off.
+set -e
+wine=$(command -v wine64 || true)
+[ -n "$wine" ] || wine=/usr/lib/wine/wine64
+[ -x "$wine" ] || { echo "wine-run.sh: wine64 not found (Debian package wine64)" >&2; exit 127; }
+[ -z "${CHRING_WINEPREFIX:-}" ] || export WINEPREFIX="$CHRING_WINEPREFIX"
+export WINEDEBUG="${WINEDEBUG:--all}"
+exec "$wine" "$@"
