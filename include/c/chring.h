@@ -653,6 +653,11 @@ CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, ui
  * CHR_EPLUGIN_DESC. A plugin whose hashers are registered stays loaded for
  * the rest of the process: function pointers taken from it never dangle.
  * docs/plugins.md has the details.
+ *
+ * On Windows: plugins are chring-*.dll beside chring.dll itself, the
+ * CHRING_PLUGIN_PATH list is ';'-separated, the trust rules read the
+ * owner and access list of the file and its directory, and PE checks take
+ * the place of the ELF checks (docs/windows.md).
  */
 
 /** One available hasher. The strings live as long as the process. */
