@@ -1,8 +1,8 @@
 #!/bin/sh
 # Runs a Windows program under Wine for `meson test` (the cross file's
-# exe_wrapper) and scripts/windows.sh: Debian's wine64 package installs
+# exe_wrapper) and scripts/test.sh: Debian's wine64 package installs
 # the loader as /usr/lib/wine/wine64, outside PATH. The Wine prefix is
-# CHRING_WINEPREFIX (scripts/windows.sh makes one per build directory),
+# CHRING_WINEPREFIX (scripts/test.sh sets one of its own),
 # else Wine's default; Wine's own diagnostics are off.
 set -e
 wine=$(command -v wine64 || true)
