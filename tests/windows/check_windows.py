@@ -23,7 +23,6 @@ import importlib.util
 import os
 import re
 import shutil
-import stat
 import struct
 import subprocess
 import sys
@@ -131,18 +130,14 @@ def main():
         rc, out = run_probe(args, probe, ["@" + win_path(target)])
         check(out.get("@" + win_path(target), [""])[0] == "ok",
               "a plugin only its owner may write is loaded")
-        os.chmod(target, 0o666)
-        rc, out = run_probe(args, probe, ["@" + win_path(target)])
-        got = out.get("@" + win_path(target), ["", "", ""])
-        check(got[0] == "error" and got[2] == str(EPLUGIN_UNTRUSTED) and "writable by" in got[3],
-              "a plugin file others may write is refused (%s)" % " ".join(got))
-        os.chmod(target, 0o644)
-        os.chmod(loose, 0o777)
-        rc, out = run_probe(args, probe, ["@" + win_path(target)])
-        got = out.get("@" + win_path(target), ["", "", ""])
-        check(got[0] == "error" and got[2] == str(EPLUGIN_UNTRUSTED) and "plugin directory" in got[3],
-              "a plugin in a directory others may write is refused (%s)" % " ".join(got))
-        os.chmod(loose, 0o755)
+        for changed, mode, reason, what in ((target, 0o666, "writable by", "a plugin file"),
+                                            (loose, 0o777, "plugin directory", "a plugin in a directory")):
+            os.chmod(changed, mode)
+            rc, out = run_probe(args, probe, ["@" + win_path(target)])
+            got = out.get("@" + win_path(target), ["", "", "", ""])
+            check(got[0] == "error" and got[2] == str(EPLUGIN_UNTRUSTED) and reason in got[3],
+                  "%s others may write is refused (%s)" % (what, " ".join(got)))
+            os.chmod(changed, 0o755 if changed == loose else 0o644)
 
         # 4. PE checks on corrupted copies
         with open(plugins["chring-fnv1a.dll"], "rb") as f:
