@@ -8,7 +8,7 @@ the same membership (weights and zones), must print:
     (`chring lookup --replicas 3 --format csv`, keys on stdin), compared
     line for line;
   - the same `chring demo` output, figure for figure;
-for the built-in hasher, a plugin's (murmur3), md5 (OpenSSL on Linux, CNG
+for the built-in hasher, a plugin's (murmur3_128), md5 (OpenSSL on Linux, CNG
 on Windows) and the ketama placement.
 
 The Linux CLI is CHRING_LINUX_CLI, else build/src/cli/chring of the
@@ -28,7 +28,7 @@ KEYS = 100_000
 MEMBERS = ["--node=node-%02d=%d@zone-%d" % (i, 1 + i % 3, i % 4) for i in range(24)]
 CONFIGS = {
     "xxh3 (built in)": [],
-    "murmur3 (plugin)": ["--hasher", "murmur3"],
+    "murmur3_128 (plugin)": ["--hasher", "murmur3_128"],
     "md5 (OpenSSL / CNG)": ["--hasher", "md5", "--seed", "7"],
     "ketama": ["--placement", "ketama"],
 }

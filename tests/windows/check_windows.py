@@ -109,16 +109,16 @@ def main():
         for f in (args.dll, args.probe, plugins["chring-fnv1a.dll"]):
             shutil.copy(f, beside)
         probe = os.path.join(beside, os.path.basename(args.probe))
-        rc, out = run_probe(args, probe, ["fnv1a", "murmur3"])
-        fnv = out.get("fnv1a", [])
+        rc, out = run_probe(args, probe, ["fnv1a_64", "murmur3_128"])
+        fnv = out.get("fnv1a_64", [])
         check(rc == 0 and fnv[:1] == ["ok"] and fnv[2].lower().startswith(win_path(beside).lower()),
               "a plugin beside chring.dll is found with no configuration (%s)" % " ".join(fnv))
-        check(out.get("murmur3", [""])[0] == "error", "a plugin that is nowhere is not found")
+        check(out.get("murmur3_128", [""])[0] == "error", "a plugin that is nowhere is not found")
         extra = os.path.join(top, "extra")
         os.mkdir(extra, 0o755)
         shutil.copy(plugins["chring-murmur3.dll"], extra)
-        rc, out = run_probe(args, probe, ["murmur3"], "C:\\no\\such\\dir;" + win_path(extra))
-        mm = out.get("murmur3", [])
+        rc, out = run_probe(args, probe, ["murmur3_128"], "C:\\no\\such\\dir;" + win_path(extra))
+        mm = out.get("murmur3_128", [])
         check(rc == 0 and mm[:1] == ["ok"] and mm[2].lower().startswith(win_path(extra).lower()),
               "CHRING_PLUGIN_PATH is ';'-separated (%s)" % " ".join(mm))
 
@@ -168,10 +168,10 @@ def main():
             with open(path, "wb") as f:
                 f.write(data)
             os.chmod(path, 0o644)
-            rc, out = run_probe(args, probe, ["@" + win_path(path), "fnv1a"])
+            rc, out = run_probe(args, probe, ["@" + win_path(path), "fnv1a_64"])
             got = out.get("@" + win_path(path), ["", "", "", ""])
             check(rc == 0 and got[0] == "error" and got[2] == str(EPLUGIN_NOTSO) and reason in got[3]
-                  and out.get("fnv1a", [""])[0] == "ok",
+                  and out.get("fnv1a_64", [""])[0] == "ok",
                   "PE check: %s copy refused (%s)" % (name, " ".join(got[2:])))
     return 1 if failures else 0
 
