@@ -105,7 +105,7 @@ else echo "=== packages: FAILED"; failed=$((failed + 1)); fi
 
 # 5. Windows: cmocka cross-built from Debian's source package, the suites under Wine
 #    in a Wine prefix of the step's own, whose wineserver is stopped at the end.
-export CHRING_WINEPREFIX=$PWD/build-win-deps/wine
+export WINEPREFIX=$PWD/build-win-deps/wine
 mkdir -p build-win-deps
 if ! wine_error=$(bash scripts/cross/wine-run.sh cmd /c exit 0 2>&1 >/dev/null); then
   echo "=== build-win: skipped (Wine cannot start: $(tail -1 <<<"$wine_error"))"; skipped=$((skipped + 1))
@@ -116,7 +116,7 @@ else
     "--cross-file scripts/cross/x86_64-w64-mingw32.txt -Dcmocka_source=$cmocka_tree -Dbindings=disabled -Dnginx=disabled -Dbenchmarks=disabled -Detcd=disabled" \
     "--suite windows"
 fi
-WINEPREFIX=$CHRING_WINEPREFIX "$(command -v wineserver || echo /usr/lib/wine/wineserver64)" -k 2>/dev/null || true
+WINEPREFIX=$WINEPREFIX "$(command -v wineserver || echo /usr/lib/wine/wineserver64)" -k 2>/dev/null || true
 
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 [ "$failed" -eq 0 ]
