@@ -26,7 +26,9 @@
 #define NOT_A_PLUGIN_REASON "no MZ signature"
 #define NOT_LOADABLE_REASON "not a DLL image"
 #define MAPPED_EXAMPLE "chring-example.dll"
+#define DIR_SEP "\\" /* FIXTURE_DIR is the Windows name, as messages spell it */
 #else
+#define DIR_SEP "/"
 #define PLUGIN_EXT ".so"
 #define PROGRAM_EXT ""
 #define NOT_A_PLUGIN_REASON "no ELF header"
@@ -36,7 +38,7 @@
 
 static const char *fixture(const char *file) {
     static char path[4096];
-    snprintf(path, sizeof path, "%s/%s", FIXTURE_DIR, file);
+    snprintf(path, sizeof path, "%s" DIR_SEP "%s", FIXTURE_DIR, file);
     return path;
 }
 

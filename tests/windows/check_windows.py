@@ -158,7 +158,7 @@ def main():
             "lfanew": (patched(0x3C, "<I", len(good) + 64), "PE header offset"),
             "sections": (patched(pe_at + 6, "<H", 0), "0 sections"),
             "table": (patched(pe_at + 6, "<H", 96), "section table"),
-            "optional": (patched(pe_at + 20, "<H", opt_size + 60000), "optional header"),
+            "optional": (patched(pe_at + 20, "<H", opt_size + 60000), "section table"),
             "mz": (b"ZM" + good[2:], "no MZ signature"),
         }
         corrupt = os.path.join(top, "corrupt")
