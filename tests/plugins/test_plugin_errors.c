@@ -26,9 +26,7 @@
 #define NOT_A_PLUGIN_REASON "no MZ signature"
 #define NOT_LOADABLE_REASON "not a DLL image"
 #define MAPPED_EXAMPLE "chring-example.dll"
-#define DIR_SEP "\\" /* FIXTURE_DIR is the Windows name, as messages spell it */
 #else
-#define DIR_SEP "/"
 #define PLUGIN_EXT ".so"
 #define PROGRAM_EXT ""
 #define NOT_A_PLUGIN_REASON "no ELF header"
@@ -38,7 +36,11 @@
 
 static const char *fixture(const char *file) {
     static char path[4096];
-    snprintf(path, sizeof path, "%s" DIR_SEP "%s", FIXTURE_DIR, file);
+    snprintf(path, sizeof path, "%s/%s", FIXTURE_DIR, file);
+#if defined(_WIN32) /* Z:/dir/file as messages spell it, Z:\dir\file */
+    for (char *c = path; *c; ++c)
+        if (*c == '/') *c = '\\';
+#endif
     return path;
 }
 

@@ -67,8 +67,8 @@ def main():
     failed = 0
     for name, config in CONFIGS.items():
         inspect = ["inspect", "--format", "json"] + config + MEMBERS
-        fp_l = json.loads(linux(inspect).decode().splitlines()[0]).get("fingerprint")
-        fp_w = json.loads(windows(inspect).decode().splitlines()[0]).get("fingerprint")
+        fp_l = json.loads(linux(inspect))["ring"]["fingerprint"]
+        fp_w = json.loads(windows(inspect))["ring"]["fingerprint"]
         ok = fp_l is not None and fp_l == fp_w
         print("%s %s: fingerprint %s (Windows %s)" % ("ok  " if ok else "FAIL", name, fp_l, fp_w))
         failed += not ok
@@ -83,8 +83,10 @@ def main():
             "" if not differ else " (first: %r vs %r)" % (out_l[differ[0]], out_w[differ[0]])))
         failed += not ok
 
-    demo_l = linux(["demo"]).decode().splitlines()
-    demo_w = windows(["demo"]).decode().splitlines()
+    # Every line but the one that says how long the run took.
+    timing = lambda line: line.startswith("Measured in ")
+    demo_l = [l for l in linux(["demo"]).decode().splitlines() if not timing(l)]
+    demo_w = [l for l in windows(["demo"]).decode().splitlines() if not timing(l)]
     differ = [i for i, (a, b) in enumerate(zip(demo_l, demo_w)) if a != b]
     ok = demo_l and len(demo_l) == len(demo_w) and not differ
     print("%s chring demo: %d lines, %d differ%s" % (
