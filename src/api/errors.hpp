@@ -26,6 +26,12 @@ chr_status fail(chr_status status, const char *fmt, ...) CHR_PRINTF(2, 3);
 
 const char *last_error() noexcept;
 
+// A pointer for a message as 0x%llx: "%p" prints 0x1000 with glibc but
+// 0000000000001000 with MinGW, and messages read the same everywhere.
+inline unsigned long long address_of(const void *p) {
+    return static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p));
+}
+
 // Keeps this thread's chr_last_error() message as it was across a scope
 // whose failures are expected and handled (plugin discovery), so that a
 // call that succeeds overall leaves the message untouched.

@@ -259,8 +259,8 @@ chr_status load_plugin_locked(const std::string &path, size_t *loaded, const cha
     if (reinterpret_cast<uintptr_t>(table) % alignof(const chr_hasher *) != 0 ||
         segments.readable_from(table) < count * sizeof(const chr_hasher *))
         return fail(CHR_EPLUGIN_DESC,
-                    "%s: '%s': its table of %u hashers at %p is not inside the plugin's readable "
-                    "segments", who, real.c_str(), count, static_cast<const void *>(table));
+                    "%s: '%s': its table of %u hashers at 0x%llx is not inside the plugin's readable "
+                    "segments", who, real.c_str(), count, address_of(table));
     std::vector<const chr_hasher *> descs(table, table + count);
 
     std::string who_file = std::string(who) + ": " + real;
