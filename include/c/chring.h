@@ -78,10 +78,27 @@
 extern "C" {
 #endif
 
+/* CHR_API marks every exported function. Define it before including this
+ * header to override it (as libgit2's GIT_EXTERN and zstd's ZSTDLIB_API can
+ * be). By default: on Windows, __declspec(dllexport) while the library is
+ * built (CHR_BUILDING_LIBRARY), nothing for a program linking a static
+ * libchring (define CHR_STATIC), else __declspec(dllimport), which MSVC
+ * and MinGW consumers of chring.dll want; elsewhere default visibility
+ * while building, nothing for consumers. */
+#ifndef CHR_API
+#if defined(_WIN32) || defined(__CYGWIN__)
 #if defined(CHR_BUILDING_LIBRARY)
+#define CHR_API __declspec(dllexport)
+#elif defined(CHR_STATIC)
+#define CHR_API
+#else
+#define CHR_API __declspec(dllimport)
+#endif
+#elif defined(CHR_BUILDING_LIBRARY)
 #define CHR_API __attribute__((visibility("default")))
 #else
 #define CHR_API
+#endif
 #endif
 
 /* No function of this API throws: C++ sees each as noexcept. */
@@ -993,6 +1010,11 @@ CHR_API chr_status chr_tracker_total(const chr_tracker *tracker, uint64_t *total
  * CHR_EPLUGIN_DESC. A plugin whose hashers are registered stays loaded for
  * the rest of the process: function pointers taken from it never dangle.
  * docs/plugins.md has the details.
+ *
+ * On Windows: plugins are chring-*.dll beside chring.dll itself, the
+ * CHRING_PLUGIN_PATH list is ';'-separated, the trust rules read the
+ * owner and access list of the file and its directory, and PE checks take
+ * the place of the ELF checks (docs/windows.md).
  */
 
 /** One available hasher. The strings live as long as the process. */
