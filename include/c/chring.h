@@ -870,7 +870,9 @@ CHR_API chr_status chr_snapshot_lookup_bounded(const chr_snapshot *snap, const v
  * added again finds its count, and a request acquired on an old snapshot is
  * released correctly after the node is gone. Acquire and release are
  * lock-free (atomic compare-and-swap on one counter and the total) and
- * never allocate; the counters live in a table sized at creation.
+ * never allocate; the counters live in a table sized at creation. Ids are
+ * told apart by a 64-bit hash of their bytes: two ids of one tracker with
+ * the same hash (odds about n^2 / 2^65 for n ids) would share a counter.
  */
 
 /** A tracker: per-node in-flight counters shared by any number of threads. */
