@@ -5,7 +5,9 @@
 #      and the install check skip themselves there), the libFuzzer harnesses
 #      (suite 'fuzz', built only with clang) included;
 #   3. TSan build: the concurrency suite;
-#   4. the Debian packages: built, installed, checked and purged (counted as one).
+#   4. the Debian packages: built, installed, checked and purged (counted as one);
+#   5. the Windows build (MinGW-w64 cross build, docs/windows.md): suite 'windows'
+#      under Wine, agreement with build/ included; skipped only if Wine cannot start.
 # Counts come from each run's meson-logs/testlog.json (one JSON object per
 # test), not from meson's text output. Ends with one line
 # "N passed, N failed, N skipped" and exits non-zero if anything failed; a
@@ -100,6 +102,21 @@ run_build build-tsan "-Db_sanitize=thread -Db_lundef=false -Dbenchmarks=disabled
 if [ "$(id -u)" -ne 0 ]; then echo "=== packages: skipped (needs root)"; skipped=$((skipped + 1))
 elif nice -n 15 bash scripts/package.sh build-deb && bash tests/package/run.sh build-deb; then passed=$((passed + 1))
 else echo "=== packages: FAILED"; failed=$((failed + 1)); fi
+
+# 5. Windows: cmocka cross-built from Debian's source package, the suites under Wine
+#    in a Wine prefix of the step's own, whose wineserver is stopped at the end.
+export WINEPREFIX=$PWD/build-win-deps/wine
+mkdir -p build-win-deps
+if ! wine_error=$(bash scripts/cross/wine-run.sh cmd /c exit 0 2>&1 >/dev/null); then
+  echo "=== build-win: skipped (Wine cannot start: $(tail -1 <<<"$wine_error"))"; skipped=$((skipped + 1))
+elif ! cmocka_tree=$(bash scripts/cross/cmocka-source.sh build-win-deps); then
+  echo "=== build-win: FAILED (no cmocka source package)"; failed=$((failed + 1))
+else
+  CHRING_LINUX_CLI=$PWD/build/src/cli/chring run_build build-win \
+    "--cross-file scripts/cross/x86_64-w64-mingw32.txt -Dcmocka_source=$cmocka_tree -Dbindings=disabled -Dnginx=disabled -Dbenchmarks=disabled -Detcd=disabled" \
+    "--suite windows"
+fi
+WINEPREFIX=$WINEPREFIX "$(command -v wineserver || echo /usr/lib/wine/wineserver64)" -k 2>/dev/null || true
 
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 [ "$failed" -eq 0 ]

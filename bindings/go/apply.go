@@ -54,6 +54,7 @@ func (r *Ring) Apply(changes []Change) error {
 		return err
 	}
 	defer runtime.KeepAlive(r)
+	defer r.changed()
 	if len(changes) == 0 {
 		return nil
 	}

@@ -15,9 +15,11 @@
 //	owner, err := ring.Lookup([]byte("user:42"))
 //	fmt.Printf("%s\n", owner.ID)
 //
-// For many lookups against one consistent view, take a Snapshot: its
-// lookups allocate nothing and return nodes that share the snapshot's
-// node table.
+// Build a ring with one Apply of all its members (each Add publishes a
+// snapshot of its own). Lookups allocate nothing and return nodes that
+// share a node table. For many lookups against one consistent view, take a
+// Snapshot; its batch lookups (LookupKeys, LookupBatch, LookupNodes) route
+// many keys in one cgo call, into buffers the caller reuses.
 //
 // Errors are *Error values that unwrap to a Status, usable with errors.Is
 // (ErrNotFound, ErrEmpty, ...); Error.Message is the library's text naming

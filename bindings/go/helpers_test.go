@@ -23,6 +23,16 @@ func newRing(t testing.TB, opts *Options, count int) *Ring {
 	return r
 }
 
+// newSnapshot is newRing's ring and its snapshot, closed after the test.
+func newSnapshot(t testing.TB, opts *Options, count int) (*Ring, *Snapshot) {
+	t.Helper()
+	r := newRing(t, opts, count)
+	snap, err := r.Snapshot()
+	mustOK(t, err)
+	t.Cleanup(func() { snap.Close() })
+	return r, snap
+}
+
 func nodeID(i int) []byte { return []byte(fmt.Sprintf("node-%d", i)) }
 
 func keyOf(i int) []byte { return []byte(fmt.Sprintf("key:%d", i)) }

@@ -91,6 +91,14 @@ type Node struct {
 // concurrently with any other call on the same Ring.
 type Ring struct {
 	ptr handle[C.chr_ring]
+	// table is the node table Lookup returns nodes from, read after the
+	// last change; gen counts the changes made through this Ring (every
+	// change is: the C ring is private to it). A lookup whose owner
+	// differs from the table's entry in any field takes the slow path,
+	// which rereads the table at most once per change.
+	table     atomic.Pointer[nodeTable]
+	gen       atomic.Uint64
+	refreshMu sync.Mutex
 }
 
 // handle is a C object's pointer: Close takes it exactly once (even when
@@ -187,6 +195,7 @@ func (r *Ring) Add(m Member) error {
 		return err
 	}
 	defer runtime.KeepAlive(r)
+	defer r.changed()
 	id, idLen := bytesArg(m.ID)
 	zone, zoneLen := bytesArg(m.Zone)
 	err = check(C.gochr_ring_add(unsafe.Pointer(p), id, idLen, C.uint32_t(m.Weight), zone, zoneLen, C.uint64_t(m.Tag)))
@@ -200,6 +209,7 @@ func (r *Ring) Remove(id []byte) error {
 		return err
 	}
 	defer runtime.KeepAlive(r)
+	defer r.changed()
 	ptr, n := bytesArg(id)
 	err = check(C.gochr_ring_remove(unsafe.Pointer(p), ptr, n))
 	return err
@@ -212,37 +222,76 @@ func (r *Ring) SetWeight(id []byte, weight uint32) error {
 		return err
 	}
 	defer runtime.KeepAlive(r)
+	defer r.changed()
 	ptr, n := bytesArg(id)
 	err = check(C.gochr_ring_set_weight(unsafe.Pointer(p), ptr, n, C.uint32_t(weight)))
 	return err
 }
 
-// refPool recycles the out-structs of Lookup: cgo makes anything passed to
-// C escape to the heap, and a chr_node_ref is 352 bytes.
+// refPool recycles the out-structs of Lookup's slow path: cgo makes
+// anything passed to C escape to the heap, and a chr_node_ref is 352 bytes.
 var refPool = sync.Pool{New: func() any { return new(C.chr_node_ref) }}
 
-// Lookup returns the member that owns key (a copy: keep it as long as you
-// like). ErrEmpty when no member has tokens.
+// Lookup returns the member that owns key. ErrEmpty when no member has
+// tokens. Allocation-free while the ring is unchanged: the node comes
+// from the ring's node table (copied into Go memory once after each
+// change), and its ID and Zone slices are shared: do not modify them.
 func (r *Ring) Lookup(key []byte) (Node, error) {
 	p, err := r.handle()
 	if err != nil {
 		return Node{}, err
 	}
 	defer runtime.KeepAlive(r)
+	t := r.table.Load()
+	table, count := t.cArgs()
+	k, n := bytesArg(key)
+	m := C.gochr_ring_lookup_match(unsafe.Pointer(p), k, n, table, count)
+	runtime.KeepAlive(t) // its finalizer frees the C table
+	if m.status != C.CHR_OK {
+		return Node{}, check(C.gochr_result{status: m.status, message: m.message})
+	}
+	if m.matched != 0 {
+		return t.nodes[m.index], nil
+	}
+	return r.lookupSlow(p, key, t)
+}
+
+// lookupSlow rereads the node table if the ring changed since t was read,
+// then looks key up again with a full copy of its owner.
+func (r *Ring) lookupSlow(p *C.chr_ring, key []byte, t *nodeTable) (Node, error) {
+	if gen := r.gen.Load(); (t == nil || t.gen != gen) && r.refreshMu.TryLock() {
+		if nodes, err := r.Nodes(); err == nil {
+			fresh := newNodeTable(len(nodes), true, func(i int) (Node, []byte, []byte) {
+				return nodes[i], nodes[i].ID, nodes[i].Zone
+			})
+			fresh.gen = gen
+			r.table.Store(fresh)
+		}
+		r.refreshMu.Unlock()
+	}
 	ref := refPool.Get().(*C.chr_node_ref)
 	defer refPool.Put(ref)
 	k, n := bytesArg(key)
-	err = check(C.gochr_ring_lookup(unsafe.Pointer(p), k, n, ref))
-	if err != nil {
+	if err := check(C.gochr_ring_lookup(unsafe.Pointer(p), k, n, ref)); err != nil {
 		return Node{}, err
 	}
 	return nodeFromRef(ref), nil
 }
 
+// changed marks a change made through r (see Ring.table).
+func (r *Ring) changed() { r.gen.Add(1) }
+
 // Replicas returns up to n distinct members for key, coordinator first,
 // walking clockwise from its owner (members of weight 0 are never chosen).
 // n is clamped to the number of members at the time of the call.
 func (r *Ring) Replicas(key []byte, n int) ([]Node, error) {
+	return r.replicas(key, n, func(p, k unsafe.Pointer, kn, want C.size_t, out *C.chr_node_ref, count *C.size_t) C.gochr_result {
+		return C.gochr_ring_replicas(p, k, kn, want, out, count)
+	})
+}
+
+// replicas runs one of the C replica calls for Replicas and ReplicasPolicy.
+func (r *Ring) replicas(key []byte, n int, call func(p, k unsafe.Pointer, kn, want C.size_t, out *C.chr_node_ref, count *C.size_t) C.gochr_result) ([]Node, error) {
 	p, err := r.handle()
 	if err != nil {
 		return nil, err
@@ -256,7 +305,7 @@ func (r *Ring) Replicas(key []byte, n int) ([]Node, error) {
 	refs := make([]C.chr_node_ref, room)
 	k, kn := bytesArg(key)
 	var count C.size_t
-	err = check(C.gochr_ring_replicas(unsafe.Pointer(p), k, kn, C.size_t(clampCount(n, room)), refsArg(refs), &count))
+	err = check(call(unsafe.Pointer(p), k, kn, C.size_t(clampCount(n, room)), refsArg(refs), &count))
 	if err != nil {
 		return nil, err
 	}

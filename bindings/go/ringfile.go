@@ -138,6 +138,7 @@ func (r *Ring) ApplyText(text []byte, name string) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	defer runtime.KeepAlive(r)
+	defer r.changed()
 	cname, err := cStringOrNil(name, "ApplyText: name")
 	if err != nil {
 		return FileInfo{}, err
@@ -158,6 +159,7 @@ func (r *Ring) ApplyFile(path string) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	defer runtime.KeepAlive(r)
+	defer r.changed()
 	cpath, err := cString(path, "ApplyFile: path")
 	if err != nil {
 		return FileInfo{}, err

@@ -46,6 +46,38 @@ WRAP(snapshot_replicas,
      (snap, key, key_len, n, out, count))
 WRAP(snapshot_node, (const void *snap, size_t index, chr_node_view *out),
      (snap, index, out))
+WRAP(ring_replicas_policy,
+     (const void *ring, const void *key, size_t key_len, int32_t policy, size_t n,
+      chr_node_ref *out, size_t *count),
+     (ring, key, key_len, policy, n, out, count))
+WRAP(snapshot_replicas_policy,
+     (const void *snap, const void *key, size_t key_len, int32_t policy, size_t n,
+      chr_node_view *out, size_t *count),
+     (snap, key, key_len, policy, n, out, count))
+WRAP(snapshot_replica_shares,
+     (const void *snap, int32_t policy, size_t n, double *shares, size_t capacity, size_t *count),
+     (snap, policy, n, shares, capacity, count))
+WRAP(replica_policy_name, (int32_t policy, const char **name), (policy, name))
+WRAP(replica_policy_find, (const char *name, int32_t *policy), (name, policy))
+WRAP(diff_new, (const void *old_snap, const void *new_snap, chr_diff **out), (old_snap, new_snap, out))
+WRAP(diff_describe, (const void *diff, chr_diff_info *info), (diff, info))
+WRAP(diff_ranges,
+     (const void *diff, size_t cursor, chr_diff_range *out, size_t capacity, size_t *written),
+     (diff, cursor, out, capacity, written))
+WRAP(diff_matrix,
+     (const void *diff, size_t cursor, chr_diff_cell *out, size_t capacity, size_t *written),
+     (diff, cursor, out, capacity, written))
+WRAP(diff_snapshot, (const void *diff, int32_t side, const chr_snapshot **out), (diff, side, out))
+WRAP(diff_counterpart, (const void *diff, int32_t side, uint32_t index, uint32_t *other),
+     (diff, side, index, other))
+WRAP(diff_lookup, (const void *diff, const void *key, size_t key_len, chr_transition *out),
+     (diff, key, key_len, out))
+WRAP(plan_new, (const void *diff, int32_t policy, size_t replicas, chr_plan **out),
+     (diff, policy, replicas, out))
+WRAP(plan_describe, (const void *plan, chr_plan_info *info), (plan, info))
+WRAP(plan_ranges,
+     (const void *plan, size_t cursor, chr_plan_range *out, size_t capacity, size_t *written),
+     (plan, cursor, out, capacity, written))
 WRAP(snapshot_node_count, (const void *snap, size_t *count), (snap, count))
 WRAP(snapshot_token_count, (const void *snap, size_t *count), (snap, count))
 WRAP(snapshot_fingerprint, (const void *snap, uint64_t *fingerprint), (snap, fingerprint))
@@ -78,3 +110,81 @@ WRAP(ring_export,
 WRAP(snapshot_export,
      (const void *snap, uint32_t flags, uint64_t revision, void *buf, size_t capacity, size_t *len),
      (snap, flags, revision, buf, capacity, len))
+WRAP(snapshot_lookup_bounded,
+     (const void *snap, const void *key, size_t key_len, const uint64_t *loads,
+      const unsigned char *available, size_t n_nodes, const chr_bound_options *opts,
+      chr_node_view *out, chr_bound_result *result),
+     (snap, key, key_len, loads, available, n_nodes, opts, out, result))
+WRAP(bound_capacities,
+     (const uint32_t *weights, size_t n, uint64_t total_load, const chr_bound_options *opts,
+      uint64_t *caps),
+     (weights, n, total_load, opts, caps))
+WRAP(tracker_new, (size_t max_nodes, chr_tracker **out), (max_nodes, out))
+WRAP(tracker_acquire,
+     (void *tracker, const void *snap, const void *key, size_t key_len,
+      const chr_bound_options *opts, chr_node_view *out, chr_bound_result *result,
+      chr_ticket *ticket),
+     (tracker, snap, key, key_len, opts, out, result, ticket))
+WRAP(tracker_release, (void *tracker, const chr_ticket *ticket), (tracker, ticket))
+WRAP(tracker_set_available, (void *tracker, const void *id, size_t id_len, uint32_t available),
+     (tracker, id, id_len, available))
+WRAP(tracker_load, (const void *tracker, const void *id, size_t id_len, uint64_t *load),
+     (tracker, id, id_len, load))
+WRAP(tracker_total, (const void *tracker, uint64_t *total), (tracker, total))
+
+gochr_index gochr_snapshot_lookup_index(const void *snap, const void *key, size_t key_len) {
+    chr_node_view view;
+    gochr_result r = finish(chr_snapshot_lookup(snap, key, key_len, &view));
+    gochr_index out = {r.status, r.status == CHR_OK ? view.index : 0, r.message};
+    return out;
+}
+
+static int field_matches(uint64_t word, uint64_t high, uint64_t low) {
+    return word == (high << 32 | low);
+}
+
+static int bytes_match(const unsigned char *arena, uint64_t span, const unsigned char *bytes,
+                       size_t len) {
+    return field_matches(span, span >> 32, len) && memcmp(arena + (span >> 32), bytes, len) == 0;
+}
+
+gochr_match gochr_ring_lookup_match(const void *ring, const void *key, size_t key_len,
+                                    uintptr_t table_addr, size_t count) {
+    const uint64_t *table = (const uint64_t *)table_addr;
+    const unsigned char *arena = (const unsigned char *)(table + count * GOCHR_TABLE_STRIDE);
+    chr_node_ref ref;
+    gochr_result r = finish(chr_ring_lookup(ring, key, key_len, &ref));
+    gochr_match out = {r.status, 0, 0, r.message};
+    if (r.status != CHR_OK) return out;
+    out.index = ref.index;
+    if (ref.index < count) {
+        const uint64_t *t = table + (size_t)ref.index * GOCHR_TABLE_STRIDE;
+        uint64_t ownership;
+        memcpy(&ownership, &ref.ownership, sizeof ownership);
+        out.matched = t[0] == ref.tag && t[1] == ownership &&
+                      field_matches(t[2], ref.weight, ref.tokens) &&
+                      bytes_match(arena, t[3], ref.id, ref.id_len) &&
+                      bytes_match(arena, t[4], ref.zone, ref.zone_len);
+    }
+    return out;
+}
+
+gochr_result gochr_snapshot_lookup_packed(const void *snap, const void *data, const size_t *lens,
+                                          size_t n, uint32_t *indices) {
+    enum { CHUNK = 256 };
+    const void *ptrs[CHUNK];
+    const unsigned char *at = data;
+    size_t done = 0;
+    do {
+        size_t chunk = n - done < CHUNK ? n - done : CHUNK;
+        for (size_t i = 0; i < chunk; i++) {
+            ptrs[i] = at;
+            at += lens[done + i];
+        }
+        chr_status status = chr_snapshot_lookup_batch(snap, ptrs, lens ? lens + done : NULL, chunk,
+                                                      indices ? indices + done : NULL);
+        if (status != CHR_OK) return finish(status);
+        done += chunk;
+    } while (done < n);
+    return finish(CHR_OK);
+}

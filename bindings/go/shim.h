@@ -44,6 +44,31 @@ gochr_result gochr_snapshot_lookup(const void *snap, const void *key, size_t key
 gochr_result gochr_snapshot_replicas(const void *snap, const void *key, size_t key_len,
                                      size_t n, chr_node_view *out, size_t *count);
 gochr_result gochr_snapshot_node(const void *snap, size_t index, chr_node_view *out);
+gochr_result gochr_ring_replicas_policy(const void *ring, const void *key, size_t key_len,
+                                        int32_t policy, size_t n, chr_node_ref *out,
+                                        size_t *count);
+gochr_result gochr_snapshot_replicas_policy(const void *snap, const void *key, size_t key_len,
+                                            int32_t policy, size_t n, chr_node_view *out,
+                                            size_t *count);
+gochr_result gochr_snapshot_replica_shares(const void *snap, int32_t policy, size_t n,
+                                           double *shares, size_t capacity, size_t *count);
+gochr_result gochr_replica_policy_name(int32_t policy, const char **name);
+gochr_result gochr_replica_policy_find(const char *name, int32_t *policy);
+gochr_result gochr_diff_new(const void *old_snap, const void *new_snap, chr_diff **out);
+gochr_result gochr_diff_describe(const void *diff, chr_diff_info *info);
+gochr_result gochr_diff_ranges(const void *diff, size_t cursor, chr_diff_range *out,
+                               size_t capacity, size_t *written);
+gochr_result gochr_diff_matrix(const void *diff, size_t cursor, chr_diff_cell *out,
+                               size_t capacity, size_t *written);
+gochr_result gochr_diff_snapshot(const void *diff, int32_t side, const chr_snapshot **out);
+gochr_result gochr_diff_counterpart(const void *diff, int32_t side, uint32_t index,
+                                    uint32_t *other);
+gochr_result gochr_diff_lookup(const void *diff, const void *key, size_t key_len,
+                               chr_transition *out);
+gochr_result gochr_plan_new(const void *diff, int32_t policy, size_t replicas, chr_plan **out);
+gochr_result gochr_plan_describe(const void *plan, chr_plan_info *info);
+gochr_result gochr_plan_ranges(const void *plan, size_t cursor, chr_plan_range *out,
+                               size_t capacity, size_t *written);
 gochr_result gochr_snapshot_node_count(const void *snap, size_t *count);
 gochr_result gochr_snapshot_token_count(const void *snap, size_t *count);
 gochr_result gochr_snapshot_fingerprint(const void *snap, uint64_t *fingerprint);
@@ -68,5 +93,61 @@ gochr_result gochr_ring_export(const void *ring, uint32_t flags, uint64_t revisi
                                size_t capacity, size_t *len);
 gochr_result gochr_snapshot_export(const void *snap, uint32_t flags, uint64_t revision, void *buf,
                                    size_t capacity, size_t *len);
+
+/* Bounded loads and the tracker (chring.h, "Bounded loads and availability"). */
+gochr_result gochr_snapshot_lookup_bounded(const void *snap, const void *key, size_t key_len,
+                                           const uint64_t *loads, const unsigned char *available,
+                                           size_t n_nodes, const chr_bound_options *opts,
+                                           chr_node_view *out, chr_bound_result *result);
+gochr_result gochr_bound_capacities(const uint32_t *weights, size_t n, uint64_t total_load,
+                                    const chr_bound_options *opts, uint64_t *caps);
+gochr_result gochr_tracker_new(size_t max_nodes, chr_tracker **out);
+gochr_result gochr_tracker_acquire(void *tracker, const void *snap, const void *key,
+                                   size_t key_len, const chr_bound_options *opts,
+                                   chr_node_view *out, chr_bound_result *result,
+                                   chr_ticket *ticket);
+gochr_result gochr_tracker_release(void *tracker, const chr_ticket *ticket);
+gochr_result gochr_tracker_set_available(void *tracker, const void *id, size_t id_len,
+                                         uint32_t available);
+gochr_result gochr_tracker_load(const void *tracker, const void *id, size_t id_len,
+                                uint64_t *load);
+gochr_result gochr_tracker_total(const void *tracker, uint64_t *total);
+/* The hot paths return everything by value: a Go pointer passed to C
+ * escapes to the Go heap, so an out-parameter would cost one allocation per
+ * call. */
+
+/* A lookup's status, owner index and, on failure, the message. */
+typedef struct gochr_index {
+    chr_status status;
+    uint32_t index;
+    char *message;
+} gochr_index;
+
+gochr_index gochr_snapshot_lookup_index(const void *snap, const void *key, size_t key_len);
+
+/* chr_ring_lookup checked against the Go side's copy of the node table:
+ * `matched` is 1 when the owner equals entry `index` of the table in every
+ * field, 0 otherwise (then the caller asks again with a full copy). The
+ * table is C memory, passed as an integer (no cgo pointer check): `count`
+ * entries of GOCHR_TABLE_STRIDE words (tag, ownership bits,
+ * weight << 32 | tokens, id offset << 32 | id length, zone offset << 32 |
+ * zone length), then the bytes the offsets point into. */
+#define GOCHR_TABLE_STRIDE 5
+typedef struct gochr_match {
+    chr_status status;
+    uint32_t index;
+    int matched;
+    char *message;
+} gochr_match;
+
+gochr_match gochr_ring_lookup_match(const void *ring, const void *key, size_t key_len,
+                                    uintptr_t table, size_t count);
+
+/* chr_snapshot_lookup_batch over keys packed end to end in `data`: key i is
+ * the lens[i] bytes after keys 0..i-1. The pointer array is built here, in
+ * chunks on the C stack, because Go memory passed to C must not hold Go
+ * pointers. */
+gochr_result gochr_snapshot_lookup_packed(const void *snap, const void *data, const size_t *lens,
+                                          size_t n, uint32_t *indices);
 
 #endif

@@ -59,13 +59,21 @@ func (s *Snapshot) Close() error {
 // runtime.KeepAlive(s) (see Ring.handle).
 func (s *Snapshot) handle() (*C.chr_snapshot, error) { return s.ptr.get() }
 
-// viewPool recycles lookup out-structs (see refPool).
-var viewPool = sync.Pool{New: func() any { return new(C.chr_node_view) }}
-
 // nodes is the snapshot's node table, built on first use.
 func (s *Snapshot) nodes(p *C.chr_snapshot) ([]Node, error) {
 	s.tableOnce.Do(func() { s.table, s.tableErr = buildTable(p) })
 	return s.table, s.tableErr
+}
+
+// handleAndNodes is handle, then nodes; callers defer
+// runtime.KeepAlive(s).
+func (s *Snapshot) handleAndNodes() (*C.chr_snapshot, []Node, error) {
+	p, err := s.handle()
+	if err != nil {
+		return nil, nil, err
+	}
+	table, err := s.nodes(p)
+	return p, table, err
 }
 
 func buildTable(p *C.chr_snapshot) ([]Node, error) {
@@ -74,42 +82,35 @@ func buildTable(p *C.chr_snapshot) ([]Node, error) {
 		return nil, err
 	}
 	views := make([]C.chr_node_view, count)
-	size := 0
 	for i := range views {
 		if err := check(C.gochr_snapshot_node(unsafe.Pointer(p), C.size_t(i), &views[i])); err != nil {
 			return nil, err
 		}
-		size += int(views[i].id_len + views[i].zone_len)
 	}
-	arena := make([]byte, 0, size) // every id and zone in one allocation
-	table := make([]Node, count)
-	for i := range views {
+	return newNodeTable(len(views), false, func(i int) (Node, []byte, []byte) {
 		v := &views[i]
-		n := &table[i]
-		start := len(arena)
-		arena = append(arena, unsafe.Slice((*byte)(v.id), int(v.id_len))...)
-		n.ID = arena[start:len(arena):len(arena)]
-		if v.zone_len > 0 {
-			start = len(arena)
-			arena = append(arena, unsafe.Slice((*byte)(v.zone), int(v.zone_len))...)
-			n.Zone = arena[start:len(arena):len(arena)]
-		}
-		n.Tag = uint64(v.tag)
-		n.Weight = uint32(v.weight)
-		n.Tokens = uint32(v.tokens)
-		n.Index = int(v.index)
-		n.Ownership = float64(v.ownership)
-	}
-	return table, nil
+		return Node{
+			Tag:       uint64(v.tag),
+			Weight:    uint32(v.weight),
+			Tokens:    uint32(v.tokens),
+			Index:     int(v.index),
+			Ownership: float64(v.ownership),
+		}, unsafe.Slice((*byte)(v.id), int(v.id_len)), unsafe.Slice((*byte)(v.zone), int(v.zone_len))
+	}).nodes, nil
 }
 
 // Lookup returns the member that owns key in this snapshot.
 func (s *Snapshot) Lookup(key []byte) (Node, error) {
-	i, err := s.LookupIndex(key)
+	p, table, err := s.handleAndNodes()
+	defer runtime.KeepAlive(s)
 	if err != nil {
 		return Node{}, err
 	}
-	return s.Node(i)
+	i, err := lookupIndex(p, key)
+	if err != nil {
+		return Node{}, err
+	}
+	return table[i], nil
 }
 
 // LookupIndex returns the index (see Node) of the member that owns key.
@@ -119,23 +120,23 @@ func (s *Snapshot) LookupIndex(key []byte) (int, error) {
 		return 0, err
 	}
 	defer runtime.KeepAlive(s)
-	view := viewPool.Get().(*C.chr_node_view)
-	defer viewPool.Put(view)
+	i, err := lookupIndex(p, key)
+	return int(i), err
+}
+
+func lookupIndex(p *C.chr_snapshot, key []byte) (uint32, error) {
 	k, n := bytesArg(key)
-	if err := check(C.gochr_snapshot_lookup(unsafe.Pointer(p), k, n, view)); err != nil {
-		return 0, err
+	r := C.gochr_snapshot_lookup_index(unsafe.Pointer(p), k, n)
+	if r.status != C.CHR_OK {
+		return 0, check(C.gochr_result{status: r.status, message: r.message})
 	}
-	return int(view.index), nil
+	return uint32(r.index), nil
 }
 
 // Node returns member i, 0 <= i < NodeCount(), ids in byte order.
 func (s *Snapshot) Node(i int) (Node, error) {
-	p, err := s.handle()
-	if err != nil {
-		return Node{}, err
-	}
+	_, table, err := s.handleAndNodes()
 	defer runtime.KeepAlive(s)
-	table, err := s.nodes(p)
 	if err != nil {
 		return Node{}, err
 	}
@@ -148,12 +149,15 @@ func (s *Snapshot) Node(i int) (Node, error) {
 
 // Replicas is Ring.Replicas against this snapshot.
 func (s *Snapshot) Replicas(key []byte, n int) ([]Node, error) {
-	p, err := s.handle()
-	if err != nil {
-		return nil, err
-	}
+	return s.replicas(key, n, func(p, k unsafe.Pointer, kn, want C.size_t, out *C.chr_node_view, count *C.size_t) C.gochr_result {
+		return C.gochr_snapshot_replicas(p, k, kn, want, out, count)
+	})
+}
+
+// replicas runs one of the C replica calls for Replicas and ReplicasPolicy.
+func (s *Snapshot) replicas(key []byte, n int, call func(p, k unsafe.Pointer, kn, want C.size_t, out *C.chr_node_view, count *C.size_t) C.gochr_result) ([]Node, error) {
+	p, table, err := s.handleAndNodes()
 	defer runtime.KeepAlive(s)
-	table, err := s.nodes(p)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +165,7 @@ func (s *Snapshot) Replicas(key []byte, n int) ([]Node, error) {
 	views := make([]C.chr_node_view, room)
 	k, kn := bytesArg(key)
 	var count C.size_t
-	if err := check(C.gochr_snapshot_replicas(unsafe.Pointer(p), k, kn, C.size_t(clampCount(n, room)), &views[0], &count)); err != nil {
+	if err := check(call(unsafe.Pointer(p), k, kn, C.size_t(clampCount(n, room)), &views[0], &count)); err != nil {
 		return nil, err
 	}
 	out := make([]Node, count)

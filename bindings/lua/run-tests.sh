@@ -24,4 +24,8 @@ if [ -z "${CHRING_INCLUDE_DIR:-}" ]; then
 fi
 export CHRING_LIB CHRING_INCLUDE_DIR
 export LUA_PATH="$here/lib/?.lua;$here/t/?.lua;;"
+if [ "${1:-}" = --bench ]; then   # the benchmark (bench.lua) instead of the tests
+    shift
+    exec "$LUAJIT" "$here/bench.lua" "$@"
+fi
 exec "$LUAJIT" "$here/t/run.lua" "$@"

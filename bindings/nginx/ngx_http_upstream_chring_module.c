@@ -18,7 +18,8 @@
  * does); its tag is the node's number, in configuration order. A failed
  * try moves the key to its next replica: the next distinct node clockwise
  * on the ring, which is exactly where the key would live with the failed
- * node removed. Lookups go to a snapshot held for the configuration's life
+ * node removed (with replicas=zones-first, the next node of a zone not
+ * tried yet, while there is one: chring.h, "Zone-aware replicas"). Lookups go to a snapshot held for the configuration's life
  * and never allocate. The round-robin peer_free does the failure
  * accounting (max_fails, fail_timeout).
  *
@@ -88,6 +89,10 @@ typedef struct {
     ngx_flag_t                         configured;
     ngx_http_upstream_chring_file_t   *file;        /* NULL without file= */
     ngx_str_t                          host;        /* the upstream's name */
+    int32_t                            policy;      /* replicas=: CHR_REPLICAS_* */
+    /* balance=: the bound in percent of the mean in-flight count, 0 = none */
+    uint32_t                           balance_pct;
+    uint64_t                           balance_slack;  /* balance_slack=N */
 } ngx_http_upstream_chring_srv_conf_t;
 
 
@@ -103,6 +108,7 @@ typedef struct {
     ngx_http_upstream_chring_srv_conf_t  *conf;
     ngx_str_t                             key;
     ngx_uint_t                            in_backup;  /* unsigned:1 */
+    ngx_pool_t                           *pool;       /* the request's */
 } ngx_http_upstream_chring_peer_data_t;
 
 
@@ -125,6 +131,12 @@ static ngx_int_t ngx_http_upstream_get_chring_peer(ngx_peer_connection_t *pc,
 static ngx_http_upstream_rr_peer_t *ngx_http_upstream_chring_pick(
     ngx_http_upstream_chring_peer_data_t *cp,
     ngx_http_upstream_chring_tier_t *tier, ngx_log_t *log);
+static ngx_http_upstream_rr_peer_t *ngx_http_upstream_chring_pick_bounded(
+    ngx_http_upstream_chring_peer_data_t *cp,
+    ngx_http_upstream_chring_tier_t *tier, ngx_log_t *log);
+static ngx_uint_t ngx_http_upstream_chring_usable(
+    ngx_http_upstream_chring_peer_data_t *cp, ngx_http_upstream_rr_peer_t *peer,
+    ngx_uint_t i, time_t now);
 static ngx_http_upstream_rr_peer_t *ngx_http_upstream_chring_best_of_node(
     ngx_http_upstream_chring_peer_data_t *cp,
     ngx_http_upstream_chring_tier_t *tier, ngx_uint_t node);
@@ -163,6 +175,9 @@ static ngx_int_t ngx_http_upstream_chring_value(ngx_http_request_t *r,
 #define NGX_HTTP_CHRING_SEEN_PLUGIN_DIR  0x10
 #define NGX_HTTP_CHRING_SEEN_FILE        0x20
 #define NGX_HTTP_CHRING_SEEN_CHECK       0x40
+#define NGX_HTTP_CHRING_SEEN_REPLICAS    0x80
+#define NGX_HTTP_CHRING_SEEN_BALANCE     0x100
+#define NGX_HTTP_CHRING_SEEN_SLACK       0x200
 
 
 static ngx_command_t  ngx_http_upstream_chring_commands[] = {
@@ -592,6 +607,7 @@ ngx_http_upstream_init_chring_peer(ngx_http_request_t *r,
 
     cp->conf = ccf;
     cp->in_backup = 0;
+    cp->pool = r->pool;
 
     ngx_http_upstream_chring_file_check(ccf, r->connection->log);
 
@@ -682,6 +698,14 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
     chr_node_view                 views[NGX_HTTP_CHRING_REPLICAS];
     ngx_http_upstream_rr_peer_t  *peer;
 
+    if (cp->conf->balance_pct) {
+        peer = ngx_http_upstream_chring_pick_bounded(cp, tier, log);
+        if (peer) {
+            return peer;
+        }
+        /* nothing with room found through the bound: the plain walk */
+    }
+
     rc = chr_snapshot_lookup(tier->snapshot, cp->key.data, cp->key.len,
                              &views[0]);
     if (rc == CHR_EEMPTY) {
@@ -715,8 +739,9 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
             want = NGX_HTTP_CHRING_REPLICAS;
         }
 
-        rc = chr_snapshot_replicas(tier->snapshot, cp->key.data, cp->key.len,
-                                   want, views, &count);
+        rc = chr_snapshot_replicas_policy(tier->snapshot, cp->key.data,
+                                          cp->key.len, cp->conf->policy, want,
+                                          views, &count);
         if (rc != CHR_OK) {
             ngx_log_error(NGX_LOG_ERR, log, 0, "chring: %s", chr_last_error());
             return NULL;
@@ -748,6 +773,129 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
 
 
 /*
+ * balance=: the first node of the key's replica walk whose requests in
+ * flight (the sum of its peers' conns: in the upstream's shared zone when
+ * it has one, so counted over every worker) are below its capacity, by
+ * chr_snapshot_lookup_bounded; nodes without a usable, untried peer are
+ * unavailable to it. Then its best peer. NULL if none (the caller walks
+ * the ring as without a bound). Called with the peers locked.
+ */
+static ngx_http_upstream_rr_peer_t *
+ngx_http_upstream_chring_pick_bounded(ngx_http_upstream_chring_peer_data_t *cp,
+    ngx_http_upstream_chring_tier_t *tier, ngx_log_t *log)
+{
+    time_t                        now;
+    size_t                        n, m, j;
+    uint64_t                     *loads, *node_load;
+    ngx_uint_t                    i, node;
+    chr_status                    rc;
+    u_char                       *up, *node_up;
+    chr_node_view                 view;
+    chr_bound_result              res;
+    chr_bound_options             opts = CHR_BOUND_OPTIONS_INIT;
+    ngx_http_upstream_rr_peer_t  *peer;
+
+    if (chr_snapshot_node_count(tier->snapshot, &n) != CHR_OK || n == 0) {
+        return NULL;
+    }
+
+    /* node numbers: below the peer count, or below nnodes with file= */
+    m = cp->rrp.peers->number + tier->nnodes + 1;
+
+    loads = ngx_pcalloc(cp->pool, (n + m) * sizeof(uint64_t) + n + m);
+    if (loads == NULL) {
+        return NULL;
+    }
+    node_load = loads + n;
+    up = (u_char *) (node_load + m);
+    node_up = up + n;
+
+    now = ngx_time();
+
+    for (peer = cp->rrp.peers->peer, i = 0; peer; peer = peer->next, i++) {
+        node = tier->node_of_peer[i];
+        if (node >= m) {
+            continue;
+        }
+        node_load[node] += peer->conns;
+        if (ngx_http_upstream_chring_usable(cp, peer, i, now)) {
+            node_up[node] = 1;
+        }
+    }
+
+    for (j = 0; j < n; j++) {
+        if (chr_snapshot_node(tier->snapshot, j, &view) != CHR_OK) {
+            return NULL;
+        }
+        node = ngx_http_upstream_chring_view_node(tier, &view);
+        if (node < m) {
+            loads[j] = node_load[node] < CHR_LOAD_MAX ? node_load[node] : CHR_LOAD_MAX;
+            up[j] = node_up[node];
+        }
+    }
+
+    opts.factor_pct = cp->conf->balance_pct;
+    opts.slack = cp->conf->balance_slack;
+
+    rc = chr_snapshot_lookup_bounded(tier->snapshot, cp->key.data, cp->key.len,
+                                     loads, up, n, &opts, &view, &res);
+    if (rc == CHR_EEMPTY) {
+        return NULL;
+    }
+
+    if (rc != CHR_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "chring: %s", chr_last_error());
+        return NULL;
+    }
+
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "chring bounded: \"%*s\" load %uL of %uL, %ui probes",
+                   view.id_len, view.id, res.load, res.capacity,
+                   (ngx_uint_t) res.probes);
+
+    return ngx_http_upstream_chring_best_of_node(cp, tier,
+                               ngx_http_upstream_chring_view_node(tier, &view));
+}
+
+
+/*
+ * Whether peer i can take the request: not tried yet, not down, not failed
+ * (max_fails within fail_timeout), not full (max_conns).
+ */
+static ngx_uint_t
+ngx_http_upstream_chring_usable(ngx_http_upstream_chring_peer_data_t *cp,
+    ngx_http_upstream_rr_peer_t *peer, ngx_uint_t i, time_t now)
+{
+    uintptr_t   m;
+    ngx_uint_t  n;
+
+    n = i / (8 * sizeof(uintptr_t));
+    m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+
+    if (cp->rrp.tried[n] & m) {
+        return 0;
+    }
+
+    if (peer->down) {
+        return 0;
+    }
+
+    if (peer->max_fails
+        && peer->fails >= peer->max_fails
+        && now - peer->checked <= peer->fail_timeout)
+    {
+        return 0;
+    }
+
+    if (peer->max_conns && peer->conns >= peer->max_conns) {
+        return 0;
+    }
+
+    return 1;
+}
+
+
+/*
  * The best available, untried peer of ring node `node` (or of any node for
  * NGX_CONF_UNSET_UINT) by smooth weighted round robin, skipping peers that
  * are down, failed (max_fails within fail_timeout) or full (max_conns),
@@ -775,25 +923,7 @@ ngx_http_upstream_chring_best_of_node(ngx_http_upstream_chring_peer_data_t *cp,
             continue;
         }
 
-        n = i / (8 * sizeof(uintptr_t));
-        m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
-
-        if (cp->rrp.tried[n] & m) {
-            continue;
-        }
-
-        if (peer->down) {
-            continue;
-        }
-
-        if (peer->max_fails
-            && peer->fails >= peer->max_fails
-            && now - peer->checked <= peer->fail_timeout)
-        {
-            continue;
-        }
-
-        if (peer->max_conns && peer->conns >= peer->max_conns) {
+        if (!ngx_http_upstream_chring_usable(cp, peer, i, now)) {
             continue;
         }
 
@@ -858,7 +988,9 @@ ngx_http_upstream_chring_create_conf(ngx_conf_t *cf)
 
 /*
  * chring KEY [tokens=N] [hash=NAME] [seed=N] [placement=native|nginx]
- *            [plugin_dir=PATH] [file=PATH [check=TIME]];
+ *            [replicas=nodes|zones-first] [balance=F [balance_slack=N]]
+ *            [plugin_dir=PATH]
+ *            [file=PATH [check=TIME]];
  *
  * The options are checked here by creating the primary ring (an unknown
  * hasher or an out-of-range value fails `nginx -t` at this line, with
@@ -904,6 +1036,15 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (rv != NGX_CONF_OK) {
             return rv;
         }
+    }
+
+    if (ccf->policy == CHR_REPLICAS_ZONES_FIRST
+        && !(seen & NGX_HTTP_CHRING_SEEN_FILE))
+    {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "chring: \"replicas=zones-first\" without "
+                           "\"file=\" walks as \"nodes\": zones come from "
+                           "the ring file's members");
     }
 
     if ((seen & NGX_HTTP_CHRING_SEEN_CHECK)
@@ -985,8 +1126,9 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
     ngx_uint_t *seen)
 {
     u_char      *eq, *p, *last;
+    int32_t      policy;
     uint64_t     seed;
-    ngx_int_t    n;
+    ngx_int_t    n, frac;
     ngx_str_t    arg;
     ngx_uint_t   bit;
 
@@ -1094,6 +1236,60 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
         }
         ccf->file->check = (ngx_msec_t) n;
 
+    } else if (ngx_strncmp(value->data, "replicas=", 9) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_REPLICAS;
+        /* the parser NUL-terminates arguments */
+        if (chr_replica_policy_find((const char *) arg.data, &policy) != CHR_OK
+            || (policy != CHR_REPLICAS_NODES
+                && policy != CHR_REPLICAS_ZONES_FIRST))
+        {
+            /* nts is not prefix-stable: the walk below needs prefixes */
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "chring: invalid \"%V\": the failover order "
+                               "is \"nodes\" or \"zones-first\"", value);
+            return NGX_CONF_ERROR;
+        }
+        ccf->policy = policy;
+
+    } else if (ngx_strncmp(value->data, "balance=", 8) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_BALANCE;
+        /* a decimal factor with up to 2 fractional digits: 1.25 -> 125 */
+        n = 0;
+        frac = -1;
+        for (last = arg.data + arg.len, p = arg.data; p < last; p++) {
+            if (*p == '.' && frac < 0) {
+                frac = 0;
+                continue;
+            }
+            if (*p < '0' || *p > '9' || frac >= 2 || n > 100000) {
+                goto bad_balance;
+            }
+            n = n * 10 + (*p - '0');
+            if (frac >= 0) {
+                frac++;
+            }
+        }
+        for (frac = frac < 0 ? 0 : frac; frac < 2; frac++) {
+            n *= 10;
+        }
+        if (arg.len == 0 || n < (ngx_int_t) CHR_BALANCE_FACTOR_MIN
+            || n > (ngx_int_t) CHR_BALANCE_FACTOR_MAX)
+        {
+            goto bad_balance;
+        }
+        ccf->balance_pct = (uint32_t) n;
+
+    } else if (ngx_strncmp(value->data, "balance_slack=", 14) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_SLACK;
+        n = ngx_atoi(arg.data, arg.len);
+        if (n == NGX_ERROR || n > 1000000) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "chring: invalid \"%V\": the slack is a whole "
+                               "number of requests, 0..1000000", value);
+            return NGX_CONF_ERROR;
+        }
+        ccf->balance_slack = (uint64_t) n;
+
     } else if (ngx_strncmp(value->data, "plugin_dir=", 11) == 0) {
         bit = NGX_HTTP_CHRING_SEEN_PLUGIN_DIR;
         if (arg.len == 0) {
@@ -1131,7 +1327,17 @@ invalid:
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "chring: invalid parameter \"%V\" (expected tokens=N, "
                        "hash=NAME, seed=N, placement=native|nginx, "
-                       "plugin_dir=PATH, file=PATH or check=TIME)", value);
+                       "replicas=nodes|zones-first, balance=F, "
+                       "balance_slack=N, plugin_dir=PATH, "
+                       "file=PATH or check=TIME)", value);
+
+    return NGX_CONF_ERROR;
+
+bad_balance:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "chring: invalid \"%V\": the balance factor is a "
+                       "decimal number from 1.00 to 1000 (e.g. 1.25)", value);
 
     return NGX_CONF_ERROR;
 }

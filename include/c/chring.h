@@ -78,10 +78,27 @@
 extern "C" {
 #endif
 
+/* CHR_API marks every exported function. Define it before including this
+ * header to override it (as libgit2's GIT_EXTERN and zstd's ZSTDLIB_API can
+ * be). By default: on Windows, __declspec(dllexport) while the library is
+ * built (CHR_BUILDING_LIBRARY), nothing for a program linking a static
+ * libchring (define CHR_STATIC), else __declspec(dllimport), which MSVC
+ * and MinGW consumers of chring.dll want; elsewhere default visibility
+ * while building, nothing for consumers. */
+#ifndef CHR_API
+#if defined(_WIN32) || defined(__CYGWIN__)
 #if defined(CHR_BUILDING_LIBRARY)
+#define CHR_API __declspec(dllexport)
+#elif defined(CHR_STATIC)
+#define CHR_API
+#else
+#define CHR_API __declspec(dllimport)
+#endif
+#elif defined(CHR_BUILDING_LIBRARY)
 #define CHR_API __attribute__((visibility("default")))
 #else
 #define CHR_API
+#endif
 #endif
 
 /* No function of this API throws: C++ sees each as noexcept. */
@@ -510,15 +527,24 @@ CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size
                                       double *fraction) CHR_NOEXCEPT;
 
 /**
+ * The fingerprint algorithm of this library (docs/semantics.md,
+ * "Fingerprint"): compare fingerprints only between libraries with the same
+ * version. Version 2 added the zones, and only for rings where some member
+ * has one: a ring without zones fingerprints as in version 1.
+ */
+#define CHR_FINGERPRINT_VERSION 2
+
+/**
  * A 64-bit digest of the placement options, the sorted token array (value
- * and owner id) and the members (id, weight). Two rings with equal
- * fingerprints route every key, and every replica list, the same; rings
- * built from the same options and membership have equal fingerprints
- * whatever the order of the calls that built them, on every platform.
- * Tags and zones are metadata and not included. A compatibility placement
- * ignores seed and tokens_per_weight, so rings that differ only in those
- * are the same ring and have equal fingerprints.
- * Thread-safety: as chr_ring_lookup. Since: 0.1.
+ * and owner id), the members (id, weight) and their zones. Two rings with
+ * equal fingerprints route every key, and every replica list under every
+ * replica policy, the same; rings built from the same options and
+ * membership have equal fingerprints whatever the order of the calls that
+ * built them, on every platform. Tags are metadata and not included. A
+ * compatibility placement ignores seed and tokens_per_weight, so rings that
+ * differ only in those are the same ring and have equal fingerprints.
+ * Thread-safety: as chr_ring_lookup. Since: 0.1 (zones are covered from
+ * CHR_FINGERPRINT_VERSION 2 on).
  */
 CHR_API chr_status chr_ring_fingerprint(const chr_ring *ring, uint64_t *fingerprint) CHR_NOEXCEPT;
 
@@ -583,6 +609,356 @@ CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, ui
                                       uint32_t *node_index) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
+/* Zone-aware replicas                                                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A replica policy orders the same clockwise walk differently. Every policy
+ * walks the tokens clockwise from the key's successor and takes each node
+ * the first time it meets it (the walk of chr_ring_replicas); they differ in
+ * which of those nodes are kept and in what order. A node's zone is its
+ * label bytes (chr_ring_add); every node with an empty zone is in one shared
+ * zone. "Live zones" are the zones holding a node with tokens.
+ *
+ * CHR_REPLICAS_NODES (0, the default): the first n nodes of the walk, as
+ *   chr_ring_replicas. Zones are ignored.
+ * CHR_REPLICAS_ZONES_FIRST (1): the nodes that are the first of their zone
+ *   in walk order come first, in walk order, then the other nodes in walk
+ *   order. So the first min(n, live zones) replicas are in distinct zones,
+ *   the coordinator (replica 0) is the key's owner (chr_ring_lookup),
+ *   replicas(n) is a prefix of replicas(n + 1) (a client failing over along
+ *   the list never revisits a node), and adding or removing a node changes
+ *   only the lists that contain it (before or after the change).
+ * CHR_REPLICAS_NTS (2): the set of CHR_REPLICAS_ZONES_FIRST, in walk order:
+ *   the replicas Cassandra's NetworkTopologyStrategy chooses for one data
+ *   centre whose racks are the zones, in the order it lists them (a node of
+ *   an already seen zone is taken while more than one node per zone is
+ *   needed to reach n, i.e. while n exceeds the live zones). Not a prefix
+ *   order: replicas(n) and replicas(n + 1) may order the same nodes
+ *   differently.
+ *
+ * Policies are numbered from 0 without gaps: ask chr_replica_policy_name()
+ * for 0, 1, 2, ... until CHR_ENOTSUP to list those this library provides.
+ *
+ * Cost: the walk goes on until it has the nodes it needs, so under a zone
+ * policy a key whose zones are not all near its successor walks further
+ * than CHR_REPLICAS_NODES does (up to every token when a zone is small).
+ * Memory: no allocation for n <= 32, or when the members plus the distinct
+ * zone labels number at most 65,536 (a bitmap on the stack); beyond, a
+ * per-thread table is sized once per thread (as chr_ring_replicas does past
+ * 65,536 members).
+ */
+#define CHR_REPLICAS_NODES 0
+#define CHR_REPLICAS_ZONES_FIRST 1
+#define CHR_REPLICAS_NTS 2
+
+/**
+ * The name of replica policy `policy`: "nodes", "zones-first", "nts".
+ * @param name  receives a static NUL-terminated string (valid for the life
+ *              of the process)
+ * @return CHR_OK; CHR_EINVAL (NULL name); CHR_ENOTSUP (no such policy in
+ *         this library).
+ * Thread-safety: any thread. Ownership: static storage. Since: 0.1.
+ */
+CHR_API chr_status chr_replica_policy_name(int32_t policy, const char **name) CHR_NOEXCEPT;
+
+/**
+ * The policy called `name` (as chr_replica_policy_name, NUL-terminated,
+ * exact match).
+ * @return CHR_OK; CHR_EINVAL (NULL name or policy); CHR_ENOTSUP (no policy
+ *         of that name).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_replica_policy_find(const char *name, int32_t *policy) CHR_NOEXCEPT;
+
+/**
+ * As chr_ring_replicas, under replica policy `policy` (CHR_REPLICAS_*);
+ * CHR_REPLICAS_NODES gives exactly chr_ring_replicas' lists.
+ * @param n      clamped to the number of nodes with tokens
+ * @param out    room for n entries
+ * @param count  receives how many were written
+ * @return CHR_OK; CHR_EINVAL (n == 0, NULL out or count); CHR_ENOTSUP
+ *         (unknown policy); CHR_EEMPTY; CHR_ENOMEM (a thread's first read,
+ *         or its first large walk: see "Memory" above).
+ * Thread-safety: as chr_ring_lookup. Ownership: writes caller memory only.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_ring_replicas_policy(const chr_ring *ring, const void *key, size_t key_len,
+                                            int32_t policy, size_t n, chr_node_ref *out,
+                                            size_t *count) CHR_NOEXCEPT;
+
+/** As chr_ring_replicas_policy, borrowing from the snapshot. Since: 0.1. */
+CHR_API chr_status chr_snapshot_replicas_policy(const chr_snapshot *snap, const void *key,
+                                                size_t key_len, int32_t policy, size_t n,
+                                                chr_node_view *out, size_t *count) CHR_NOEXCEPT;
+
+/**
+ * Each member's replica share: the fraction of the key space (0..1) for
+ * which it is among the first n replicas under `policy`, exact from the
+ * token arcs (every key of an arc has the same list), not sampled.
+ * shares[i] is member i's (node index order, as chr_snapshot_node); they
+ * sum to min(n, nodes with tokens). Under CHR_REPLICAS_NODES with n = 1
+ * a share is the member's ownership. Nodes in a zone holding less weight
+ * than the others carry more copies under the zone policies.
+ * O(tokens x walk): an inspection call, not for the request path.
+ * @param shares  room for `capacity` doubles (NULL with capacity 0 asks
+ *                the size: see SIZE QUERIES)
+ * @param count   receives the number of members; on CHR_ERANGE the
+ *                capacity needed
+ * @return CHR_OK; CHR_EINVAL (n == 0, NULL count); CHR_ENOTSUP (policy);
+ *         CHR_ERANGE (capacity too small); CHR_ENOMEM. An empty ring is
+ *         CHR_OK with every share 0.
+ * Thread-safety: any thread (the snapshot is immutable). Ownership:
+ * writes caller memory only. Since: 0.1.
+ */
+CHR_API chr_status chr_snapshot_replica_shares(const chr_snapshot *snap, int32_t policy, size_t n,
+                                               double *shares, size_t capacity,
+                                               size_t *count) CHR_NOEXCEPT;
+
+/* ------------------------------------------------------------------------ */
+/* Bounded loads and availability                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A ring balances keys, not load: one hot key, or a slow node, sends a
+ * burst to one node. A bounded lookup (consistent hashing with bounded
+ * loads, Mirrokni, Thorup and Zadimoghaddam; HAProxy's hash-balance-factor)
+ * caps every node at about `factor` times its weighted share of the load in
+ * flight and sends the overflow on to the next node of a spill order. The
+ * ring is not changed: no key's home moves, and when the load falls the
+ * keys are served at home again. docs/bounded-loads.md has the details.
+ *
+ * Load is what the caller counts: requests in flight per node, by node
+ * index (chr_snapshot_node order), excluding the request being placed. L
+ * is their sum over every member of the snapshot.
+ *
+ * Capacity (HAProxy's chash_server_is_eligible, in integers). Over the
+ * candidates, the members with weight > 0 that are available, in index
+ * order, with W their total weight and C_i the weight of the candidates
+ * before node i:
+ *
+ *     total  = ceil((L + 1) * factor_pct / 100)
+ *     cap_i  = w_i * (total / W)
+ *              + ((C_i + w_i) * (total % W)) / W - (C_i * (total % W)) / W
+ *     cap_i  = max(cap_i, 1) + slack
+ *
+ * The remainder terms add up to total % W exactly, so the capacities add
+ * up to at least total >= L + 1 > L: some candidate always has load below
+ * its capacity. A lookup without a probe limit therefore never fails for
+ * lack of room, and the node it returns has load + 1 <= its capacity.
+ * With n equal weights and no slack that is at most
+ * ceil((L + 1) * factor_pct / (100 * n)) per node after the request.
+ *
+ * Availability: a member marked unavailable (down, draining, failing its
+ * health checks) is skipped by the lookup and left out of W; its tokens stay
+ * where they are, so its keys come back to it as soon as it is available
+ * again. Its load still counts in L.
+ */
+
+/** Spill order: the key's replica walk (chr_snapshot_replicas order), so
+ *  the overflow lands on the key's own replicas (locality). */
+#define CHR_SPILL_REPLICAS 0
+/** Spill order: a permutation of the members seeded by the key's hash, so
+ *  the overflow of one node spreads over all others instead of cascading
+ *  onto its ring neighbour. */
+#define CHR_SPILL_SHUFFLE 1
+
+#define CHR_BALANCE_FACTOR_MIN 100u     /**< factor_pct limits: 100 (exact mean) .. */
+#define CHR_BALANCE_FACTOR_MAX 100000u  /**< .. 100000 (1000 times the mean) */
+#define CHR_LOAD_MAX (UINT64_C(1) << 40) /**< the largest load of one node, and the largest slack */
+
+#define CHR_BOUND_OPTIONS_VERSION 1
+
+/**
+ * How a bounded lookup caps nodes. Start from CHR_BOUND_OPTIONS_INIT or
+ * chr_bound_options_init(): fields are only appended.
+ */
+typedef struct chr_bound_options {
+    uint32_t version;     /**< CHR_BOUND_OPTIONS_VERSION (1..current accepted) */
+    uint32_t factor_pct;  /**< the cap as a percentage of the weighted mean load,
+                               CHR_BALANCE_FACTOR_MIN..MAX; default 125 (1.25 x) */
+    uint32_t spill;       /**< CHR_SPILL_*; default CHR_SPILL_REPLICAS */
+    uint32_t max_probes;  /**< at most this many nodes compared with their capacity;
+                               0 (default) = no limit */
+    uint64_t slack;       /**< added to every candidate's capacity, 0..CHR_LOAD_MAX: a
+                               margin for loads that are a sample (each of several
+                               proxies counting only its own requests); default 0 */
+} chr_bound_options;
+
+#define CHR_BOUND_OPTIONS_INIT { CHR_BOUND_OPTIONS_VERSION, 125, CHR_SPILL_REPLICAS, 0, 0 }
+
+/**
+ * Fills `opts` with the defaults of struct version `version`, the function
+ * twin of CHR_BOUND_OPTIONS_INIT for bindings.
+ * @return CHR_OK; CHR_EINVAL (NULL opts); CHR_EVERSION (version not in
+ *         1..CHR_BOUND_OPTIONS_VERSION).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_bound_options_init(chr_bound_options *opts, uint32_t version) CHR_NOEXCEPT;
+
+/* chr_bound_result.flags */
+#define CHR_BOUND_SPILLED 0x1u  /**< the node is not the key's home (chr_snapshot_lookup's) */
+#define CHR_BOUND_OVER 0x2u     /**< max_probes reached with every probed node full: the one
+                                     with the lowest load/capacity ratio is returned */
+
+/** What a bounded lookup chose and how. */
+typedef struct chr_bound_result {
+    uint32_t index;     /**< the chosen node's index */
+    uint32_t home;      /**< the key's home: chr_snapshot_lookup's node index */
+    uint32_t probes;    /**< nodes compared with their capacity (>= 1); unavailable
+                             members passed over are not counted */
+    uint32_t flags;     /**< CHR_BOUND_* */
+    uint64_t load;      /**< the chosen node's load, this request excluded */
+    uint64_t capacity;  /**< the chosen node's capacity (UINT64_MAX without a bound) */
+} chr_bound_result;
+
+/**
+ * The capacities of the formula above, for a list of weights: what a
+ * bounded lookup compares each load with. For callers that place requests
+ * themselves (the nginx module) and for tests.
+ * @param weights     n weights in candidate order; 0 = not a candidate
+ *                    (unavailable, or without tokens): capacity 0
+ * @param total_load  L, 0..CHR_LOAD_MAX * CHR_NODES_MAX
+ * @param opts        factor_pct and slack are used (NULL: the defaults)
+ * @param caps        receives n capacities
+ * @return CHR_OK; CHR_EINVAL (NULL weights or caps with n > 0);
+ *         CHR_EVERSION; CHR_ERANGE (n over CHR_NODES_MAX, a weight over
+ *         CHR_WEIGHT_MAX, factor_pct, slack or total_load out of range).
+ * Thread-safety: any thread. Ownership: writes caller memory only.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_bound_capacities(const uint32_t *weights, size_t n, uint64_t total_load,
+                                        const chr_bound_options *opts, uint64_t *caps) CHR_NOEXCEPT;
+
+/**
+ * Finds the node for `key` that has room: the key's home if it is
+ * available and its load is below its capacity, else the first such node
+ * of the spill order. A pure function of its arguments: the same snapshot,
+ * key, loads, mask and options give the same node on every platform.
+ * @param loads      n_nodes in-flight counts by node index, each at most
+ *                   CHR_LOAD_MAX; NULL = all 0
+ * @param available  n_nodes bytes by node index, nonzero = available; NULL =
+ *                   all available
+ * @param n_nodes    the snapshot's node count (checked when loads or
+ *                   available is given)
+ * @param opts       the bound; NULL = no bound: only the mask applies (the
+ *                   first available node of the replica walk, loads ignored)
+ * @param out        receives the chosen node, borrowed from the snapshot
+ * @param result     if not NULL, receives what was chosen and how
+ * @return CHR_OK; CHR_EINVAL (NULL snap or out, NULL key with a length,
+ *         n_nodes not the node count, unknown spill); CHR_EVERSION;
+ *         CHR_ERANGE (factor_pct, slack or a load out of range);
+ *         CHR_EEMPTY (no node has tokens, or every node with tokens is
+ *         unavailable). Without max_probes it never fails for lack of room.
+ * Cost: the home check is one lookup plus a pass over loads (O(nodes));
+ * a spill walks tokens (replica walk) or members (shuffle) until a node
+ * has room; with some node unavailable, each probe adds O(nodes).
+ * Thread-safety: any thread; lock-free, allocation-free for up to 65,536
+ * members (a per-thread table beyond, sized once). Ownership: reads loads
+ * and available, writes out and result only. Since: 0.1.
+ */
+CHR_API chr_status chr_snapshot_lookup_bounded(const chr_snapshot *snap, const void *key,
+                                               size_t key_len, const uint64_t *loads,
+                                               const unsigned char *available, size_t n_nodes,
+                                               const chr_bound_options *opts, chr_node_view *out,
+                                               chr_bound_result *result) CHR_NOEXCEPT;
+
+/*
+ * A tracker counts requests in flight per node for callers that do not
+ * keep their own counts. Its counters are keyed by node id, not by index,
+ * so they carry over from one snapshot to the next: a node removed and
+ * added again finds its count, and a request acquired on an old snapshot is
+ * released correctly after the node is gone. Acquire and release are
+ * lock-free (atomic compare-and-swap on one counter and the total) and
+ * never allocate; the counters live in a table sized at creation. Ids are
+ * told apart by a 64-bit hash of their bytes: two ids of one tracker with
+ * the same hash (odds about n^2 / 2^65 for n ids) would share a counter.
+ */
+
+/** A tracker: per-node in-flight counters shared by any number of threads. */
+typedef struct chr_tracker chr_tracker;
+
+/** One acquired request; give it back to chr_tracker_release() once. */
+typedef struct chr_ticket {
+    uint64_t slot;   /**< the tracker's counter the request was counted on */
+    uint64_t check;  /**< ties the ticket to its tracker and slot */
+} chr_ticket;
+
+#define CHR_TRACKER_NODES_DEFAULT 4096u /**< chr_tracker_new() with max_nodes 0 */
+
+/**
+ * Creates a tracker with room for `max_nodes` distinct node ids over its
+ * lifetime (an id keeps its counter once it has one, so that late releases
+ * always find it).
+ * @param max_nodes  1..CHR_NODES_MAX; 0 = CHR_TRACKER_NODES_DEFAULT
+ * @return CHR_OK; CHR_EINVAL (NULL out); CHR_ERANGE (max_nodes); CHR_ENOMEM.
+ * Thread-safety: any thread. Ownership: release with chr_tracker_free().
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_tracker_new(size_t max_nodes, chr_tracker **out) CHR_NOEXCEPT;
+
+/**
+ * Frees a tracker; NULL is a no-op. No other call on it may run
+ * concurrently or follow; outstanding tickets become invalid.
+ * Thread-safety: exclusive. Since: 0.1.
+ */
+CHR_API void chr_tracker_free(chr_tracker *tracker) CHR_NOEXCEPT;
+
+/**
+ * Places one request: chr_snapshot_lookup_bounded() over the tracker's
+ * counts and availability, then counts the request on the chosen node. The
+ * increment is a compare-and-swap that succeeds only while the node's count
+ * is below the capacity just computed (a race lost to another thread is
+ * retried), so after every acquire the node's count is at most its
+ * capacity for the total seen (CHR_BOUND_OVER excepted).
+ * @param opts    the bound; NULL = no bound (availability only)
+ * @param out     if not NULL, receives the node, borrowed from `snap`
+ * @param result  if not NULL, receives what was chosen and how
+ * @param ticket  receives the ticket to release
+ * @return CHR_OK; CHR_EINVAL; CHR_EVERSION; CHR_ERANGE (opts out of range,
+ *         or the tracker has no room for another node id); CHR_EEMPTY (no
+ *         available node with tokens). On failure nothing is counted.
+ * Thread-safety: any thread; lock-free, allocation-free. Ownership: `snap`
+ * stays the caller's. Since: 0.1.
+ */
+CHR_API chr_status chr_tracker_acquire(chr_tracker *tracker, const chr_snapshot *snap,
+                                       const void *key, size_t key_len,
+                                       const chr_bound_options *opts, chr_node_view *out,
+                                       chr_bound_result *result, chr_ticket *ticket) CHR_NOEXCEPT;
+
+/**
+ * Ends one request: the node's count and the total go down by one. Valid
+ * whatever happened to the node since (removed, reweighted, masked).
+ * @return CHR_OK; CHR_EINVAL (NULL, a ticket not from this tracker, or one
+ *         released more often than acquired: nothing changes).
+ * Thread-safety: any thread; lock-free. Since: 0.1.
+ */
+CHR_API chr_status chr_tracker_release(chr_tracker *tracker, const chr_ticket *ticket) CHR_NOEXCEPT;
+
+/**
+ * Marks node `id` available (nonzero) or unavailable (0) for this tracker's
+ * acquires; every node starts available. The id need not be in any
+ * snapshot yet.
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (id length, or no room for
+ *         another node id).
+ * Thread-safety: any thread; acquires see the change at once or on their
+ * next call. Since: 0.1.
+ */
+CHR_API chr_status chr_tracker_set_available(chr_tracker *tracker, const void *id, size_t id_len,
+                                             uint32_t available) CHR_NOEXCEPT;
+
+/**
+ * The requests in flight on node `id` (0 for an id never counted), and
+ * the total over every node.
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (id length).
+ * Thread-safety: any thread; a racing acquire may or may not be counted.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_tracker_load(const chr_tracker *tracker, const void *id, size_t id_len,
+                                    uint64_t *load) CHR_NOEXCEPT;
+CHR_API chr_status chr_tracker_total(const chr_tracker *tracker, uint64_t *total) CHR_NOEXCEPT;
+
+/* ------------------------------------------------------------------------ */
 /* Hashers and plugins                                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -636,6 +1012,11 @@ CHR_API chr_status chr_snapshot_token(const chr_snapshot *snap, size_t index, ui
  * CHR_EPLUGIN_DESC. A plugin whose hashers are registered stays loaded for
  * the rest of the process: function pointers taken from it never dangle.
  * docs/plugins.md has the details.
+ *
+ * On Windows: plugins are chring-*.dll beside chring.dll itself, the
+ * CHRING_PLUGIN_PATH list is ';'-separated, the trust rules read the
+ * owner and access list of the file and its directory, and PE checks take
+ * the place of the ELF checks (docs/windows.md).
  */
 
 /** One available hasher. The strings live as long as the process. */
@@ -726,7 +1107,7 @@ CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t 
  *     %%seed 0
  *     %%tokens-per-weight 160
  *     %%revision 42
- *     %%fingerprint 0xe6081dc01eea9c5b
+ *     %%fingerprint 0x058b64534d60e174
  *     cache-a 1 eu-west-1a
  *     cache-b 2
  *
@@ -945,6 +1326,341 @@ CHR_API chr_status chr_ringfile_escape(const void *bytes, size_t len, uint32_t f
  */
 CHR_API chr_status chr_ringfile_unescape(const char *field, size_t len, const char *what,
                                          char *buf, size_t capacity, size_t *out_len) CHR_NOEXCEPT;
+
+/* ------------------------------------------------------------------------ */
+/* Migration plans: what moves between two rings                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A diff compares two snapshots that place keys the same way (same
+ * placement, hasher and seed; tokens_per_weight may differ) and tells which
+ * key positions change owner, from which node to which: what an operator
+ * copies before cutting over to a new membership (docs/migration.md).
+ *
+ *     chr_diff *diff = NULL;
+ *     if (chr_diff_new(old_snap, new_snap, &diff) != CHR_OK) die(chr_last_error());
+ *     chr_diff_range r[64];
+ *     size_t got;
+ *     for (size_t at = 0; chr_diff_ranges(diff, at, r, 64, &got) == CHR_OK && got; at += got)
+ *         for (size_t i = 0; i < got; ++i)
+ *             copy_range(r[i].first, r[i].last, r[i].from, r[i].to);
+ *     chr_diff_free(diff);
+ *
+ * Key positions are the 64-bit values a key hashes to (the position a
+ * lookup searches for; chr_diff_lookup() reports it). A range covers the
+ * positions first..last, both included, first <= last: a range never wraps.
+ * The arc that wraps around the top of the circle is cut at 2^64 - 1 / 0,
+ * so it appears as one range ending at 2^64 - 1 and one starting at 0,
+ * and nobody has to subtract positions modulo 2^64. Its share of the key
+ * space is (last - first + 1) / 2^64.
+ *
+ * Owners: a range's `from` is a node index in the old snapshot and its `to`
+ * a node index in the new one (chr_snapshot_node() on chr_diff_snapshot()
+ * gives ids, zones, weights). Indices are per snapshot: the same node
+ * usually has different indices in the two, and nodes are matched across
+ * them by id (chr_diff_counterpart()). A key "changes owner" when its old
+ * and new owners have different ids; a node whose zone or weight changed is
+ * still the same node. CHR_DIFF_NONE stands for "no owner": every position
+ * of a snapshot without tokens (empty, or every weight 0).
+ *
+ * The ranges are exactly the positions that change owner: sorted by
+ * `first`, disjoint, and two ranges that touch (one's last + 1 is the
+ * other's first) never have the same (from, to) pair: they are merged.
+ * Everything is computed by chr_diff_new() in one merge walk over both
+ * sorted token arrays, O(T_old + T_new) time; the diff keeps the ranges
+ * (24 bytes each: a one-node change in a ring of V tokens per node makes
+ * about V of them) and the transfer matrix.
+ *
+ * THREADING: a diff is immutable once made; any number of threads may read
+ * it at once. OWNERSHIP: a diff holds a reference to each of its two
+ * snapshots (the caller may release its own right after chr_diff_new());
+ * chr_diff_free() drops them. Every other call copies into caller memory,
+ * or borrows from those snapshots (valid until chr_diff_free()).
+ */
+
+#define CHR_EINCOMPATIBLE (-20) /**< two snapshots place keys differently (placement, hasher or seed): no diff between them */
+
+#define CHR_DIFF_NONE 0xFFFFFFFFu /**< a node index meaning "no node": the snapshot has no token, or no such member */
+#define CHR_DIFF_OLD 0            /**< chr_diff_snapshot() / chr_diff_counterpart(): the old snapshot */
+#define CHR_DIFF_NEW 1            /**< ... the new snapshot */
+
+/** A difference between two snapshots of rings that place keys alike. */
+typedef struct chr_diff chr_diff;
+
+/** Key positions first..last (both included) move from `from` to `to`. */
+typedef struct chr_diff_range {
+    uint64_t first; /**< first key position of the range */
+    uint64_t last;  /**< last key position, included; first <= last */
+    uint32_t from;  /**< owner in the old snapshot: node index there, or CHR_DIFF_NONE */
+    uint32_t to;    /**< owner in the new snapshot: node index there, or CHR_DIFF_NONE */
+} chr_diff_range;
+
+/**
+ * One cell of the transfer matrix: the share of the key space owned by
+ * `from` in the old snapshot and by `to` in the new one. The cells that are
+ * not 0 are listed, sorted by (from, to), CHR_DIFF_NONE last. They cover
+ * the whole key space (their fractions sum to 1, up to rounding); the cells
+ * whose from and to are the same node (chr_diff_counterpart) are the keys
+ * that stay, every other cell is a sum of ranges.
+ */
+typedef struct chr_diff_cell {
+    uint32_t from;   /**< node index in the old snapshot, or CHR_DIFF_NONE */
+    uint32_t to;     /**< node index in the new snapshot, or CHR_DIFF_NONE */
+    double fraction; /**< of the 2^64 key positions, 0..1 */
+} chr_diff_cell;
+
+#define CHR_DIFF_INFO_VERSION 1
+
+/** What a diff found. Set `version` (CHR_DIFF_INFO_INIT) before the call. */
+typedef struct chr_diff_info {
+    uint32_t version;         /**< in: CHR_DIFF_INFO_VERSION (1..current accepted) */
+    uint32_t reserved0;       /**< set to 0 */
+    uint64_t ranges;          /**< ranges chr_diff_ranges() lists */
+    uint64_t cells;           /**< cells chr_diff_matrix() lists */
+    double moved;             /**< share of the key space whose owner changes: the ranges' total */
+    uint64_t old_fingerprint; /**< chr_snapshot_fingerprint of each side */
+    uint64_t new_fingerprint;
+    uint32_t old_nodes;       /**< members of each side, weight 0 included */
+    uint32_t new_nodes;
+    uint32_t added;           /**< members only in the new snapshot (by id) */
+    uint32_t removed;         /**< members only in the old snapshot */
+} chr_diff_info;
+
+#define CHR_DIFF_INFO_INIT { CHR_DIFF_INFO_VERSION, 0, 0, 0, 0.0, 0, 0, 0, 0, 0, 0 }
+
+/**
+ * Where one key lives before and after: for dual reads during a move (read
+ * the new owner, fall back to the old one while `moved` and the copy is not
+ * done). The views borrow from the diff's snapshots: valid until
+ * chr_diff_free(). A side without tokens has no owner: its index is
+ * CHR_DIFF_NONE and its view is zero (id NULL, zone "").
+ */
+typedef struct chr_transition {
+    uint64_t position;        /**< the key's position on the circle */
+    uint32_t old_index;       /**< owner in the old snapshot, or CHR_DIFF_NONE */
+    uint32_t new_index;       /**< owner in the new snapshot, or CHR_DIFF_NONE */
+    uint32_t moved;           /**< 1 if the owners are different nodes (different ids, or one is none), else 0 */
+    uint32_t reserved0;       /**< set to 0 */
+    chr_node_view old_owner;  /**< the old owner (index old_index) */
+    chr_node_view new_owner;  /**< the new owner (index new_index) */
+} chr_transition;
+
+/**
+ * Fills `info` with zeros and `version`, the function twin of
+ * CHR_DIFF_INFO_INIT for bindings.
+ * @return CHR_OK; CHR_EINVAL (NULL info); CHR_EVERSION (version not in
+ *         1..CHR_DIFF_INFO_VERSION).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_diff_info_init(chr_diff_info *info, uint32_t version) CHR_NOEXCEPT;
+
+/**
+ * Computes what changes from `old_snap` to `new_snap`: the ranges, the
+ * transfer matrix and the node correspondence, in one merge walk over the
+ * two token arrays (O(T_old + T_new) time; memory for the ranges, the
+ * cells and 4 bytes per member of each side).
+ * @param out  receives the diff; set to NULL on failure
+ * @return CHR_OK; CHR_EINVAL (NULL argument); CHR_EINCOMPATIBLE (the
+ *         snapshots differ in placement, hasher or, for a seeded placement,
+ *         seed: the message names both values); CHR_ENOMEM.
+ * Thread-safety: any thread (snapshots are immutable). Ownership: release
+ * with chr_diff_free(); the diff holds its own reference to both snapshots,
+ * which stay alive until then even if the caller releases them. Since: 0.1.
+ */
+CHR_API chr_status chr_diff_new(const chr_snapshot *old_snap, const chr_snapshot *new_snap,
+                                chr_diff **out) CHR_NOEXCEPT;
+
+/**
+ * Frees a diff and drops its references to the two snapshots. NULL is a
+ * no-op. Pointers borrowed through it (chr_diff_snapshot, the views of a
+ * chr_transition) are invalid afterwards unless the caller holds its own
+ * reference to those snapshots.
+ * Thread-safety: exclusive (no other call on this diff may run). Since: 0.1.
+ */
+CHR_API void chr_diff_free(chr_diff *diff) CHR_NOEXCEPT;
+
+/**
+ * Counts and totals of the diff (see chr_diff_info).
+ * @param info  its `version` set by the caller; the fields of that version
+ *              are filled
+ * @return CHR_OK; CHR_EINVAL; CHR_EVERSION.
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_diff_describe(const chr_diff *diff, chr_diff_info *info) CHR_NOEXCEPT;
+
+/**
+ * Copies ranges `cursor`, `cursor` + 1, ... into `out`, in order: start at
+ * 0 and add `written` until it is 0. Total: chr_diff_info.ranges.
+ * @param cursor    index of the first range to copy, 0..ranges
+ * @param out       room for `capacity` ranges (NULL only with capacity 0)
+ * @param written   receives how many were copied: min(capacity, ranges - cursor)
+ * @return CHR_OK; CHR_EINVAL (NULL diff or written, NULL out with
+ *         capacity > 0); CHR_ERANGE (cursor past the end).
+ * Thread-safety: any thread. Ownership: writes caller memory only.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_diff_ranges(const chr_diff *diff, size_t cursor, chr_diff_range *out,
+                                   size_t capacity, size_t *written) CHR_NOEXCEPT;
+
+/**
+ * Copies cells `cursor`, ... of the transfer matrix (chr_diff_cell), as
+ * chr_diff_ranges does. Total: chr_diff_info.cells.
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (cursor past the end).
+ * Thread-safety: any thread. Ownership: writes caller memory only.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_diff_matrix(const chr_diff *diff, size_t cursor, chr_diff_cell *out,
+                                   size_t capacity, size_t *written) CHR_NOEXCEPT;
+
+/**
+ * One of the diff's two snapshots, to read the nodes its indices name
+ * (chr_snapshot_node), their ids, zones, weights and shares.
+ * @param side  CHR_DIFF_OLD or CHR_DIFF_NEW
+ * @param out   receives the snapshot, borrowed: valid until chr_diff_free();
+ *              do not release it
+ * @return CHR_OK; CHR_EINVAL (NULL argument, unknown side).
+ * Thread-safety: any thread. Since: 0.1.
+ */
+CHR_API chr_status chr_diff_snapshot(const chr_diff *diff, int32_t side, const chr_snapshot **out) CHR_NOEXCEPT;
+
+/**
+ * The same node (by id) on the other side: for node `index` of snapshot
+ * `side`, its index in the other snapshot, or CHR_DIFF_NONE if the other
+ * has no member with that id (added or removed). CHR_DIFF_NONE maps to
+ * CHR_DIFF_NONE.
+ * @return CHR_OK; CHR_EINVAL (NULL argument, unknown side); CHR_ERANGE
+ *         (index past that snapshot's members).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_diff_counterpart(const chr_diff *diff, int32_t side, uint32_t index,
+                                        uint32_t *other) CHR_NOEXCEPT;
+
+/**
+ * The transition lookup: where `key` lives in the new snapshot and where it
+ * lived in the old one, and whether that is a move. The key is hashed once
+ * (both snapshots place it at the same position). Never fails on an empty
+ * side: that side's owner is CHR_DIFF_NONE.
+ * @return CHR_OK; CHR_EINVAL (NULL diff or out, NULL key with length > 0).
+ * Thread-safety: any thread; lock-free, allocation-free. Ownership: the
+ * views borrow from the diff's snapshots, valid until chr_diff_free().
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_diff_lookup(const chr_diff *diff, const void *key, size_t key_len,
+                                   chr_transition *out) CHR_NOEXCEPT;
+
+/**
+ * chr_diff_lookup for `n` keys at once, indices only (for FFI callers and
+ * key files): `old_indices[i]` / `new_indices[i]` receive key i's owners
+ * (CHR_DIFF_NONE on a side without tokens). A key moved when
+ * chr_diff_counterpart(diff, CHR_DIFF_OLD, old_indices[i]) differs from
+ * new_indices[i].
+ * @return CHR_OK; CHR_EINVAL (NULL arrays with n > 0, a NULL key with a
+ *         length). On error the outputs are unspecified.
+ * Thread-safety: any thread. Ownership: writes caller memory only.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_diff_lookup_batch(const chr_diff *diff, const void *const *keys,
+                                         const size_t *key_lens, size_t n, uint32_t *old_indices,
+                                         uint32_t *new_indices) CHR_NOEXCEPT;
+
+/*
+ * A replica-aware plan: with n copies of each key, which node must receive
+ * which ranges, and from which old replicas it can copy them. For every key
+ * position the plan compares the key's first n replicas in the old snapshot
+ * with those in the new one (under a replica policy): each node of the new
+ * list that is not in the old list (by id) gains the position, and any node
+ * of the old list holds the data. Positions where the lists hold the same
+ * nodes (in any order) need no copy and appear nowhere.
+ *
+ * Entries are sorted by (first, to). Entries of one gaining node are
+ * disjoint, and touching entries of one node with the same sources are
+ * merged; entries of different nodes may overlap (with n > 1 a new node can
+ * gain a range as replica 1 while another gains it as replica 3).
+ * Built by one walk over both token arrays, computing each side's replica
+ * list once per token: O((T_old + T_new) x walk), where a walk is the
+ * tokens one replica list reads (a few for n = 3 on an even ring, more
+ * under a zone policy when a zone is small).
+ */
+
+#define CHR_PLAN_REPLICAS_MAX 16 /**< largest n of a plan: the sources fit one fixed array */
+
+/** A plan for n replicas between a diff's two snapshots. */
+typedef struct chr_plan chr_plan;
+
+/** Node `to` gains positions first..last and can copy them from `sources`. */
+typedef struct chr_plan_range {
+    uint64_t first;         /**< first key position, as chr_diff_range */
+    uint64_t last;          /**< last key position, included */
+    uint32_t to;            /**< the gaining node: its index in the new snapshot */
+    uint32_t source_count;  /**< entries of `sources` used: the old list's length (0: the old snapshot has no tokens) */
+    uint32_t sources[CHR_PLAN_REPLICAS_MAX]; /**< the old replicas, old snapshot indices, in the old
+                                                  list's order (coordinator first); unused entries are
+                                                  CHR_DIFF_NONE */
+} chr_plan_range;
+
+#define CHR_PLAN_INFO_VERSION 1
+
+/** What a plan holds. Set `version` (CHR_PLAN_INFO_INIT) before the call. */
+typedef struct chr_plan_info {
+    uint32_t version;   /**< in: CHR_PLAN_INFO_VERSION (1..current accepted) */
+    int32_t policy;     /**< the replica policy it was made for */
+    uint32_t replicas;  /**< n, as asked */
+    uint32_t reserved0; /**< set to 0 */
+    uint64_t entries;   /**< entries chr_plan_ranges() lists */
+    double copies;      /**< the entries' total share of the key space: what is copied, in units of
+                             one full copy of the data (up to n) */
+} chr_plan_info;
+
+#define CHR_PLAN_INFO_INIT { CHR_PLAN_INFO_VERSION, 0, 0, 0, 0, 0.0 }
+
+/**
+ * Fills `info` with zeros and `version`, the function twin of
+ * CHR_PLAN_INFO_INIT for bindings.
+ * @return CHR_OK; CHR_EINVAL; CHR_EVERSION.
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_plan_info_init(chr_plan_info *info, uint32_t version) CHR_NOEXCEPT;
+
+/**
+ * Computes the plan for `replicas` copies under replica policy `policy`
+ * (CHR_REPLICAS_*: the lists chr_snapshot_replicas_policy gives) between
+ * the two snapshots of `diff`. Each side's lists are clamped to its nodes
+ * with tokens, as chr_snapshot_replicas_policy clamps them. Under a zone
+ * policy, a node whose zone changed gains what its new zone makes it hold.
+ * @param replicas  1..CHR_PLAN_REPLICAS_MAX
+ * @param out       receives the plan; set to NULL on failure
+ * @return CHR_OK; CHR_EINVAL (NULL argument, replicas 0); CHR_ERANGE
+ *         (replicas over CHR_PLAN_REPLICAS_MAX); CHR_ENOTSUP (unknown
+ *         policy); CHR_ENOMEM.
+ * Thread-safety: any thread. Ownership: release with chr_plan_free(); the
+ * plan holds its own references to the diff's snapshots, so it may outlive
+ * the diff. Since: 0.1.
+ */
+CHR_API chr_status chr_plan_new(const chr_diff *diff, int32_t policy, size_t replicas,
+                                chr_plan **out) CHR_NOEXCEPT;
+
+/**
+ * Frees a plan and its snapshot references; NULL is a no-op.
+ * Thread-safety: exclusive. Since: 0.1.
+ */
+CHR_API void chr_plan_free(chr_plan *plan) CHR_NOEXCEPT;
+
+/**
+ * Counts and totals of the plan (see chr_plan_info).
+ * @return CHR_OK; CHR_EINVAL; CHR_EVERSION.
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_plan_describe(const chr_plan *plan, chr_plan_info *info) CHR_NOEXCEPT;
+
+/**
+ * Copies entries `cursor`, ... of the plan, as chr_diff_ranges does.
+ * Total: chr_plan_info.entries.
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (cursor past the end).
+ * Thread-safety: any thread. Ownership: writes caller memory only.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_plan_ranges(const chr_plan *plan, size_t cursor, chr_plan_range *out,
+                                   size_t capacity, size_t *written) CHR_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
-// Every extern "C" entry point: each is noexcept (chring.h declares them
-// so for C++), checks its arguments with validate.hpp, and runs whatever can
-// throw through guarded() (firewall.hpp), so no exception reaches C.
+// Every extern "C" entry point but the migration plans' (capi_diff.cpp):
+// each is noexcept (chring.h declares them so for C++), checks its
+// arguments with validate.hpp, and runs whatever can throw through
+// guarded() (firewall.hpp), so no exception reaches C.
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -30,6 +31,7 @@ using chring::guarded;
 using chring::Node;
 using chring::NodeCache;
 using chring::null_arg;
+using chring::ReplicaPolicy;
 using chring::Ring;
 using chring::Snapshot;
 using chring::too_small;
@@ -83,6 +85,13 @@ chr_status replicas_on(const Snapshot &s, const char *who, uint64_t hash, size_t
     *count = s.replicas_at_hash(hash, n, emit);
     return CHR_OK;
 }
+template <class Emit>
+chr_status replicas_on(const Snapshot &s, const char *who, uint64_t hash, size_t n,
+                       ReplicaPolicy policy, size_t *count, Emit &&emit) {
+    if (s.eligible_count() == 0) return empty_ring(who);
+    *count = s.replicas_at_hash(hash, n, policy, emit);
+    return CHR_OK;
+}
 
 // The arguments of a lookup on a ring or a snapshot (`handle`, called
 // `handle_name`). A statement macro, not a function: the checks are on every
@@ -100,6 +109,16 @@ chr_status check_replica_args(const char *who, const void *key, size_t len, size
     if (!count) return null_arg(who, "count");
     if (n == 0) return fail(CHR_EINVAL, "%s: n is 0 (ask for at least 1 replica)", who);
     return check_key(who, key, len);
+}
+
+// Replica policies by number (CHR_REPLICAS_*), the names chr_replica_policy_name gives.
+constexpr const char *kPolicyNames[] = {"nodes", "zones-first", "nts"};
+constexpr int32_t kPolicies = int32_t(sizeof kPolicyNames / sizeof kPolicyNames[0]);
+
+chr_status check_policy(const char *who, int32_t policy) {
+    if (policy >= 0 && policy < kPolicies) return CHR_OK;
+    return fail(CHR_ENOTSUP, "%s: no replica policy %d in this library (0..%d: nodes, zones-first, nts)",
+                who, policy, kPolicies - 1);
 }
 
 // chr_ring_apply and chr_ring_apply2: a batch of `change_size`-byte changes.
@@ -282,6 +301,23 @@ CHR_API chr_status chr_ring_replicas(const chr_ring *ring, const void *key, size
     });
 }
 
+CHR_API chr_status chr_ring_replicas_policy(const chr_ring *ring, const void *key, size_t key_len,
+                                            int32_t policy, size_t n, chr_node_ref *out,
+                                            size_t *count) noexcept {
+    static const char *who = "chr_ring_replicas_policy";
+    if (!ring) return null_arg(who, "ring");
+    if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
+    if (chr_status st = check_policy(who, policy)) return st;
+    const Ring &r = *impl(ring);
+    const uint64_t h = r.hash_key(key, key_len);
+    return guarded(who, [&] {
+        return r.read(who, [&](const Snapshot &s) {
+            return replicas_on(s, who, h, n, ReplicaPolicy(policy), count,
+                               [&](size_t i, uint32_t o) { fill_ref(s, o, &out[i]); });
+        });
+    });
+}
+
 CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_t capacity,
                                   size_t *count) noexcept {
     static const char *who = "chr_ring_nodes";
@@ -369,6 +405,59 @@ CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *k
         return replicas_on(s, who, s.hash_key(key, key_len), n, count,
                            [&](size_t i, uint32_t o) { out[i] = s.view(o); });
     });
+}
+
+CHR_API chr_status chr_snapshot_replicas_policy(const chr_snapshot *snap, const void *key,
+                                                size_t key_len, int32_t policy, size_t n,
+                                                chr_node_view *out, size_t *count) noexcept {
+    static const char *who = "chr_snapshot_replicas_policy";
+    if (!snap) return null_arg(who, "snap");
+    if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
+    if (chr_status st = check_policy(who, policy)) return st;
+    const Snapshot &s = *impl(snap);
+    return guarded(who, [&] {
+        return replicas_on(s, who, s.hash_key(key, key_len), n, ReplicaPolicy(policy), count,
+                           [&](size_t i, uint32_t o) { out[i] = s.view(o); });
+    });
+}
+
+CHR_API chr_status chr_snapshot_replica_shares(const chr_snapshot *snap, int32_t policy, size_t n,
+                                               double *shares, size_t capacity,
+                                               size_t *count) noexcept {
+    static const char *who = "chr_snapshot_replica_shares";
+    if (!snap) return null_arg(who, "snap");
+    if (!count) return null_arg(who, "count");
+    if (chr_status st = check_buffer(who, shares, capacity)) return st;
+    if (n == 0) return fail(CHR_EINVAL, "%s: n is 0 (ask for at least 1 replica)", who);
+    if (chr_status st = check_policy(who, policy)) return st;
+    const Snapshot &s = *impl(snap);
+    *count = s.node_count();
+    if (capacity < s.node_count()) return too_small(who, shares, capacity, s.node_count(), "members");
+    return guarded(who, [&] {
+        s.replica_shares(ReplicaPolicy(policy), n, shares);
+        return CHR_OK;
+    });
+}
+
+CHR_API chr_status chr_replica_policy_name(int32_t policy, const char **name) noexcept {
+    static const char *who = "chr_replica_policy_name";
+    if (!name) return null_arg(who, "name");
+    if (chr_status st = check_policy(who, policy)) return st;
+    *name = kPolicyNames[policy];
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_replica_policy_find(const char *name, int32_t *policy) noexcept {
+    static const char *who = "chr_replica_policy_find";
+    if (!name) return null_arg(who, "name");
+    if (!policy) return null_arg(who, "policy");
+    for (int32_t p = 0; p < kPolicies; ++p)
+        if (std::strcmp(name, kPolicyNames[p]) == 0) {
+            *policy = p;
+            return CHR_OK;
+        }
+    return fail(CHR_ENOTSUP, "%s: no replica policy named '%s' (nodes, zones-first, nts)", who,
+                chring::Quoted(name, std::strlen(name)).c_str());
 }
 
 CHR_API chr_status chr_snapshot_node(const chr_snapshot *snap, size_t index,

@@ -47,6 +47,7 @@ const char *status_text(chr_status status) noexcept {
     case CHR_EFORMAT: return "malformed ring file";
     case CHR_EOPTIONS: return "ring file options differ from the ring's";
     case CHR_EIO: return "ring file cannot be read";
+    case CHR_EINCOMPATIBLE: return "snapshots place keys differently";
     default: return "unknown status";
     }
 }

@@ -8,14 +8,29 @@
 
 #include "chring.h"
 
+// printf-style format checking: MinGW builds use its C99 printf
+// (__USE_MINGW_ANSI_STDIO, the cross file sets it), which GCC checks as
+// gnu_printf; plain `printf` there means Microsoft's, without %zu.
+#if defined(_WIN32)
+#define CHR_PRINTF(fmt, args) __attribute__((format(gnu_printf, fmt, args)))
+#else
+#define CHR_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#endif
+
 namespace chring {
 
 // Records `status` with a printf-style message for chr_last_error() and
 // returns `status`, so call sites read `return fail(CHR_EINVAL, "...")`.
 // Never allocates: the message lives in a fixed thread-local buffer.
-chr_status fail(chr_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+chr_status fail(chr_status status, const char *fmt, ...) CHR_PRINTF(2, 3);
 
 const char *last_error() noexcept;
+
+// A pointer for a message as 0x%llx: "%p" prints 0x1000 with glibc but
+// 0000000000001000 with MinGW, and messages read the same everywhere.
+inline unsigned long long address_of(const void *p) {
+    return static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p));
+}
 
 // Keeps this thread's chr_last_error() message as it was across a scope
 // whose failures are expected and handled (plugin discovery), so that a

@@ -31,7 +31,7 @@ _chring() {
     fi
 
     case $prev in
-        -m | --members | --key-file | --svg | -o | --output | --out)
+        -m | --members | --key-file | --keys | --svg | -o | --output | --out)
             COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
         --plugin-dir)
@@ -42,6 +42,15 @@ _chring() {
             return ;;
         --placement)
             COMPREPLY=($(compgen -W "native ketama ketama-unweighted nginx" -- "$cur"))
+            return ;;
+        --policy)
+            COMPREPLY=($(compgen -W "nodes zones-first nts" -- "$cur"))
+            return ;;
+        --spill)
+            COMPREPLY=($(compgen -W "replicas shuffle" -- "$cur"))
+            return ;;
+        --workload)
+            COMPREPLY=($(compgen -W "uniform zipf:1.1" -- "$cur"))
             return ;;
     esac
 

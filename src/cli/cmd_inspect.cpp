@@ -16,7 +16,13 @@ struct InspectFlags {
     RingConfig ring;
     OutputFlags output;
     bool tokens = false;
+    size_t replicas = 3;
+    std::string policy;  // empty: zones-first when the ring has zones, else nodes
 };
+
+// A node holding a copy of more than this times its weight's share of the
+// copies is reported (a zone with less weight than the others).
+constexpr double kReplicaShareWarn = 1.5;
 
 bool any_zone(const std::vector<NodeInfo> &nodes) {
     for (const NodeInfo &n : nodes)
@@ -64,6 +70,55 @@ Table nodes_table(const std::vector<NodeInfo> &nodes) {
     }
     t.notes.push_back("'owns' is the exact fraction of the 2^64 circle whose keys go to the node; "
                       "'fair share' is its weight over the total weight.");
+    return t;
+}
+
+// Each node's replica share under a policy, against its weight's share of
+// the copies (n x weight / total weight, at most all keys); warns about the
+// nodes above kReplicaShareWarn times it.
+Table replica_table(const Snapshot &snap, const std::vector<NodeInfo> &nodes, size_t n,
+                    const std::string &policy) {
+    const std::vector<double> shares = snap.replica_shares(replica_policy(policy), n);
+    uint64_t total_weight = 0;
+    size_t with_tokens = 0;
+    for (const NodeInfo &node : nodes) {
+        total_weight += node.weight;
+        with_tokens += node.tokens > 0;
+    }
+    const size_t copies = std::min(n, with_tokens);
+    Table t;
+    t.key = "replica_shares";
+    t.title = "Replica shares (" + std::to_string(n) + " replicas, policy " + policy + ")";
+    t.columns = {{"node", "node", false},
+                 {"zone", "zone", false, any_zone(nodes)},
+                 {"weight", "weight"},
+                 {"replica_pct", "holds a copy of"},
+                 {"weight_share_pct", "weight's share"},
+                 {"load", "holds / weight's"}};
+    std::vector<std::string> heavy;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        const NodeInfo &node = nodes[i];
+        const double fair = total_weight ? std::min(1.0, double(copies) * double(node.weight) / double(total_weight)) : 0;
+        const bool over = fair > 0 && shares[i] > kReplicaShareWarn * fair;
+        t.add_row({text_cell(printable_id(node.id)), text_cell(node.zone.empty() ? "" : printable_id(node.zone)),
+                   count_cell(node.weight), percent_cell(shares[i], 2), percent_cell(fair, 2),
+                   fair > 0 ? ratio_cell(shares[i] / fair, 3) : none_cell()});
+        if (over)
+            heavy.push_back(printable_id(node.id) + (node.zone.empty() ? "" : " (zone " + printable_id(node.zone) + ")") +
+                            " holds a copy of " + percent_cell(shares[i], 2).text + " of the keys, " +
+                            ratio_cell(shares[i] / fair, 2).text + " its weight's share (" +
+                            percent_cell(fair, 2).text + ")");
+    }
+    t.notes.push_back("'holds a copy of' is the exact fraction of keys for which the node is among the first " +
+                      std::to_string(n) + " replicas (policy " + policy +
+                      "); 'weight's share' is replicas x weight / total weight, at most 100%.");
+    const size_t shown = std::min<size_t>(heavy.size(), 5);
+    const char *why = policy == "nodes" ? ": its tokens own more of the circle than its weight's share"
+                                        : ": its zone has less weight than the others";
+    for (size_t i = 0; i < shown; ++i) warn(heavy[i] + why);
+    if (heavy.size() > shown)
+        warn(std::to_string(heavy.size() - shown) + " more nodes hold over " + ratio_cell(kReplicaShareWarn, 1).text +
+             " their weight's share of the copies");
     return t;
 }
 
@@ -149,6 +204,12 @@ void run(InspectFlags &f, const CLI::App &cmd) {
     report.tables.push_back(summary_table(f, loaded.config, snap, nodes));
     report.tables.push_back(nodes_table(nodes));
     report.tables.push_back(balance_table(nodes));
+    // Replica shares: asked for, or a ring with zones (where the zone
+    // policies give some nodes more copies than their weight).
+    if (cmd.count("--replicas") || cmd.count("--policy") || any_zone(nodes)) {
+        const std::string policy = !f.policy.empty() ? f.policy : any_zone(nodes) ? "zones-first" : "nodes";
+        if (snap.token_count()) report.tables.push_back(replica_table(snap, nodes, f.replicas, policy));
+    }
     if (f.tokens) report.tables.push_back(tokens_table(snap, nodes));
     if (!f.output.svg.empty()) draw(f.output.svg, snap, nodes, loaded.config);
     write_report(report, format, std::cout);
@@ -159,10 +220,20 @@ void run(InspectFlags &f, const CLI::App &cmd) {
 void add_inspect_command(CLI::App &app) {
     auto flags = std::make_shared<InspectFlags>();
     CLI::App *cmd = app.add_subcommand("inspect", "Members, weights, tokens, ownership per node, fingerprint");
-    cmd->footer("Example: chring inspect -m members.txt --tokens");
+    cmd->footer("Examples: chring inspect -m members.txt --tokens\n"
+                "  chring inspect -m members.txt --replicas 3 --policy zones-first");
     add_membership_options(*cmd, flags->members, true);
     add_ring_options(*cmd, flags->ring);
     cmd->add_flag("--tokens", flags->tokens, "Also dump the sorted token table");
+    cmd->add_option("--replicas", flags->replicas,
+                    "Replica shares for N replicas (shown for a ring with zones, or when asked)")
+        ->type_name("N")
+        ->check(whole_number(1, CHR_NODES_MAX))
+        ->capture_default_str();
+    cmd->add_option("--policy", flags->policy,
+                    "Replica policy of the shares (default: zones-first for a ring with zones, else nodes)")
+        ->type_name("nodes|zones-first|nts")
+        ->check(CLI::IsMember(replica_policy_names()).description(""));
     add_output_options(*cmd, flags->output, true);
     cmd->callback([flags, cmd] { run(*flags, *cmd); });
 }

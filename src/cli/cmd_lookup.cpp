@@ -25,6 +25,7 @@ struct LookupFlags {
     RingConfig ring;
     std::string format = "table";
     size_t replicas = 1;
+    std::string policy = "nodes";
     bool percent = false;
     bool no_header = false;
     std::vector<std::string> keys;
@@ -116,7 +117,7 @@ private:
 class Router {
 public:
     Router(const Snapshot &snap, const LookupFlags &f, Writer &writer, Output &out)
-        : snap_(snap), flags_(f), writer_(writer), out_(out) {
+        : snap_(snap), flags_(f), writer_(writer), out_(out), policy_(replica_policy(f.policy)) {
         for (const NodeInfo &n : snap.nodes()) ids_.push_back(printable_id(n.id));
         views_.resize(f.replicas);
     }
@@ -156,7 +157,8 @@ public:
             }
         } else {
             for (size_t i = 0; i < keys_.size(); ++i) {
-                size_t got = snap_.replicas(keys_[i].data(), keys_[i].size(), flags_.replicas, views_.data());
+                size_t got = snap_.replicas(keys_[i].data(), keys_[i].size(), flags_.replicas,
+                                            views_.data(), policy_);
                 owners.clear();
                 for (size_t r = 0; r < got; ++r) owners.push_back(&ids_[views_[r].index]);
                 writer_.row(out_, shown_[i], owners);
@@ -172,6 +174,7 @@ private:
     const LookupFlags &flags_;
     Writer &writer_;
     Output &out_;
+    const int32_t policy_;  // CHR_REPLICAS_*
     std::vector<std::string> ids_;
     std::vector<std::string> keys_, shown_;
     std::vector<const void *> ptrs_;
@@ -252,6 +255,7 @@ void add_lookup_command(CLI::App &app) {
     auto flags = std::make_shared<LookupFlags>();
     CLI::App *cmd = app.add_subcommand("lookup", "The owner (and replicas) of each key, from arguments or stdin");
     cmd->footer("Examples:\n  chring lookup -m members.txt user:42 user:43\n"
+                "  chring lookup -m members.txt --replicas 3 --policy zones-first user:1\n"
                 "  seq 1000000 | chring lookup -m members.txt --format csv > owners.csv\n"
                 "Reading stdin, each line is one key (a trailing CR is dropped). Table output aligns the key "
                 "column per block of 4096 keys; --format json writes one JSON object per line.");
@@ -260,6 +264,13 @@ void add_lookup_command(CLI::App &app) {
     cmd->add_option("--replicas", flags->replicas, "Print N distinct nodes per key, coordinator first")
         ->type_name("N")
         ->check(whole_number(1, CHR_NODES_MAX))
+        ->capture_default_str();
+    cmd->add_option("--policy", flags->policy,
+                    "Replica order: nodes (the walk's distinct nodes), zones-first (one node per zone "
+                    "first, then the rest; a prefix for every N), nts (Cassandra NetworkTopologyStrategy's "
+                    "set and order, racks = zones)")
+        ->type_name("nodes|zones-first|nts")
+        ->check(CLI::IsMember(replica_policy_names()).description(""))
         ->capture_default_str();
     cmd->add_flag("--percent", flags->percent, "Keys are percent-encoded (%XX), as ids in ring files");
     cmd->add_flag("--no-header", flags->no_header, "Leave out the header line (table, csv)");

@@ -10,6 +10,8 @@
 #include "keys.hpp"
 #include "moves.hpp"
 #include "options.hpp"
+#include "sim_load.hpp"
+#include "spelling.hpp"
 #include "stats.hpp"
 #include "svg.hpp"
 
@@ -25,6 +27,7 @@ struct SimFlags {
     std::string key_file;
     size_t flows = 10;
     OutputFlags output;
+    LoadSimFlags load;
     std::vector<Change> changes;  // in command-line order, filled before run()
 };
 
@@ -296,6 +299,13 @@ void run(SimFlags &f, const CLI::App &cmd) {
         rings.push_back(build_ring(source, config));
     }
     f.changes = changes_in_order(cmd, f, rings[0].members.size());
+    if (!f.load.workload.empty()) {
+        if (!f.changes.empty() || rings.size() > 1 || !f.key_file.empty())
+            throw UsageError("--workload simulates load on one ring as it is: it does not take --add, --remove, "
+                             "--reweight, --key-file or several --placement");
+        run_load_sim(f.load, rings[0], f.members.describe(), f.output);
+        return;
+    }
     if (f.changes.empty())
         throw UsageError("nothing to simulate: give --add, --remove or --reweight (see 'chring sim --help'; "
                        "'chring inspect' shows a membership as it is)");
@@ -328,9 +338,10 @@ void run(SimFlags &f, const CLI::App &cmd) {
 
 void add_sim_command(CLI::App &app) {
     auto flags = std::make_shared<SimFlags>();
-    CLI::App *cmd = app.add_subcommand("sim", "Simulate membership changes: keys moved, collateral moves, balance");
+    CLI::App *cmd = app.add_subcommand("sim", "Simulate membership changes (keys moved, collateral moves, balance) or request load (--workload: bounded loads)");
     cmd->footer("Examples:\n  chring sim --nodes 10 --add node-11 --add node-12\n"
                 "  chring sim -m members.txt --remove cache-3 --reweight cache-1=2 --keys 5000000\n"
+                "  chring sim --nodes 10 --workload zipf:1.1 --requests 1000000 --in-flight 1000 --balance 1.25\n"
                 "Changes apply as one batch, in the order given. Ids with '=' or '@' are written %3D / %40.");
     add_membership_options(*cmd, flags->members, true);
     cmd->add_option("--add", flags->add, "Add a node ID[=WEIGHT[@ZONE]] (weight 1 by default; repeatable)")
@@ -347,6 +358,7 @@ void add_sim_command(CLI::App &app) {
         ->type_name("N")
         ->check(whole_number(0, uint64_t(1) << 32))
         ->capture_default_str();
+    add_load_options(*cmd, flags->load);
     add_ring_options(*cmd, flags->ring, &flags->placements);
     add_output_options(*cmd, flags->output, true);
     cmd->callback([flags, cmd] { run(*flags, *cmd); });

@@ -11,5 +11,6 @@ void add_lookup_command(CLI::App &app);
 void add_inspect_command(CLI::App &app);
 void add_check_command(CLI::App &app);
 void add_export_command(CLI::App &app);
+void add_diff_command(CLI::App &app);
 
 }  // namespace chring::cli

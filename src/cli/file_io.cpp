@@ -3,6 +3,10 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(_WIN32)
+#include <io.h>
+#include <windows.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +16,24 @@
 
 namespace chring::cli {
 
+namespace {
+
+#if defined(_WIN32)
+// Binary mode: no CRLF translation, the bytes as they are on disk.
+constexpr int kOpenFlags = O_RDONLY | O_BINARY;
+#else
+constexpr int kOpenFlags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+#endif
+
+// The last `c` in p[0, n), as memrchr (a GNU extension).
+const char *last_of(const char *p, size_t n, char c) {
+    while (n--)
+        if (p[n] == c) return p + n;
+    return nullptr;
+}
+
+}  // namespace
+
 std::string input_name(const std::string &path) { return path == "-" ? "<stdin>" : path; }
 
 std::string read_input(const std::string &path, const InputLimits &limits) {
@@ -19,7 +41,7 @@ std::string read_input(const std::string &path, const InputLimits &limits) {
     const std::string max = std::to_string(limits.file_max);
     int fd = STDIN_FILENO;
     if (path != "-") {
-        do fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        do fd = ::open(path.c_str(), kOpenFlags);
         while (fd < 0 && errno == EINTR);
         if (fd < 0) throw CliError(name + ": cannot open the " + limits.what + ": " + std::strerror(errno));
     }
@@ -53,8 +75,8 @@ std::string read_input(const std::string &path, const InputLimits &limits) {
         const char *fresh = text.data() + have;
         if (limits.stop_at_nul && std::memchr(fresh, '\0', size_t(got))) break;
         if (limits.line_max) {
-            if (const void *nl = ::memrchr(fresh, '\n', size_t(got)))
-                line_start = size_t(static_cast<const char *>(nl) - text.data()) + 1;
+            if (const char *nl = last_of(fresh, size_t(got), '\n'))
+                line_start = size_t(nl - text.data()) + 1;
             if (text.size() - line_start > limits.line_max + 1) break;  // + 1: a CR before the LF
         }
     }
@@ -78,7 +100,12 @@ void write_file_atomically(const std::string &path, std::string_view data, const
         mode = 0666 & ~mask;
     }
     std::string temp = path.substr(0, slash == std::string::npos ? 0 : slash + 1) + "." + base + ".XXXXXX";
+#if defined(_WIN32)
+    int fd = ::mkstemp(temp.data());
+    if (fd >= 0) ::_setmode(fd, O_BINARY);
+#else
     int fd = ::mkostemp(temp.data(), O_CLOEXEC);
+#endif
     if (fd < 0) throw failure(std::strerror(errno));
     struct Temp {  // removed unless renamed into place
         const std::string &name;
@@ -95,6 +122,19 @@ void write_file_atomically(const std::string &path, std::string_view data, const
         if (wrote < 0) throw failure(std::strerror(errno));
         off += size_t(wrote);
     }
+#if defined(_WIN32)
+    // Windows: no mode bits to copy (the new file gets its directory's
+    // access list), _commit is fsync, and rename() refuses an existing
+    // target, MoveFileEx replaces it (write-through: on disk when it returns).
+    (void)mode;
+    if (::_commit(fd) != 0) throw failure(std::strerror(errno));
+    guard.fd = -1;
+    if (::close(fd) != 0) throw failure(std::strerror(errno));
+    if (!::MoveFileExA(temp.c_str(), path.c_str(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH))
+        throw failure("cannot replace it (Windows error " + std::to_string(::GetLastError()) + ")");
+    guard.done = true;
+    (void)dir;
+#else
     if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) throw failure(std::strerror(errno));
     guard.fd = -1;
     if (::close(fd) != 0) throw failure(std::strerror(errno));
@@ -105,6 +145,7 @@ void write_file_atomically(const std::string &path, std::string_view data, const
         ::fsync(dir_fd);
         ::close(dir_fd);
     }
+#endif
 }
 
 }  // namespace chring::cli

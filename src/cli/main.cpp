@@ -15,6 +15,11 @@
 #ifdef CHRING_CLI_ETCD
 #include "etcd/etcd_commands.hpp"
 #endif
+#if defined(_WIN32)
+#include <fcntl.h>
+#include <io.h>
+#include <cstdio>
+#endif
 
 namespace {
 
@@ -54,6 +59,13 @@ std::string help_hint(const CLI::App &app) {
 }  // namespace
 
 int main(int argc, char **argv) {
+#if defined(_WIN32)
+    // Bytes in and out as on Linux: keys and ring files read from stdin
+    // keep their CRs (and a ^Z is not end of file), output lines end in LF.
+    _setmode(_fileno(stdin), _O_BINARY);
+    _setmode(_fileno(stdout), _O_BINARY);
+    _setmode(_fileno(stderr), _O_BINARY);
+#endif
     CLI::App app{"chring - consistent hashing: see what moves, how even the ring is, where a key goes",
                  "chring"};
     app.require_subcommand(0, 1);  // none is reported below, after unknown options are
@@ -66,6 +78,7 @@ int main(int argc, char **argv) {
     chring::cli::add_inspect_command(app);
     chring::cli::add_check_command(app);
     chring::cli::add_export_command(app);
+    chring::cli::add_diff_command(app);
 #ifdef CHRING_CLI_ETCD
     chring::cli::etcd::add_watch_command(app);
     chring::cli::etcd::add_etcd_command(app);

@@ -122,10 +122,37 @@ void Snapshot::lookup_batch(const void *const *keys, const size_t *lens, size_t 
     check(chr_snapshot_lookup_batch(snap_, keys, lens, n, owners), "lookup");
 }
 
-size_t Snapshot::replicas(const void *key, size_t len, size_t n, chr_node_view *out) const {
+size_t Snapshot::replicas(const void *key, size_t len, size_t n, chr_node_view *out,
+                          int32_t policy) const {
     size_t count = 0;
-    check(chr_snapshot_replicas(snap_, key, len, n, out, &count), "replicas");
+    if (policy == CHR_REPLICAS_NODES)
+        check(chr_snapshot_replicas(snap_, key, len, n, out, &count), "replicas");
+    else
+        check(chr_snapshot_replicas_policy(snap_, key, len, policy, n, out, &count), "replicas");
     return count;
+}
+
+std::vector<double> Snapshot::replica_shares(int32_t policy, size_t n) const {
+    std::vector<double> shares(node_count());
+    size_t count = 0;
+    check(chr_snapshot_replica_shares(snap_, policy, n, shares.data(), shares.size(), &count),
+          "replica shares");
+    return shares;
+}
+
+std::vector<std::string> replica_policy_names() {
+    std::vector<std::string> names;
+    const char *name = nullptr;
+    for (int32_t p = 0; chr_replica_policy_name(p, &name) == CHR_OK; ++p) names.push_back(name);
+    return names;
+}
+
+int32_t replica_policy(const std::string &name) {
+    int32_t policy = 0;
+    if (chr_replica_policy_find(name.c_str(), &policy) == CHR_OK) return policy;
+    std::string known;
+    for (const std::string &n : replica_policy_names()) known += (known.empty() ? "" : ", ") + n;
+    throw CliError("unknown replica policy '" + name + "' (known: " + known + ")");
 }
 
 chr_options RingConfig::options() const {

@@ -44,6 +44,12 @@ const PlacementMode &placement_mode(const std::string &name);
 // "native, ketama, ..." for help texts and errors.
 std::string placement_names();
 
+// The replica policy called `name` ("nodes", "zones-first", "nts"), as the
+// library names them; a CliError listing them otherwise.
+int32_t replica_policy(const std::string &name);
+// Every policy's name, in number order (for --policy's check and help).
+std::vector<std::string> replica_policy_names();
+
 // What chr_options carries, as the flags spell it.
 struct RingConfig {
     std::string hasher;  // empty: the placement's own (xxh3 for native)
@@ -80,6 +86,7 @@ public:
     Snapshot(const Snapshot &) = delete;
     Snapshot &operator=(const Snapshot &) = delete;
 
+    const chr_snapshot *get() const { return snap_; }
     size_t node_count() const;
     size_t token_count() const;
     uint64_t fingerprint() const;
@@ -88,8 +95,12 @@ public:
     void token(size_t index, uint64_t &value, uint32_t &owner) const;
     // Owners (node indices) of n keys.
     void lookup_batch(const void *const *keys, const size_t *lens, size_t n, uint32_t *owners) const;
-    // Up to n distinct owners, coordinator first; returns how many.
-    size_t replicas(const void *key, size_t len, size_t n, chr_node_view *out) const;
+    // Up to n distinct owners, coordinator first, under a replica policy
+    // (CHR_REPLICAS_*); returns how many.
+    size_t replicas(const void *key, size_t len, size_t n, chr_node_view *out,
+                    int32_t policy = CHR_REPLICAS_NODES) const;
+    // Each member's replica share (node index order) for n replicas.
+    std::vector<double> replica_shares(int32_t policy, size_t n) const;
     // The canonical ring file (or, with CHR_EXPORT_JSON, its JSON twin).
     std::string export_text(uint32_t flags, uint64_t revision) const;
     // The options the snapshot's ring has, as its canonical file states them.

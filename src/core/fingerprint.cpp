@@ -31,6 +31,15 @@ uint64_t ring_fingerprint(const Placement &p, const std::vector<Node> &nodes, si
     }
     fp.add(tokens);
     for (const FingerprintMix &lane : lanes) fp.add(lane.h);
+    // Version 2: zones steer the zone replica policies, so they are mixed
+    // in, after everything version 1 mixed, and only when some member has
+    // one: a ring without zones keeps its version 1 fingerprint.
+    bool zoned = false;
+    for (const Node &n : nodes) zoned |= !n.zone.empty();
+    if (zoned) {
+        fp.add(kFingerprintZonesMark);
+        for (const Node &n : nodes) fp.add_bytes(n.zone);
+    }
     return fp.h;
 }
 

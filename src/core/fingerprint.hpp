@@ -23,6 +23,9 @@ struct FingerprintMix {
     void add_bytes(const std::string &s) noexcept;
 };
 
+// Mixed before the zones (CHR_FINGERPRINT_VERSION 2), "zones" in ASCII.
+constexpr uint64_t kFingerprintZonesMark = 0x7a6f6e6573ull;
+
 // The token array is mixed as the build goes, token k into lane k % 4 (a
 // single multiply chain would bound the speed of every update by its
 // latency); this adds the placement and the members around the lanes.

@@ -8,13 +8,16 @@
 
 namespace chring {
 
+__extension__ typedef unsigned __int128 u128;  // arcs: one node may own all 2^64 positions
+
 struct Node {
     std::string id;  // bytes, compared as unsigned bytes (std::string's order)
     std::string zone;
     uint64_t tag = 0;
     uint32_t weight = 0;
     uint32_t tokens = 0;     // filled by the snapshot build
-    double ownership = 0.0;  // filled by the snapshot build
+    double ownership = 0.0;  // filled by the snapshot build: arc / 2^64
+    u128 arc = 0;            // filled by the snapshot build: key positions it owns, exactly
 };
 
 // The new node table plus, for each new node, where it was in the old

@@ -1,8 +1,12 @@
 #include "reclaim.hpp"
 
+#if defined(_WIN32)
+#include <windows.h>
+#else
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
 
 #include <new>
 
@@ -27,6 +31,20 @@ std::atomic<Slot *> slot_list{nullptr};
 #endif
 #endif
 
+#if defined(_WIN32)
+// Windows has the same asymmetric fence: FlushProcessWriteBuffers() makes
+// every processor running a thread of this process flush its store buffer
+// (an inter-processor interrupt, as membarrier's PRIVATE_EXPEDITED
+// command), documented since Vista and present in every Windows and Wine
+// this build runs on; it cannot fail and needs no registration.
+bool asymmetric_fences_available() noexcept {
+#if defined(CHR_RECLAIM_TSAN)
+    return false;
+#else
+    return true;
+#endif
+}
+#else
 long membarrier(int cmd) noexcept { return syscall(__NR_membarrier, cmd, 0, 0); }
 
 bool asymmetric_fences_available() noexcept {
@@ -38,6 +56,7 @@ bool asymmetric_fences_available() noexcept {
            membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
 #endif
 }
+#endif
 
 }  // namespace
 
@@ -59,18 +78,50 @@ const bool asymmetric = asymmetric_fences_available();
 // asymmetric), nullptr before.
 thread_local Slot *tls_slot = nullptr;
 
+void release_slot(Slot *s) noexcept {
+    s->active.store(0, std::memory_order_release);
+    s->in_use.store(false, std::memory_order_release);
+}
+
+#if defined(_WIN32)
+// Windows: the slot is released by a fiber-local storage callback, which
+// Windows runs at the exit of every thread, the ones CreateThread started
+// as well as std::thread's (a thread_local destructor under MinGW runs only
+// for threads its runtime knows). The callback gets the slot itself and
+// touches no thread-local variable (their storage may already be gone).
+// The index is freed when chring.dll is unloaded, so no callback outlives
+// the code it points to.
+void WINAPI release_at_thread_exit(void *slot) {
+    if (slot) release_slot(static_cast<Slot *>(slot));
+}
+struct FlsIndex {
+    DWORD index = ::FlsAlloc(release_at_thread_exit);
+    ~FlsIndex() {
+        if (index != FLS_OUT_OF_INDEXES) ::FlsFree(index);
+    }
+};
+FlsIndex fls_index;
+
+void release_at_exit(Slot *s) noexcept {
+    if (fls_index.index != FLS_OUT_OF_INDEXES) ::FlsSetValue(fls_index.index, s);
+}
+#else
 // Releases the thread's slot at thread exit.
 struct SlotRelease {
     ~SlotRelease() {
         if (tls_slot) {
-            tls_slot->active.store(0, std::memory_order_release);
-            tls_slot->in_use.store(false, std::memory_order_release);
+            release_slot(tls_slot);
             tls_slot = nullptr;
             tls_fast_slot = nullptr;
         }
     }
 };
 thread_local SlotRelease tls_release;
+
+void release_at_exit(Slot *) noexcept {
+    (void)&tls_release;  // odr-use so its destructor runs at thread exit
+}
+#endif
 
 Slot *acquire_slot() noexcept {
     for (Slot *s = slot_list.load(std::memory_order_acquire); s; s = s->next) {
@@ -97,7 +148,7 @@ Slot *detail::enter_read_slow() noexcept {
         if (!(s = acquire_slot())) return nullptr;
         tls_slot = s;
         if (asymmetric) tls_fast_slot = s;  // later reads take ReadGuard's fast path
-        (void)&tls_release;  // odr-use so its destructor runs at thread exit
+        release_at_exit(s);
     }
     if (asymmetric) {
         detail::announce_unfenced(s);
@@ -112,10 +163,25 @@ uint64_t retire_epoch() noexcept { return global_epoch.fetch_add(1, std::memory_
 
 bool fence_readers() noexcept {
     if (!asymmetric) return true;  // readers fence themselves
+#if defined(_WIN32)
+    ::FlushProcessWriteBuffers();
+    return true;
+#else
     if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return true;
     // A forked child may need to register again before the barrier works.
     return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
            membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+#endif
+}
+
+size_t registered_slots(size_t *in_use) noexcept {
+    size_t all = 0, busy = 0;
+    for (Slot *s = slot_list.load(std::memory_order_acquire); s; s = s->next) {
+        ++all;
+        if (s->in_use.load(std::memory_order_acquire)) ++busy;
+    }
+    if (in_use) *in_use = busy;
+    return all;
 }
 
 uint64_t oldest_reader_epoch() noexcept {

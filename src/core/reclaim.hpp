@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cassert>
+#include <cstddef>
 #include <cstdint>
 
 namespace chring {
@@ -31,14 +32,22 @@ struct alignas(64) Slot {
 // What the inline read guard below needs from reclaim.cpp. Hidden: the
 // guard is inlined into libchring only, which then reads them directly.
 namespace detail {
+#if defined(_WIN32)  // a DLL exports only what is marked
+extern std::atomic<uint64_t> global_epoch;
+#else
 __attribute__((visibility("hidden"))) extern std::atomic<uint64_t> global_epoch;
+#endif
 // The calling thread's slot when a read needs no fence of its own: the
 // thread is registered and writers fence readers with membarrier(2) (see
 // reclaim.cpp). Otherwise nullptr, and reads enter through
 // enter_read_slow(). One TLS pointer answers both questions, so a read's
 // fast path has one test. Constant-initialized: reads of it need no TLS
 // wrapper call.
+#if defined(_WIN32)  // MinGW's thread_local is emulated: no TLS models
+inline thread_local Slot *tls_fast_slot = nullptr;
+#else
 inline thread_local Slot *tls_fast_slot __attribute__((tls_model("initial-exec"))) = nullptr;
+#endif
 // Registers the thread on its first read, announces the read (with a fence
 // when writers cannot fence readers) and returns the slot; nullptr only if
 // the registration could not allocate.
@@ -92,6 +101,10 @@ bool fence_readers() noexcept;
 // An object retired in epoch r is unreachable once r < this value.
 // Scans every thread's slot; O(threads ever registered).
 uint64_t oldest_reader_epoch() noexcept;
+
+// For tests: the slots ever registered, and in `in_use` how many belong to
+// a live thread now (a thread's slot is recycled when it exits).
+size_t registered_slots(size_t *in_use) noexcept;
 
 }  // namespace reclaim
 }  // namespace chring

@@ -33,10 +33,40 @@ void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
     }
 }
 
-uint64_t *Snapshot::thread_bitmap(size_t nodes) {
+uint64_t *Snapshot::thread_bitmap(size_t bit_count) {
     static thread_local std::vector<uint64_t> bits;  // grows once per thread, then reused
-    if (bits.size() < (nodes + 63) / 64) bits.resize((nodes + 63) / 64);
+    if (bits.size() < (bit_count + 63) / 64) bits.resize((bit_count + 63) / 64);
     return bits.data();
+}
+
+void Snapshot::replica_shares(ReplicaPolicy policy, size_t n, double *out) const {
+    __extension__ typedef unsigned __int128 u128;  // one node may hold all 2^64
+    std::vector<u128> sums(nodes_.size(), 0);
+    const size_t T = index_.token_count();
+    if (T == 0 || std::min(n, eligible_) == 0) {
+        std::fill(out, out + nodes_.size(), 0.0);
+        return;
+    }
+    // Token k's keys are its arc (value[k-1], value[k]], the wrapping arc
+    // for k = 0; they all have the list of replicas_from_token(k). A token
+    // whose owner is the previous token's has the same list (the walk from
+    // k-1 meets that owner first, then walks on from k).
+    std::vector<uint32_t> list(std::min(n, eligible_));
+    size_t listed = 0;
+    const uint64_t last = index_.token_value(T - 1);
+    uint64_t prev = 0;
+    uint32_t prev_owner = 0;
+    size_t k = 0;
+    index_.for_each_token([&](uint64_t value, uint32_t owner) {
+        const u128 arc = k == 0 ? (u128(1) << 64) - last + value : u128(value - prev);
+        if (k == 0 || owner != prev_owner)
+            listed = replicas_from_token(k, n, policy, [&](size_t i, uint32_t o) { list[i] = o; });
+        for (size_t i = 0; i < listed; ++i) sums[list[i]] += arc;
+        prev = value;
+        prev_owner = owner;
+        ++k;
+    });
+    for (size_t i = 0; i < nodes_.size(); ++i) out[i] = double(sums[i]) * 0x1p-64;
 }
 
 int64_t Snapshot::find(const std::string &id) const noexcept {

@@ -16,6 +16,13 @@
 
 namespace chring {
 
+// chr_replica_policy values (chring.h, "Zone-aware replicas").
+enum class ReplicaPolicy : int32_t {
+    nodes = CHR_REPLICAS_NODES,
+    zones_first = CHR_REPLICAS_ZONES_FIRST,
+    nts = CHR_REPLICAS_NTS,
+};
+
 class Snapshot {
 public:
     // The empty ring.
@@ -52,14 +59,27 @@ public:
     // bad_alloc).
     template <class Emit>
     size_t replicas_at_hash(uint64_t h, size_t n, Emit &&emit) const {
+        if (std::min(n, eligible_) == 0) return 0;
+        return replicas_from_token(index_.successor(h), n, emit);
+    }
+    // The same under a replica policy (chring.h, "Zone-aware replicas").
+    template <class Emit>
+    size_t replicas_at_hash(uint64_t h, size_t n, ReplicaPolicy policy, Emit &&emit) const {
+        if (std::min(n, eligible_) == 0) return 0;
+        return replicas_from_token(index_.successor(h), n, policy, emit);
+    }
+
+    // The replica list of every key whose successor is token k (k <
+    // token_count()): the keys of token k's arc. Emits as above.
+    template <class Emit>
+    size_t replicas_from_token(size_t k, size_t n, Emit &&emit) const {
         n = std::min(n, eligible_);
         if (n == 0) return 0;
-        const size_t start = index_.successor(h);
         if (n <= kLinearScanReplicas) {
             // Walk first, then emit: the walk stays a tight loop and the
             // results are filled by straight-line, independent copies.
             uint32_t chosen[kLinearScanReplicas];
-            const size_t found = walk_distinct(start, n, [&](uint32_t o, size_t f) {
+            const size_t found = walk_distinct(k, n, [&](uint32_t o, size_t f) {
                 for (size_t j = 0; j < f; ++j)
                     if (chosen[j] == o) return false;
                 chosen[f] = o;
@@ -71,24 +91,70 @@ public:
         uint64_t stack_bits[kStackBitmapNodes / 64];
         uint64_t *bits = nodes_.size() <= kStackBitmapNodes ? stack_bits : thread_bitmap(nodes_.size());
         std::fill(bits, bits + (nodes_.size() + 63) / 64, 0);
-        return walk_distinct(start, n, [&](uint32_t o, size_t found) {
-            const uint64_t mask = uint64_t(1) << (o & 63);
-            if (bits[o >> 6] & mask) return false;
-            bits[o >> 6] |= mask;
+        return walk_distinct(k, n, [&](uint32_t o, size_t found) {
+            if (!test_and_set(bits, o)) return false;
             emit(found, o);  // n may exceed any fixed buffer: emitted as found
             return true;
         });
+    }
+    template <class Emit>
+    size_t replicas_from_token(size_t k, size_t n, ReplicaPolicy policy, Emit &&emit) const {
+        // One live zone: every policy is the plain walk (firsts = the owner,
+        // then the rest in walk order).
+        if (policy == ReplicaPolicy::nodes || live_zones_ <= 1) return replicas_from_token(k, n, emit);
+        return zone_replicas_from_token(k, n, policy == ReplicaPolicy::zones_first, emit);
+    }
+
+    // Each node's replica share under a policy (chr_snapshot_replica_shares):
+    // out[i] for node i, node_count() entries.
+    void replica_shares(ReplicaPolicy policy, size_t n, double *out) const;
+
+    // Distinct owners clockwise from the successor of hash h, coordinator
+    // first, each offered once to visit(node_index) until it returns true
+    // or every node with tokens was offered. Allocates as replicas_at_hash.
+    template <class Visit>
+    void walk_owners(uint64_t h, Visit &&visit) const {
+        const size_t tokens = index_.token_count();
+        if (tokens == 0) return;
+        uint64_t stack_bits[kStackBitmapNodes / 64];
+        uint64_t *bits = nodes_.size() <= kStackBitmapNodes ? stack_bits : thread_bitmap(nodes_.size());
+        std::fill(bits, bits + (nodes_.size() + 63) / 64, 0);
+        size_t k = index_.successor(h), seen = 0;
+        for (size_t steps = 0; steps < tokens && seen < eligible_; ++steps) {
+            const uint32_t o = index_.owner_at(k);
+            const uint64_t mask = uint64_t(1) << (o & 63);
+            if (!(bits[o >> 6] & mask)) {
+                bits[o >> 6] |= mask;
+                ++seen;
+                if (visit(o)) return;
+            }
+            if (++k == tokens) k = 0;
+        }
+    }
+
+    // Weight of the nodes with tokens below index i (i == node_count(): all
+    // of them): the cumulative weights of the bounded-load capacity.
+    uint64_t weight_before(size_t i) const noexcept { return weight_before_[i]; }
+    // The weight a bounded lookup shares capacity by: 0 for a node without tokens.
+    uint32_t candidate_weight(size_t i) const noexcept {
+        return nodes_[i].tokens ? nodes_[i].weight : 0;
     }
 
     size_t token_count() const noexcept { return index_.token_count(); }
     size_t node_count() const noexcept { return nodes_.size(); }
     size_t eligible_count() const noexcept { return eligible_; }
+    // Zones holding a node with tokens; node i's zone number (0..zones-1
+    // over every distinct label, the empty one included).
+    size_t live_zone_count() const noexcept { return live_zones_; }
+    uint32_t zone_of(size_t i) const noexcept { return zone_of_[i]; }
     const std::vector<Node> &nodes() const noexcept { return nodes_; }
     const Node &node(size_t i) const noexcept { return nodes_[i]; }
     // Node i as the C API shows it (node_cache.hpp).
     const chr_node_view &view(size_t i) const noexcept { return cache_.view(i); }
     const NodeCache::RefFields &ref_fields(size_t i) const noexcept { return cache_.ref_fields(i); }
     uint64_t token_value(size_t i) const noexcept { return index_.token_value(i); }
+    // The token array itself, for walks in token order (diff.cpp).
+    const TokenIndex &tokens() const noexcept { return index_; }
     uint32_t token_owner(size_t i) const noexcept { return index_.owner_at(i); }
     uint64_t fingerprint() const noexcept { return fingerprint_; }
     const PlacementPtr &placement() const noexcept { return placement_; }
@@ -117,7 +183,73 @@ private:
         }
         return found;
     }
-    static uint64_t *thread_bitmap(size_t nodes);
+    // Sets bit i; false if it was set already.
+    static bool test_and_set(uint64_t *bits, uint32_t i) noexcept {
+        const uint64_t mask = uint64_t(1) << (i & 63);
+        if (bits[i >> 6] & mask) return false;
+        bits[i >> 6] |= mask;
+        return true;
+    }
+    static uint64_t *thread_bitmap(size_t bits);
+
+    // The zone policies. Of the distinct nodes in walk order, the first of
+    // each zone is a "first" and the others "repeats"; a list of n takes the
+    // first f = min(n, live zones) firsts and the first n - f repeats (in
+    // walk order both), so it is done once it has both. Zones-first places
+    // firsts at 0..f-1 and repeats at f.., NTS every node in walk order.
+    // A node met again is skipped: its zone is known, so it is either taken
+    // or a repeat refused because the repeats were complete.
+    template <class Emit>
+    size_t zone_replicas_from_token(size_t k, size_t n, bool firsts_first, Emit &&emit) const {
+        n = std::min(n, eligible_);
+        if (n == 0) return 0;
+        const size_t want_firsts = std::min(n, live_zones_), want_repeats = n - want_firsts;
+        const size_t tokens = index_.token_count();
+        size_t firsts = 0, repeats = 0;
+        if (n <= kLinearScanReplicas) {
+            uint32_t taken[kLinearScanReplicas], zones[kLinearScanReplicas];
+            bool is_first[kLinearScanReplicas];
+            for (size_t steps = 0; steps < tokens; ++steps) {
+                const uint32_t o = index_.owner_at(k);
+                if (++k == tokens) k = 0;
+                const uint32_t z = zone_of_[o];
+                bool seen = false;
+                for (size_t j = 0; j < firsts; ++j) seen |= zones[j] == z;
+                if (!seen) {
+                    zones[firsts] = z;
+                } else {
+                    if (repeats == want_repeats) continue;
+                    bool dup = false;
+                    for (size_t j = 0; j < firsts + repeats; ++j) dup |= taken[j] == o;
+                    if (dup) continue;
+                }
+                taken[firsts + repeats] = o;
+                is_first[firsts + repeats] = !seen;
+                (seen ? repeats : firsts) += 1;
+                if (firsts == want_firsts && repeats == want_repeats) break;
+            }
+            size_t next_first = 0, next_repeat = want_firsts;
+            for (size_t i = 0; i < firsts + repeats; ++i)
+                emit(!firsts_first ? i : is_first[i] ? next_first++ : next_repeat++, taken[i]);
+            return firsts + repeats;
+        }
+        // Bitmaps: nodes at bits 0..N-1, zones at N.. (zone numbers < N).
+        const size_t N = nodes_.size(), bit_count = N + zone_count_;
+        uint64_t stack_bits[kStackBitmapNodes / 64];
+        uint64_t *bits = bit_count <= kStackBitmapNodes ? stack_bits : thread_bitmap(bit_count);
+        std::fill(bits, bits + (bit_count + 63) / 64, 0);
+        for (size_t steps = 0; steps < tokens; ++steps) {
+            const uint32_t o = index_.owner_at(k);
+            if (++k == tokens) k = 0;
+            const bool first = test_and_set(bits, uint32_t(N + zone_of_[o]));
+            if (!first && (repeats == want_repeats || !test_and_set(bits, o))) continue;
+            if (first) test_and_set(bits, o);
+            emit(!firsts_first ? firsts + repeats : first ? firsts : want_firsts + repeats, o);
+            (first ? firsts : repeats) += 1;
+            if (firsts == want_firsts && repeats == want_repeats) break;
+        }
+        return firsts + repeats;
+    }
 
     // Takes the tokens in order and builds everything derived from them
     // (snapshot_build.cpp).
@@ -130,6 +262,10 @@ private:
     NodeCache cache_;   // borrows nodes_' strings: nodes_ never changes after the build
     TokenIndex index_;
     size_t eligible_ = 0;
+    std::vector<uint64_t> weight_before_;  // node_count() + 1 prefix sums of candidate_weight
+    std::vector<uint32_t> zone_of_;  // per node: its zone's number
+    size_t zone_count_ = 0;          // distinct zone labels among the members
+    size_t live_zones_ = 0;          // of those, zones holding a node with tokens
     uint64_t fingerprint_ = 0;
 };
 

@@ -2,6 +2,7 @@
 // membership, merged (native) or rebuilt (compatibility placements) into
 // the lookup index while counting each node's tokens, owned arc and the
 // fingerprint in the same pass.
+#include <algorithm>
 #include <utility>
 
 #include "fingerprint.hpp"
@@ -12,10 +13,6 @@ namespace chring {
 namespace detail {
 extern std::atomic<int64_t> live_snapshots;  // snapshot.cpp
 }  // namespace detail
-
-namespace {
-__extension__ typedef unsigned __int128 u128;  // arc sums: one node may own all 2^64
-}  // namespace
 
 class Snapshot::Builder {
 public:
@@ -47,16 +44,46 @@ public:
         if (T_) arcs_[s.index_.owner_at(0)] += (u128(1) << 64) - prev_;
         s.fingerprint_ = ring_fingerprint(*s.placement_, s.nodes_, T_, lanes_);
         s.eligible_ = 0;
+        s.weight_before_.assign(s.nodes_.size() + 1, 0);
         for (size_t i = 0; i < s.nodes_.size(); ++i) {
             Node &n = s.nodes_[i];
             n.tokens = tokens_vec_[i];
-            n.ownership = double(arcs_vec_[i]) * 0x1p-64;
+            n.arc = arcs_vec_[i];
+            n.ownership = double(n.arc) * 0x1p-64;
             s.eligible_ += n.tokens > 0;
+            s.weight_before_[i + 1] = s.weight_before_[i] + s.candidate_weight(i);
         }
+        number_zones(s);
         s.cache_.build(s.nodes_);
     }
 
 private:
+    // Zone numbers for the zone replica policies: distinct labels numbered
+    // in byte order, and the count of zones holding a node with tokens.
+    static void number_zones(Snapshot &s) {
+        const size_t N = s.nodes_.size();
+        s.zone_of_.assign(N, 0);
+        s.zone_count_ = N ? 1 : 0;
+        s.live_zones_ = s.eligible_ ? 1 : 0;
+        bool zoned = false;
+        for (const Node &n : s.nodes_) zoned |= !n.zone.empty();
+        if (!zoned) return;  // one shared zone: every number 0
+        std::vector<uint32_t> by_zone(N);
+        for (size_t i = 0; i < N; ++i) by_zone[i] = uint32_t(i);
+        std::sort(by_zone.begin(), by_zone.end(),
+                  [&](uint32_t a, uint32_t b) { return s.nodes_[a].zone < s.nodes_[b].zone; });
+        std::vector<uint8_t> live(N, 0);
+        uint32_t z = 0;
+        for (size_t j = 0; j < N; ++j) {
+            if (j && s.nodes_[by_zone[j]].zone != s.nodes_[by_zone[j - 1]].zone) ++z;
+            s.zone_of_[by_zone[j]] = z;
+            live[z] |= s.nodes_[by_zone[j]].tokens > 0;
+        }
+        s.zone_count_ = size_t(z) + 1;
+        s.live_zones_ = 0;
+        for (size_t i = 0; i < s.zone_count_; ++i) s.live_zones_ += live[i];
+    }
+
     Snapshot &s_;
     const size_t T_;
     TokenIndex::Writer index_;

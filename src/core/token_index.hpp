@@ -111,6 +111,7 @@ public:
     size_t index_bytes() const noexcept;
 
     class Writer;
+    class Cursor;
 
 private:
     Found locate_exactly(uint64_t b, uint64_t h) const noexcept {
@@ -150,6 +151,37 @@ private:
     unsigned key_shift_ = 31;    // 32 - P
     unsigned owner_bits_ = 1;    // O
     uint32_t owner_mask_ = 1;    // 2^O - 1
+};
+
+// Reads the tokens in order one at a time, so that a caller can walk two
+// rings side by side (a diff). The bucket of token i is tracked as i grows:
+// the next bucket's start is compared once per token, plus once per empty
+// bucket passed, so a whole walk is O(T + 2^P) = O(T), without the
+// per-token binary search of token_value().
+class TokenIndex::Cursor {
+public:
+    explicit Cursor(const TokenIndex &index) noexcept : index_(index) {
+        if (index_.tokens_) settle();
+    }
+    bool done() const noexcept { return i_ == index_.tokens_; }
+    // The current token (requires !done()): its position, value and owner.
+    size_t position() const noexcept { return i_; }
+    uint64_t value() const noexcept { return value_; }
+    uint32_t owner() const noexcept { return index_.owner_at(i_); }
+    void next() noexcept {
+        if (++i_ < index_.tokens_) settle();
+    }
+
+private:
+    void settle() noexcept {
+        while (next_start_ <= i_) next_start_ = index_.bucket_start(++bucket_ + 1);
+        value_ = bucket_ << index_.prefix_shift_ | index_.rest_of(i_) >> index_.prefix_bits_;
+    }
+    const TokenIndex &index_;
+    size_t i_ = 0;
+    uint64_t bucket_ = ~uint64_t(0);  // the bucket holding token i_ (the first ++ makes it 0)
+    size_t next_start_ = 0;           // bucket_start(bucket_ + 1)
+    uint64_t value_ = 0;
 };
 
 // Fills a TokenIndex with T tokens given in (value, owner) order.

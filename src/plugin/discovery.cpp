@@ -1,7 +1,11 @@
 #include "plugin/discovery.hpp"
 
+#if defined(_WIN32)
+#include <windows.h>
+#else
 #include <dirent.h>
 #include <dlfcn.h>
+#endif
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,6 +16,7 @@
 #include "errors.hpp"
 #include "plugin/loader.hpp"
 #include "plugin/trust.hpp"
+#include "plugin/win_path.hpp"
 
 namespace chring {
 namespace {
@@ -27,6 +32,68 @@ void note_skip(const std::string &what) {
     tls_skipped += what;
     if (tls_skipped.size() > kSkippedMax) tls_skipped.resize(kSkippedMax);
 }
+
+#if defined(_WIN32)
+// Windows: chring-<name>.dll beside chring.dll, CHRING_PLUGIN_PATH split
+// at ';' (':' is part of a drive letter), names listed with
+// FindFirstFileW (UTF-16, converted to UTF-8).
+constexpr char kPathSeparator = ';';
+constexpr const char *kPluginSuffix = ".dll";
+constexpr const char *kDirSeparator = "\\";
+
+std::vector<std::string> plugin_files(const std::string &dir) {
+    std::vector<std::string> found;
+    std::wstring pattern;
+    if (!win::widen(dir + "\\chring-*.dll", &pattern)) return found;
+    WIN32_FIND_DATAW entry;
+    HANDLE h = ::FindFirstFileW(pattern.c_str(), &entry);
+    if (h == INVALID_HANDLE_VALUE) return found;
+    do {
+        std::string name = win::narrow(entry.cFileName);
+        size_t n = name.size();
+        // The pattern also matches 8.3 short names and longer suffixes: check the real name.
+        if (n > 11 && name.compare(0, 7, "chring-") == 0 && name.compare(n - 4, 4, kPluginSuffix) == 0 &&
+            !(entry.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY))
+            found.emplace_back(dir + kDirSeparator + name);
+    } while (::FindNextFileW(h, &entry));
+    ::FindClose(h);
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
+// The directory of chring.dll (or of the program linking the core statically).
+std::string library_dir() {
+    HMODULE self = nullptr;
+    if (!::GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                              reinterpret_cast<LPCWSTR>(&library_dir), &self))
+        return std::string();
+    std::wstring name(MAX_PATH, L'\0');
+    for (;;) {
+        DWORD n = ::GetModuleFileNameW(self, &name[0], static_cast<DWORD>(name.size()));
+        if (n == 0) return std::string();
+        if (n < name.size()) {
+            name.resize(n);
+            break;
+        }
+        if (name.size() > 32768) return std::string();
+        name.resize(name.size() * 2);
+    }
+    size_t slash = name.find_last_of(L"\\/");
+    return slash == std::wstring::npos ? std::string() : win::narrow(name.substr(0, slash));
+}
+
+// No setuid programs on Windows: the environment is the process's own.
+// Read as UTF-16 and converted, so a path in any language survives.
+bool plugin_path_env(std::string *out) {
+    const wchar_t *env = ::_wgetenv(L"CHRING_PLUGIN_PATH");
+    if (!env) return false;
+    *out = win::narrow(env);
+    return true;
+}
+
+std::string beside_library(const std::string &lib) { return lib; }
+#else
+constexpr char kPathSeparator = ':';
 
 // The names in `dir` that look like plugins, sorted; none if it cannot be
 // read. POSIX readdir, not fs::directory_iterator: libstdc++ builds each
@@ -64,6 +131,18 @@ std::string library_dir() {
     return slash == std::string::npos ? std::string() : path.substr(0, slash);
 }
 
+// secure_getenv: NULL in a setuid, setgid or capability-raised process
+// (AT_SECURE), where the environment belongs to the unprivileged caller.
+bool plugin_path_env(std::string *out) {
+    const char *env = ::secure_getenv("CHRING_PLUGIN_PATH");
+    if (!env) return false;
+    *out = env;
+    return true;
+}
+
+std::string beside_library(const std::string &lib) { return lib + "/chring/plugins"; }
+#endif
+
 struct Discovery {
     std::set<std::string> tried;  // canonical paths, loaded or not
 };
@@ -77,14 +156,12 @@ Discovery &discovery() {
 std::vector<std::string> search_path(const char *plugin_dir) {
     std::vector<std::string> dirs;
     std::string lib = library_dir();
-    if (!lib.empty()) dirs.push_back(lib + "/chring/plugins");
-    // secure_getenv: NULL in a setuid, setgid or capability-raised process
-    // (AT_SECURE), where the environment belongs to the unprivileged caller.
-    if (const char *env = ::secure_getenv("CHRING_PLUGIN_PATH")) {
-        std::string list = env;
+    if (!lib.empty()) dirs.push_back(beside_library(lib));
+    std::string list;
+    if (plugin_path_env(&list)) {
         size_t start = 0;
         while (start <= list.size()) {
-            size_t end = list.find(':', start);
+            size_t end = list.find(kPathSeparator, start);
             if (end == std::string::npos) end = list.size();
             if (end > start) dirs.push_back(list.substr(start, end - start));
             start = end + 1;

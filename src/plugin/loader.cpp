@@ -3,23 +3,33 @@
 #define BOOST_DLL_USE_STD_FS
 #include <boost/dll/shared_library.hpp>
 
+#if defined(_WIN32)
+#include <windows.h>
+#else
 #include <dlfcn.h>
 #include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#endif
 
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <utility>
 #include <vector>
 
 #include "errors.hpp"
-#include "plugin/elf_check.hpp"
 #include "plugin/registry.hpp"
 #include "plugin/segments.hpp"
 #include "plugin/trust.hpp"
+#if defined(_WIN32)
+#include "plugin/pe_check.hpp"
+#include "plugin/win_path.hpp"
+#else
+#include "plugin/elf_check.hpp"
+#endif
 
 namespace chring {
 namespace {
@@ -28,9 +38,69 @@ namespace {
 constexpr uint32_t kMaxHashersPerPlugin = 256;
 
 using EntryFn = const chr_hasher *const *(uint32_t *);
+using ReadAtFn = std::function<bool(uint64_t offset, void *out, size_t len)>;
 
 std::atomic<size_t> files_opened{0};
 
+#if defined(_WIN32)
+// Windows: a module is known by the file it was loaded from (volume serial
+// number, file index); LoadLibrary is given the canonical path, and the
+// checked file stays open, sharing reading only, until the load is over
+// (then the loader's own mapping keeps the file from being changed).
+using FileId = std::pair<uint64_t, uint64_t>;
+struct Module;
+std::map<FileId, std::weak_ptr<Module>> &loaded_modules() {
+    static auto *m = new std::map<FileId, std::weak_ptr<Module>>;  // never destroyed
+    return *m;
+}
+struct Module {
+    boost::dll::shared_library lib;
+    FileId file_id{};
+    Module() = default;
+    Module(const Module &) = delete;
+    Module &operator=(const Module &) = delete;
+    ~Module() {
+        lib.unload();
+        auto &all = loaded_modules();  // caller holds plugin_load_mutex(), as below
+        auto it = all.find(file_id);
+        if (it != all.end() && it->second.expired()) all.erase(it);
+    }
+};
+
+FileId file_id_of(const TrustedFile &file) { return FileId{file.file_id[0], file.file_id[1]}; }
+
+ReadAtFn reader_for(const TrustedFile &file) {
+    HANDLE h = static_cast<HANDLE>(file.handle);
+    return [h](uint64_t offset, void *out, size_t len) {
+        unsigned char *p = static_cast<unsigned char *>(out);
+        while (len) {
+            OVERLAPPED at = {};
+            at.Offset = static_cast<DWORD>(offset);
+            at.OffsetHigh = static_cast<DWORD>(offset >> 32);
+            DWORD want = len > (1u << 30) ? (1u << 30) : static_cast<DWORD>(len), got = 0;
+            if (!::ReadFile(h, p, want, &got, &at) || got == 0) return false;
+            p += got, len -= got, offset += got;
+        }
+        return true;
+    };
+}
+
+chr_status check_file(const ReadAtFn &read, const TrustedFile &file, const char *who) {
+    PeVerdict pe = check_pe(read, file.size, host_pe());
+    if (pe.ok) return CHR_OK;
+    if (!pe.pe)
+        return fail(CHR_EPLUGIN_NOTSO, "%s: '%s' is not a DLL (%s)", who, file.path.c_str(), pe.why);
+    return fail(CHR_EPLUGIN_NOTSO, "%s: '%s' is not a loadable DLL: %s", who, file.path.c_str(), pe.why);
+}
+
+// Loads the checked file into `module`; false with `ec` set on failure.
+bool load_module(Module &module, TrustedFile &file, std::error_code &ec) {
+    std::wstring wide;
+    win::widen(file.path, &wide);
+    module.lib.load(boost::dll::fs::path(wide), ec, boost::dll::load_mode::default_mode);
+    return !ec && module.lib.is_loaded();
+}
+#else
 // A loaded plugin and the descriptor it was loaded through. The loader
 // knows the object by the name it was opened with, /proc/self/fd/N: were
 // the descriptor closed while the object stays loaded, a later plugin
@@ -85,6 +155,53 @@ std::string loader_name_for(const TrustedFile &file) {
     return file.path;
 }
 
+FileId file_id_of(const TrustedFile &file) {
+    struct stat st;
+    if (::fstat(file.fd, &st) != 0) return FileId{0, 0};
+    return FileId{st.st_dev, st.st_ino};
+}
+
+ReadAtFn reader_for(const TrustedFile &file) {
+    const int fd = file.fd;
+    return [fd](uint64_t offset, void *out, size_t len) {
+        unsigned char *p = static_cast<unsigned char *>(out);
+        while (len) {
+            ssize_t got = ::pread(fd, p, len, static_cast<off_t>(offset));
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) return false;
+            p += got, len -= static_cast<size_t>(got), offset += static_cast<uint64_t>(got);
+        }
+        return true;
+    };
+}
+
+chr_status check_file(const ReadAtFn &read, const TrustedFile &file, const char *who) {
+    ElfVerdict elf = check_elf(read, file.size, host_elf());
+    if (elf.ok) return CHR_OK;
+    if (!elf.elf)
+        return fail(CHR_EPLUGIN_NOTSO, "%s: '%s' is not a shared object (%s)", who, file.path.c_str(),
+                    elf.why);
+    return fail(CHR_EPLUGIN_NOTSO, "%s: '%s' is not a loadable shared object: %s", who,
+                file.path.c_str(), elf.why);
+}
+
+// Loads the checked file into `module` (by the name loader_name_for()
+// chose); false with `ec` set on failure.
+bool load_module(Module &module, TrustedFile &file, std::error_code &ec) {
+    module.loader_name = loader_name_for(file);
+    // rtld_now: a plugin with unresolved symbols fails here, not mid-lookup.
+    module.lib.load(module.loader_name, ec,
+                    boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    if (ec || !module.lib.is_loaded()) return false;
+    if (module.loader_name != file.path) module.fd = file.release();  // see Module
+    struct link_map *map = nullptr;
+    if (::dlinfo(module.lib.native(), RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name ||
+        module.loader_name != map->l_name)
+        module.aliased = true;
+    return true;
+}
+#endif
+
 }  // namespace
 
 std::mutex &plugin_load_mutex() {
@@ -100,52 +217,24 @@ chr_status load_plugin_locked(const std::string &path, size_t *loaded, const cha
     TrustedFile file;
     if (chr_status st = open_trusted_plugin(path, &file, who)) return st;
     if (canonical) *canonical = file.path;
-    const std::string &real = file.path;
+    const std::string real = file.path;
 
-    const int fd = file.fd;
-    ReadAt read = [fd](uint64_t offset, void *out, size_t len) {
-        unsigned char *p = static_cast<unsigned char *>(out);
-        while (len) {
-            ssize_t got = ::pread(fd, p, len, static_cast<off_t>(offset));
-            if (got < 0 && errno == EINTR) continue;
-            if (got <= 0) return false;
-            p += got, len -= static_cast<size_t>(got), offset += static_cast<uint64_t>(got);
-        }
-        return true;
-    };
-    ElfVerdict elf = check_elf(read, file.size, host_elf());
-    if (!elf.ok) {
-        if (!elf.elf)
-            return fail(CHR_EPLUGIN_NOTSO, "%s: '%s' is not a shared object (%s)", who, real.c_str(),
-                        elf.why);
-        return fail(CHR_EPLUGIN_NOTSO, "%s: '%s' is not a loadable shared object: %s", who,
-                    real.c_str(), elf.why);
-    }
+    if (chr_status st = check_file(reader_for(file), file, who)) return st;
 
-    struct stat file_stat;
-    if (::fstat(file.fd, &file_stat) != 0)
+    const FileId file_id = file_id_of(file);
+    if (file_id == FileId{0, 0})
         return fail(CHR_EPLUGIN_NOFILE, "%s: cannot stat plugin '%s'", who, real.c_str());
-    const FileId file_id{file_stat.st_dev, file_stat.st_ino};
     std::shared_ptr<Module> module = loaded_modules()[file_id].lock();
     if (!module) {
         module = std::make_shared<Module>();
         module->file_id = file_id;
-        module->loader_name = loader_name_for(file);
         std::error_code ec;
         files_opened.fetch_add(1, std::memory_order_relaxed);
-        // rtld_now: a plugin with unresolved symbols fails here, not mid-lookup.
-        module->lib.load(module->loader_name, ec,
-                         boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-        if (ec || !module->lib.is_loaded()) {
+        if (!load_module(*module, file, ec)) {
             loaded_modules().erase(file_id);
             return fail(CHR_EPLUGIN_NOTSO, "%s: '%s' is not a loadable shared object: %s", who,
                         real.c_str(), ec ? ec.message().c_str() : "unknown error");
         }
-        if (module->loader_name != real) module->fd = file.release();  // see Module
-        struct link_map *map = nullptr;
-        if (::dlinfo(module->lib.native(), RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name ||
-            module->loader_name != map->l_name)
-            module->aliased = true;
         loaded_modules()[file_id] = module;
     }
 
@@ -170,8 +259,8 @@ chr_status load_plugin_locked(const std::string &path, size_t *loaded, const cha
     if (reinterpret_cast<uintptr_t>(table) % alignof(const chr_hasher *) != 0 ||
         segments.readable_from(table) < count * sizeof(const chr_hasher *))
         return fail(CHR_EPLUGIN_DESC,
-                    "%s: '%s': its table of %u hashers at %p is not inside the plugin's readable "
-                    "segments", who, real.c_str(), count, static_cast<const void *>(table));
+                    "%s: '%s': its table of %u hashers at 0x%llx is not inside the plugin's readable "
+                    "segments", who, real.c_str(), count, address_of(table));
     std::vector<const chr_hasher *> descs(table, table + count);
 
     std::string who_file = std::string(who) + ": " + real;

@@ -60,12 +60,12 @@ chr_status validate_descriptor(const chr_hasher *d, const char *who, const Addre
     if (!d) return fail(CHR_EPLUGIN_DESC, "%s: hasher descriptor is NULL", who);
     if (bounds) {
         if (reinterpret_cast<uintptr_t>(d) % alignof(chr_hasher) != 0)
-            return fail(CHR_EPLUGIN_DESC, "%s: descriptor pointer %p is misaligned", who,
-                        static_cast<const void *>(d));
+            return fail(CHR_EPLUGIN_DESC, "%s: descriptor pointer 0x%llx is misaligned", who,
+                        address_of(d));
         if (bounds->readable_from(d) < offsetof(chr_hasher, name))
             return fail(CHR_EPLUGIN_DESC,
-                        "%s: descriptor pointer %p is outside the plugin's readable segments", who,
-                        static_cast<const void *>(d));
+                        "%s: descriptor pointer 0x%llx is outside the plugin's readable segments", who,
+                        address_of(d));
     }
     if (d->abi_version < 1 || d->abi_version > CHR_PLUGIN_ABI_VERSION)
         return fail(CHR_EPLUGIN_ABI, "%s: descriptor ABI version %u is not supported (1..%u)", who,
@@ -74,19 +74,19 @@ chr_status validate_descriptor(const chr_hasher *d, const char *who, const Addre
         return fail(CHR_EPLUGIN_DESC, "%s: descriptor size %u is smaller than the %zu bytes of ABI %u",
                     who, d->struct_size, sizeof(chr_hasher), d->abi_version);
     if (room_at(bounds, d) < sizeof(chr_hasher))
-        return fail(CHR_EPLUGIN_DESC, "%s: descriptor at %p runs off the plugin's readable segment",
-                    who, static_cast<const void *>(d));
+        return fail(CHR_EPLUGIN_DESC, "%s: descriptor at 0x%llx runs off the plugin's readable segment",
+                    who, address_of(d));
 
     if (!d->name) return fail(CHR_EPLUGIN_DESC, "%s: descriptor has a NULL name", who);
     size_t room = room_at(bounds, d->name);
     if (room == 0)
-        return fail(CHR_EPLUGIN_DESC, "%s: name pointer %p is outside the plugin's readable segments",
-                    who, static_cast<const void *>(d->name));
+        return fail(CHR_EPLUGIN_DESC, "%s: name pointer 0x%llx is outside the plugin's readable segments",
+                    who, address_of(d->name));
     size_t limit = room < CHR_HASHER_NAME_MAX + 1 ? room : CHR_HASHER_NAME_MAX + 1;
     size_t len = strnlen(d->name, limit);
     if (len == room)
-        return fail(CHR_EPLUGIN_DESC, "%s: hasher name at %p runs off the end of its segment", who,
-                    static_cast<const void *>(d->name));
+        return fail(CHR_EPLUGIN_DESC, "%s: hasher name at 0x%llx runs off the end of its segment", who,
+                    address_of(d->name));
     if (len == 0 || len > CHR_HASHER_NAME_MAX)
         return fail(CHR_EPLUGIN_DESC, "%s: hasher name length must be 1..%d bytes", who,
                     CHR_HASHER_NAME_MAX);
@@ -99,8 +99,8 @@ chr_status validate_descriptor(const chr_hasher *d, const char *who, const Addre
         size_t droom = room_at(bounds, d->description);
         if (droom == 0)
             return fail(CHR_EPLUGIN_DESC,
-                        "%s: hasher '%.*s' description pointer %p is outside the plugin's readable "
-                        "segments", who, n, d->name, static_cast<const void *>(d->description));
+                        "%s: hasher '%.*s' description pointer 0x%llx is outside the plugin's readable "
+                        "segments", who, n, d->name, address_of(d->description));
         size_t dlimit = droom < kDescriptionMax + 1 ? droom : kDescriptionMax + 1;
         size_t dlen = strnlen(d->description, dlimit);
         if (dlen == droom)
@@ -114,8 +114,8 @@ chr_status validate_descriptor(const chr_hasher *d, const char *who, const Addre
         return fail(CHR_EPLUGIN_DESC, "%s: hasher '%.*s' has a NULL hash64 function", who, n, d->name);
     if (bounds && !bounds->executable(reinterpret_cast<const void *>(d->hash64)))
         return fail(CHR_EPLUGIN_DESC,
-                    "%s: hasher '%.*s' hash64 function %p is outside the plugin's executable segments",
-                    who, n, d->name, reinterpret_cast<const void *>(d->hash64));
+                    "%s: hasher '%.*s' hash64 function 0x%llx is outside the plugin's executable segments",
+                    who, n, d->name, address_of(reinterpret_cast<const void *>(d->hash64)));
     if (d->digest_size > CHR_DIGEST_MAX)
         return fail(CHR_EPLUGIN_DESC, "%s: hasher '%.*s' digest_size %u is over %d", who, n, d->name,
                     d->digest_size, CHR_DIGEST_MAX);
@@ -125,8 +125,8 @@ chr_status validate_descriptor(const chr_hasher *d, const char *who, const Addre
                     d->name);
     if (d->digest && bounds && !bounds->executable(reinterpret_cast<const void *>(d->digest)))
         return fail(CHR_EPLUGIN_DESC,
-                    "%s: hasher '%.*s' digest function %p is outside the plugin's executable segments",
-                    who, n, d->name, reinterpret_cast<const void *>(d->digest));
+                    "%s: hasher '%.*s' digest function 0x%llx is outside the plugin's executable segments",
+                    who, n, d->name, address_of(reinterpret_cast<const void *>(d->digest)));
     if (d->flags != 0)
         return fail(CHR_EPLUGIN_DESC, "%s: hasher '%.*s' sets reserved flags 0x%x", who, n, d->name,
                     d->flags);

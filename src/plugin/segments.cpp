@@ -50,20 +50,6 @@ chr_status LoadedSegments::find(void *handle, const std::string &path, const cha
     return CHR_OK;
 }
 
-size_t LoadedSegments::readable_from(const void *p) const {
-    uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    for (const Range &r : ranges_)
-        if (r.readable && a >= r.start && a < r.end) return r.end - a;
-    return 0;
-}
-
-bool LoadedSegments::executable(const void *fn) const {
-    uintptr_t a = reinterpret_cast<uintptr_t>(fn);
-    for (const Range &r : ranges_)
-        if (r.executable && a >= r.start && a < r.end) return true;
-    return false;
-}
-
 bool object_named_is_loaded(const std::string &name) {
     struct Query {
         const char *name;

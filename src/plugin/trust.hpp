@@ -13,16 +13,26 @@
 namespace chring {
 
 // An open plugin file that passed the rules; the descriptor is what gets
-// checked and loaded, so the file cannot be swapped after the check.
+// checked and loaded, so the file cannot be swapped after the check. On
+// Windows (trust_win.cpp) it is a handle that shares reading only: while
+// it is open no one can write, rename or delete the file, and the loader
+// maps the file by its canonical path.
 struct TrustedFile {
+#if defined(_WIN32)
+    void *handle = nullptr;  // a HANDLE; nullptr when none
+    uint64_t file_id[2] = {0, 0};  // volume serial number, file index
+#else
     int fd = -1;
+#endif
     std::string path;  // canonical (symbolic links resolved)
     uint64_t size = 0;
     TrustedFile() = default;
     TrustedFile(const TrustedFile &) = delete;
     TrustedFile &operator=(const TrustedFile &) = delete;
     ~TrustedFile();
+#if !defined(_WIN32)
     int release();  // gives up ownership of fd
+#endif
 };
 
 // Resolves `path` (relative paths against the working directory: an
@@ -35,6 +45,9 @@ struct TrustedFile {
 // that it is a regular file.
 // CHR_EPLUGIN_NOFILE: missing, unreadable, not a regular file;
 // CHR_EPLUGIN_UNTRUSTED: a rule is broken (the message says which).
+// Windows: the file and its directory, each owned by the user, SYSTEM,
+// Administrators or TrustedInstaller, with no access list entry that lets
+// anyone else write, and no link or junction (docs/windows.md).
 chr_status open_trusted_plugin(const std::string &path, TrustedFile *out, const char *who);
 
 // The same rules for a search directory (which must be absolute), before

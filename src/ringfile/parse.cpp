@@ -332,10 +332,18 @@ chr_status parse(std::string_view text, const std::string &name, File &out, size
     }
 }
 
+#if defined(_WIN32)
+// MinGW's open(): binary mode (no CRLF translation); Windows has no FIFOs
+// to block on and handles are not inherited unless asked.
+constexpr int kOpenFlags = O_RDONLY | O_BINARY;
+#else
+// O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore it.
+constexpr int kOpenFlags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+#endif
+
 chr_status read_file(const char *path, std::string &text) {
-    // O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore it.
     int fd;
-    do fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    do fd = ::open(path, kOpenFlags);
     while (fd < 0 && errno == EINTR);
     if (fd < 0) {
         int e = errno;

@@ -16,6 +16,9 @@ CHECK is one of:
                   round trips (export of export is byte-identical; check, %%fingerprint and
                   chr_ring_fingerprint agree), the JSON twin, --revision, atomic -o, directives vs flags
   key-limits      --key-file and lookup's stdin: keys up to 64 KiB, key files up to 256 MiB, FILE:LINE
+  sim-load        sim --workload: the bounded busiest node within its cap, the plain ring over it
+  diff            chring diff against chring lookup: the keys it lists are those that move, ranges
+                  sorted and summing to the moved share, the refusals
 
 chring runs without LD_LIBRARY_PATH, as a user would run it: it must find libchring
 through its rpath. The library does not look for its build tree, so the build's plugins
@@ -64,6 +67,10 @@ GOLDEN = {
     "export_compat_ketama": (["export", "-m", "compat.members", "--placement", "ketama"], None),
     "export_stdin_directives": (["export", "-m", "-"], "directives.ring"),
     "inspect_directives": (["inspect", "-m", "directives.ring", "--seed", "7"], None),
+    "diff_small": (["diff", "small.members", "small_after.members", "--keys", "keys.txt"], None),
+    "diff_small_json": (["diff", "small.members", "small_added.members", "--format", "json", "--replicas", "3",
+                         "--policy", "zones-first"], None),
+    "diff_small_csv": (["diff", "small.members", "small_after.members", "--format", "csv"], None),
 }
 
 
@@ -542,6 +549,116 @@ def escapes(opts):
     return failures
 
 
+def replica_shares(opts):
+    """inspect's replica shares (small.members: zones a (2 nodes), b, c; a
+    draining node): they sum to min(n, nodes with tokens) percent x 100, a
+    share of n = 1 under nodes is the ownership, and exactly the nodes over
+    1.5x their weight's share get a warning."""
+    failures = []
+    for n, policy in ((1, "nodes"), (3, "zones-first"), (2, "nts"), (9, "nodes")):
+        args = ["inspect", "-m", "small.members", "--replicas", str(n), "--policy", policy]
+        r = run_chring(args + ["--format", "json"], opts.chring, opts.data)
+        what = "chring " + " ".join(args)
+        if r.returncode != 0:
+            failures.append(f"{what}: exit {r.returncode}: {r.stderr!r}")
+            continue
+        doc = json.loads(r.stdout)
+        rows, nodes = doc["replica_shares"], doc["nodes"]
+        total = sum(row["replica_pct"] for row in rows)
+        want = 100.0 * min(n, sum(1 for node in nodes if node["tokens"] > 0))
+        if abs(total - want) > 1e-5:
+            failures.append(f"{what}: shares sum to {total}%, want {want}%")
+        if n == 1:
+            for row, node in zip(rows, nodes):
+                if abs(row["replica_pct"] - node["ownership_pct"]) > 1e-6:
+                    failures.append(f"{what}: {row['node']} holds {row['replica_pct']}%, owns "
+                                    f"{node['ownership_pct']}%")
+        heavy = sorted(row["node"] for row in rows if row["load"] is not None and row["load"] > 1.5)
+        warned = sorted(line.split(" ")[2] for line in r.stderr.decode().splitlines()
+                        if line.startswith("chring: warning: ") and "its weight's share" in line)
+        if heavy != warned:
+            failures.append(f"{what}: warnings for {warned}, nodes over 1.5x: {heavy}")
+    # zones-first, 3 replicas, 3 zones: cache-c (alone in its zone) holds every key
+    doc = json_of(opts, ["inspect", "-m", "small.members"])
+    c = next(row for row in doc.get("replica_shares", []) if row["node"] == "cache-c")
+    if c["replica_pct"] != 100.0:
+        failures.append(f"inspect (zones: zones-first by default): cache-c holds {c['replica_pct']}%")
+    # a ring without zones shows no replica table unless asked
+    if "replica_shares" in json_of(opts, ["inspect", "--nodes", "3"]):
+        failures.append("inspect --nodes 3: a replica table without zones or --replicas")
+    return failures
+
+
+def owners_by_lookup(opts, members, keys):
+    """Each key's owner by `chring lookup` (the diff's independent check)."""
+    r = run_chring(["lookup", "-m", members, "--format", "csv", "--no-header"], opts.chring, opts.data, keys)
+    if r.returncode != 0:
+        raise AssertionError(f"lookup -m {members}: exit {r.returncode}: {r.stderr!r}")
+    return [line.rsplit(",", 1)[1] for line in r.stdout.decode().splitlines()]
+
+
+def diff_check(opts):
+    """chring diff against chring lookup and its own tables: the keys it says
+    move are exactly those whose owners differ between the two files, the
+    ranges sum to the share that moves, sorted, disjoint, never wrapping; per
+    node, gained and lost sum to that share; adding a node gives only ranges
+    to it; the plan for 1 replica is the ranges; and the refusals."""
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        keys = os.path.join(tmp, "keys.txt")
+        with open(keys, "w") as f:
+            f.write("".join(f"key:{i}\n" for i in range(3000)))
+        for old, new in (("small.members", "small_after.members"), ("small.members", "small_added.members"),
+                         ("small_after.members", "small.members"), ("empty.members", "small.members"),
+                         ("small.members", "small.members")):
+            what = f"diff {old} {new}"
+            doc = json_of(opts, ["diff", old, new, "--keys", keys, "--replicas", "1"])
+            before, after = owners_by_lookup(opts, old, keys) if old != "empty.members" else None, \
+                owners_by_lookup(opts, new, keys)
+            moved = {row["key"]: (row["from"], row["to"]) for row in doc["moved_keys"]}
+            for i, owner in enumerate(after):
+                key, was = f"key:{i}", before[i] if before else "-"
+                if (was != owner) != (key in moved) or (key in moved and moved[key] != (was, owner)):
+                    failures.append(f"{what}: {key} {was} -> {owner}, diff says {moved.get(key)}")
+                    break
+            ranges = doc["ranges"]
+            total, prev = 0.0, None
+            for r in ranges:
+                first, last = int(r["first"], 16), int(r["last"], 16)
+                if first > last or (prev is not None and prev >= first):
+                    failures.append(f"{what}: range {r} out of order or wrapping")
+                prev = last
+                total += (last - first + 1) / 2 ** 64
+            if abs(total * 100 - doc["diff"]["moved_pct"]) > 1e-6:  # JSON percentages: 9 digits
+                failures.append(f"{what}: ranges total {total * 100}%, moved {doc['diff']['moved_pct']}%")
+            gained = sum(row["gained_pct"] or 0 for row in doc["nodes"])
+            lost = sum(row["lost_pct"] or 0 for row in doc["nodes"])
+            if old != "empty.members" and (abs(gained - doc["diff"]["moved_pct"]) > 1e-6 or abs(lost - gained) > 1e-6):
+                failures.append(f"{what}: gained {gained}%, lost {lost}%, moved {doc['diff']['moved_pct']}%")
+            plan = [(e["first"], e["last"], e["to"]) for e in doc["plan"]]
+            if plan != [(r["first"], r["last"], r["to"]) for r in ranges]:
+                failures.append(f"{what}: the plan for 1 replica is not the ranges")
+            if new == "small_added.members" and any(r["to"] != "cache-f" for r in ranges):
+                failures.append(f"{what}: a range that does not go to the added cache-f")
+            cells = sum(c["share_pct"] for c in doc["matrix"])
+            if abs(cells - 100) > 1e-6:
+                failures.append(f"{what}: the matrix sums to {cells}%")
+    for args, status, text in (
+            (["diff", "small.members", "seed7.ring"], 1, "seed 0 and 7"),
+            (["diff", "-", "-"], 2, "cannot both be standard input"),
+            (["diff", "small.members", "small_after.members", "--replicas", "3", "--policy", "racks"], 2,
+             "unknown replica policy 'racks'"),
+            (["diff", "small.members", "small_after.members", "--replicas", "17"], 2, "--replicas"),
+            (["diff", "small.members"], 2, "new"),
+            (["diff", "small.members", "missing.members"], 1, "missing.members")):
+        r = run_chring(args, opts.chring, opts.data)
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != status or text not in err or not err.startswith("chring: ") or err.count("\n") != 1:
+            failures.append(f"chring {' '.join(args)}: exit {r.returncode}, stderr {err!r}; want exit {status} "
+                            f"and one line with {text!r}")
+    return failures
+
+
 # (file, flags, the line of the message check must print, exit status 1)
 MALFORMED = [
     ("bad_fields_few.members", "bad_fields_few.members:2: expected 'id weight [zone]', found 1 field"),
@@ -752,6 +869,43 @@ def key_limits(opts):
     return failures
 
 
+def sim_load(opts):
+    """sim --workload: with the bound, the busiest node holds at most
+    ceil(balance x (in flight + 1) / nodes) requests (10 equal nodes); the
+    plain ring holds more for Zipf 1.1 hot keys; every request of the plain
+    ring is served at home with one probe; the SVG is written; --workload
+    refuses membership changes."""
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        svg = os.path.join(tmp, "load.svg")
+        args = ["sim", "--nodes", "10", "--workload", "zipf:1.1", "--requests", "200000",
+                "--in-flight", "1000", "--balance", "1.25", "--svg", svg]
+        doc = json_of(opts, args)
+        rows = {row["scheme"]: row for row in doc["load"]}
+        plain, bounded = rows["plain ring"], rows["bounded 1.25x"]
+        cap = -(-(125 * 1001) // 1000)  # ceil(1.25 * 1001 / 10) = 126
+        if bounded["max_load"] > cap:
+            failures.append(f"bounded max load {bounded['max_load']} over {cap}")
+        if plain["max_load"] <= cap:
+            failures.append(f"plain max load {plain['max_load']} not over {cap}: no hot key effect")
+        if plain["away_pct"] != 0 or plain["probes_mean"] != 1:
+            failures.append(f"plain ring: {plain}")
+        if not 0 < bounded["away_pct"] < 50:
+            failures.append(f"bounded share away from home {bounded['away_pct']}%")
+        if len(doc["nodes"]) != 10 or any(n["bounded"] > cap for n in doc["nodes"]):
+            failures.append(f"per-node peaks: {doc['nodes']}")
+        with open(svg) as f:
+            if "<svg" not in f.read(500):
+                failures.append("--svg did not write an SVG")
+    r = run_chring(["sim", "--nodes", "3", "--workload", "zipf:1.1", "--add", "x"], opts.chring, opts.data)
+    if r.returncode != 2 or b"--workload" not in r.stderr:
+        failures.append(f"--workload with --add: exit {r.returncode}, {r.stderr!r}")
+    r = run_chring(["sim", "--nodes", "3", "--workload", "pareto"], opts.chring, opts.data)
+    if r.returncode != 2 or b"expected 'uniform' or 'zipf:S'" not in r.stderr:
+        failures.append(f"--workload pareto: exit {r.returncode}, {r.stderr!r}")
+    return failures
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--chring", required=True)
@@ -759,7 +913,7 @@ def main():
     p.add_argument("--golden", required=True)
     p.add_argument("--fingerprint", help="tests/cli/ring_fingerprint, for ring-files")
     p.add_argument("check", choices=["golden", "update-golden", "demo", "collateral", "bad-input", "escapes",
-                                     "ring-files", "key-limits"])
+                                     "ring-files", "key-limits", "replica-shares", "diff", "sim-load"])
     p.add_argument("name", nargs="?")
     opts = p.parse_args()
     opts.chring = os.path.abspath(opts.chring)
@@ -769,7 +923,9 @@ def main():
         failures = update_golden(opts)
     else:
         failures = {"demo": demo, "collateral": collateral, "bad-input": bad_input, "escapes": escapes,
-                    "ring-files": ring_files, "key-limits": key_limits}[opts.check](opts)
+                    "ring-files": ring_files, "key-limits": key_limits,
+                    "replica-shares": replica_shares, "diff": diff_check,
+                    "sim-load": sim_load}[opts.check](opts)
     for f in failures:
         print("FAIL:", f)
     print(f"{opts.check}{' ' + opts.name if opts.name else ''}: {'FAIL' if failures else 'ok'}")

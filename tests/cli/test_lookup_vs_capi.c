@@ -1,6 +1,7 @@
 /*
  * `chring lookup` / `chring inspect` agree with the C API on the same
- * membership: the fingerprint, every key's owner and every replica list.
+ * membership: the fingerprint, every key's owner and every replica list,
+ * under each replica policy.
  *
  * The ring here is built with chring.h from the members of
  * data/mixed.members, written out by hand (an id with spaces and UTF-8,
@@ -131,8 +132,8 @@ static void fingerprint_matches_inspect(void **state) {
 }
 
 /* Each output line is "key,owner[,replica...]"; compares it with what
- * chr_ring_replicas says for that key (n = 1 is the owner alone). */
-static void check_lines(const chr_ring *ring, char *out, size_t n) {
+ * chr_ring_replicas_policy says for that key (n = 1 is the owner alone). */
+static void check_lines(const chr_ring *ring, char *out, size_t n, int32_t policy) {
     size_t line_no = 0;
     char *save = NULL;
     for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), ++line_no) {
@@ -140,7 +141,7 @@ static void check_lines(const chr_ring *ring, char *out, size_t n) {
         key_text(line_no, key, sizeof key);
         chr_node_ref refs[REPLICAS];
         size_t count = 0;
-        assert_chr_ok(chr_ring_replicas(ring, key, strlen(key), n, refs, &count));
+        assert_chr_ok(chr_ring_replicas_policy(ring, key, strlen(key), policy, n, refs, &count));
         if (n == 1) {
             chr_node_ref owner;
             assert_chr_ok(chr_ring_lookup(ring, key, strlen(key), &owner));
@@ -163,13 +164,23 @@ static void check_lines(const chr_ring *ring, char *out, size_t n) {
 
 static void owners_match_lookup(void **state) {
     char *out = run_chring("lookup --format csv --no-header", 1);
-    check_lines(*state, out, 1);
+    check_lines(*state, out, 1, CHR_REPLICAS_NODES);
     free(out);
 }
 
 static void replicas_match_lookup(void **state) {
     char *out = run_chring("lookup --format csv --no-header --replicas 3", 1);
-    check_lines(*state, out, REPLICAS);
+    check_lines(*state, out, REPLICAS, CHR_REPLICAS_NODES);
+    free(out);
+}
+
+/* --policy: the zone policies' lists (mixed.members has 3 zones) */
+static void policies_match_lookup(void **state) {
+    char *out = run_chring("lookup --format csv --no-header --replicas 3 --policy zones-first", 1);
+    check_lines(*state, out, REPLICAS, CHR_REPLICAS_ZONES_FIRST);
+    free(out);
+    out = run_chring("lookup --format csv --no-header --replicas 3 --policy nts", 1);
+    check_lines(*state, out, REPLICAS, CHR_REPLICAS_NTS);
     free(out);
 }
 
@@ -184,6 +195,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(fingerprint_matches_inspect, setup_ring, teardown_ring),
         cmocka_unit_test_setup_teardown(owners_match_lookup, setup_ring, teardown_ring),
         cmocka_unit_test_setup_teardown(replicas_match_lookup, setup_ring, teardown_ring),
+        cmocka_unit_test_setup_teardown(policies_match_lookup, setup_ring, teardown_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -383,7 +383,8 @@ static chr_ring *rebuild(const state *m) {
     for (unsigned n = 0; n < NODE_POOL; ++n)
         if (m->weight[n] >= 0)
             assert_chr_ok(chr_ring_add(ring, node_ids[n], strlen(node_ids[n]),
-                                       (uint32_t)m->weight[n], NULL, 0, n));
+                                       (uint32_t)m->weight[n], zones[n % 3],
+                                       strlen(zones[n % 3]), n));
     return ring;
 }
 

@@ -88,7 +88,49 @@
     FIELD(chr_ringfile_info, reweighted, 40)         \
     FIELD(chr_ringfile_info, replaced, 44)           \
     FIELD(chr_ringfile_info, error_line, 48)         \
-    FIELD(chr_ringfile_info, reserved0, 52)
+    FIELD(chr_ringfile_info, reserved0, 52)          \
+    SIZE(chr_diff_range, 24)                         \
+    FIELD(chr_diff_range, first, 0)                  \
+    FIELD(chr_diff_range, last, 8)                   \
+    FIELD(chr_diff_range, from, 16)                  \
+    FIELD(chr_diff_range, to, 20)                    \
+    SIZE(chr_diff_cell, 16)                          \
+    FIELD(chr_diff_cell, from, 0)                    \
+    FIELD(chr_diff_cell, to, 4)                      \
+    FIELD(chr_diff_cell, fraction, 8)                \
+    SIZE(chr_diff_info, 64)                          \
+    FIELD(chr_diff_info, version, 0)                 \
+    FIELD(chr_diff_info, reserved0, 4)               \
+    FIELD(chr_diff_info, ranges, 8)                  \
+    FIELD(chr_diff_info, cells, 16)                  \
+    FIELD(chr_diff_info, moved, 24)                  \
+    FIELD(chr_diff_info, old_fingerprint, 32)        \
+    FIELD(chr_diff_info, new_fingerprint, 40)        \
+    FIELD(chr_diff_info, old_nodes, 48)              \
+    FIELD(chr_diff_info, new_nodes, 52)              \
+    FIELD(chr_diff_info, added, 56)                  \
+    FIELD(chr_diff_info, removed, 60)                \
+    SIZE(chr_transition, 152)                        \
+    FIELD(chr_transition, position, 0)               \
+    FIELD(chr_transition, old_index, 8)              \
+    FIELD(chr_transition, new_index, 12)             \
+    FIELD(chr_transition, moved, 16)                 \
+    FIELD(chr_transition, reserved0, 20)             \
+    FIELD(chr_transition, old_owner, 24)             \
+    FIELD(chr_transition, new_owner, 88)             \
+    SIZE(chr_plan_range, 88)                         \
+    FIELD(chr_plan_range, first, 0)                  \
+    FIELD(chr_plan_range, last, 8)                   \
+    FIELD(chr_plan_range, to, 16)                    \
+    FIELD(chr_plan_range, source_count, 20)          \
+    FIELD(chr_plan_range, sources, 24)               \
+    SIZE(chr_plan_info, 32)                          \
+    FIELD(chr_plan_info, version, 0)                 \
+    FIELD(chr_plan_info, policy, 4)                  \
+    FIELD(chr_plan_info, replicas, 8)                \
+    FIELD(chr_plan_info, reserved0, 12)              \
+    FIELD(chr_plan_info, entries, 16)                \
+    FIELD(chr_plan_info, copies, 24)
 
 /* Helpers to expand the list into arrays. */
 #define CHR_ABI_MEASURE_SIZE(type, bytes) sizeof(type),

@@ -475,6 +475,93 @@ void test_snapshot_first_read_on_a_thread(void **) {
     chr_ring_free(ring);
 }
 
+// chr_diff_new / chr_plan_new between the fixture and the fixture after a
+// batch: on failure *out is NULL and every block is given back (the
+// snapshots' references too: a leaked one keeps its snapshot's blocks); on
+// success the diff (or plan) a run without failures makes.
+struct NewDiff : Scenario {
+    chr_snapshot *old_snap = nullptr, *new_snap = nullptr;
+    chr_diff *diff = nullptr;        // for the plan: made once, not armed
+    size_t replicas;                 // 0: test chr_diff_new, else chr_plan_new
+    void *made = nullptr;
+    uint64_t expected_count = 0;
+    double expected_share = 0.0;
+
+    explicit NewDiff(size_t n) : Scenario(n ? "chr_plan_new" : "chr_diff_new"), replicas(n) {
+        chr_ring *ring = fixture_ring();
+        assert_chr_ok(chr_ring_snapshot(ring, &old_snap));
+        std::string gone = member_id(9);
+        const chr_change changes[] = {
+            {CHR_OP_ADD, 2, "newcomer", 8, "south", 5, 99},
+            {CHR_OP_REMOVE, 0, gone.data(), gone.size(), nullptr, 0, 0},
+        };
+        assert_chr_ok(chr_ring_apply(ring, changes, 2, nullptr));
+        assert_chr_ok(chr_ring_snapshot(ring, &new_snap));
+        chr_ring_free(ring);
+        assert_chr_ok(chr_diff_new(old_snap, new_snap, &diff));
+        assert_chr_ok(call());
+        measure(&expected_count, &expected_share);
+        assert_true(expected_count > 0);
+        free_made();
+    }
+    ~NewDiff() override {
+        chr_diff_free(diff);
+        chr_snapshot_release(old_snap);
+        chr_snapshot_release(new_snap);
+    }
+    void measure(uint64_t *count, double *share) {
+        if (replicas) {
+            chr_plan_info info = CHR_PLAN_INFO_INIT;
+            assert_chr_ok(chr_plan_describe(static_cast<chr_plan *>(made), &info));
+            *count = info.entries;
+            *share = info.copies;
+        } else {
+            chr_diff_info info = CHR_DIFF_INFO_INIT;
+            assert_chr_ok(chr_diff_describe(static_cast<chr_diff *>(made), &info));
+            *count = info.ranges;
+            *share = info.moved;
+        }
+    }
+    void free_made() {
+        if (made == this) return;
+        if (replicas) chr_plan_free(static_cast<chr_plan *>(made));
+        else chr_diff_free(static_cast<chr_diff *>(made));
+        made = nullptr;
+    }
+    void prepare() override { made = this; }  // must be overwritten
+    chr_status call() override {
+        if (replicas) {
+            chr_plan *p = reinterpret_cast<chr_plan *>(made);
+            chr_status st = chr_plan_new(diff, 0, replicas, &p);
+            made = p;
+            return st;
+        }
+        chr_diff *d = reinterpret_cast<chr_diff *>(made);
+        chr_status st = chr_diff_new(old_snap, new_snap, &d);
+        made = d;
+        return st;
+    }
+    void check_failed() override { assert_null(made); }
+    void check_succeeded() override {
+        assert_non_null(made);
+        uint64_t count = 0;
+        double share = 0.0;
+        measure(&count, &share);
+        assert_true(count == expected_count && share == expected_share);
+    }
+    void finish() override { free_made(); }
+};
+
+void test_diff_new(void **) {
+    NewDiff s(0);
+    countdown_both_modes(s);
+}
+
+void test_plan_new(void **) {
+    NewDiff s(3);
+    countdown_both_modes(s);
+}
+
 }  // namespace
 
 int main(void) {
@@ -489,6 +576,8 @@ int main(void) {
         cmocka_unit_test(test_replicas_in_a_huge_ring),
         cmocka_unit_test(test_lookup_first_read_on_a_thread),
         cmocka_unit_test(test_snapshot_first_read_on_a_thread),
+        cmocka_unit_test(test_diff_new),
+        cmocka_unit_test(test_plan_new),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -68,8 +68,15 @@ static chr_ring *pooled(ring_pool *pool, chr_ring *ring) {
     return ring;
 }
 
+/* A node's zone: a prefix of "zone" that depends on its id alone (zones
+ * enter the fingerprint, so a node keeps its zone in every ring here). */
+static size_t zone_len_of(const void *id, size_t id_len) {
+    (void)id;
+    return id_len % 5;
+}
+
 /* A ring of `specs`, added in the order given by `order` (NULL = as listed);
- * tags and zones vary with the position, since they are not placement. */
+ * tags vary with the position, since they are not placement. */
 static chr_ring *ring_in_order(ring_pool *pool, const chr_options *opts, const node_spec *specs,
                                size_t count, const size_t *order) {
     chr_ring *ring = NULL;
@@ -77,7 +84,8 @@ static chr_ring *ring_in_order(ring_pool *pool, const chr_options *opts, const n
     pooled(pool, ring);
     for (size_t k = 0; k < count; ++k) {
         const node_spec *s = &specs[order ? order[k] : k];
-        assert_chr_ok(chr_ring_add(ring, s->id, s->id_len, s->weight, "zone", k % 5, k));
+        assert_chr_ok(chr_ring_add(ring, s->id, s->id_len, s->weight, "zone",
+                                   zone_len_of(s->id, s->id_len), k));
     }
     return ring;
 }
@@ -142,7 +150,8 @@ static void test_remove_then_readd(void **state) {
         const node_spec *s = &tricky_nodes[k];
         assert_chr_ok(chr_ring_remove(ring, s->id, s->id_len));
         assert_true(ring_fingerprint(ring) != original);
-        assert_chr_ok(chr_ring_add(ring, s->id, s->id_len, s->weight, NULL, 0, 99));
+        assert_chr_ok(chr_ring_add(ring, s->id, s->id_len, s->weight, "zone",
+                                   zone_len_of(s->id, s->id_len), 99));
         assert_same_placement(reference, ring);
 
         assert_chr_ok(chr_ring_set_weight(ring, s->id, s->id_len, s->weight + 5));
@@ -160,11 +169,12 @@ static void test_batch_equals_one_by_one(void **state) {
     size_t n = 0;
     for (size_t k = 0; k < TRICKY_COUNT; ++k)
         changes[n++] = (chr_change){CHR_OP_ADD, tricky_nodes[k].weight, tricky_nodes[k].id,
-                                    tricky_nodes[k].id_len, NULL, 0, k};
+                                    tricky_nodes[k].id_len, "zone",
+                                    zone_len_of(tricky_nodes[k].id, tricky_nodes[k].id_len), k};
     changes[n++] = (chr_change){CHR_OP_REMOVE, 0, "ab", 2, NULL, 0, 0};
     changes[n++] = (chr_change){CHR_OP_SET_WEIGHT, 7, "b", 1, NULL, 0, 0};
     changes[n++] = (chr_change){CHR_OP_SET_WEIGHT, 1, "z", 1, NULL, 0, 0};
-    changes[n++] = (chr_change){CHR_OP_ADD, 2, "late", 4, NULL, 0, 0};
+    changes[n++] = (chr_change){CHR_OP_ADD, 2, "late", 4, "zone", zone_len_of("late", 4), 0};
 
     chr_ring *batched = pooled(pool, ring_with_nodes(NULL, 0, 0));
     size_t failed_index = 0;
@@ -230,12 +240,25 @@ static void test_fingerprint_distinguishes(void **state) {
                 fail();
             }
 
-    /* Tags and zones are metadata: a ring that differs only in them is equal. */
+    /* Tags are metadata: a ring that differs only in them is equal. */
     chr_ring *retagged = pooled(pool, ring_with_nodes(NULL, 0, 0));
     for (size_t k = 3; k-- > 0;)
-        assert_chr_ok(chr_ring_add(retagged, base[k].id, base[k].id_len, base[k].weight, "other", 5,
-                                   1000 + k));
+        assert_chr_ok(chr_ring_add(retagged, base[k].id, base[k].id_len, base[k].weight, "zone",
+                                   zone_len_of(base[k].id, base[k].id_len), 1000 + k));
     assert_same_placement(rings[0], retagged);
+
+    /* Zones place no token but steer the zone replica policies: the same
+     * token array, another fingerprint (version 2). */
+    chr_ring *rezoned = pooled(pool, ring_with_nodes(NULL, 0, 0));
+    for (size_t k = 0; k < 3; ++k)
+        assert_chr_ok(chr_ring_add(rezoned, base[k].id, base[k].id_len, base[k].weight, "other", 5, k));
+    token_dump da, db;
+    token_dump_of_ring(rings[0], &da);
+    token_dump_of_ring(rezoned, &db);
+    assert_true(token_dumps_equal(&da, &db));
+    token_dump_free(&da);
+    token_dump_free(&db);
+    assert_true(ring_fingerprint(rings[0]) != ring_fingerprint(rezoned));
 }
 
 /* ---- forced collisions --------------------------------------------------- */

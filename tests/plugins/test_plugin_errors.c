@@ -16,9 +16,31 @@
 #error "FIXTURE_DIR must name the build directory of tests/plugins/fixtures"
 #endif
 
+/* The fixtures' file names and what the file checks call a foreign file:
+ * the same suite runs in the Windows build (tests/windows), where plugins
+ * are DLLs and the checks are PE checks. not-a-plugin.so keeps its name
+ * there (a text file: the name does not matter). */
+#if defined(_WIN32)
+#define PLUGIN_EXT ".dll"
+#define PROGRAM_EXT ".exe"
+#define NOT_A_PLUGIN_REASON "no MZ signature"
+#define NOT_LOADABLE_REASON "not a DLL image"
+#define MAPPED_EXAMPLE "chring-example.dll"
+#else
+#define PLUGIN_EXT ".so"
+#define PROGRAM_EXT ""
+#define NOT_A_PLUGIN_REASON "no ELF header"
+#define NOT_LOADABLE_REASON "not a loadable shared object"
+#define MAPPED_EXAMPLE "/chring-example.so"
+#endif
+
 static const char *fixture(const char *file) {
     static char path[4096];
     snprintf(path, sizeof path, "%s/%s", FIXTURE_DIR, file);
+#if defined(_WIN32) /* Z:/dir/file as messages spell it, Z:\dir\file */
+    for (char *c = path; *c; ++c)
+        if (*c == '/') *c = '\\';
+#endif
     return path;
 }
 
@@ -94,7 +116,7 @@ static uint8_t tag_of(const char *hasher) {
 
 static void test_missing_file(void **state) {
     (void)state;
-    expect_refused(fixture("no-such-plugin.so"), CHR_EPLUGIN_NOFILE, "does not exist");
+    expect_refused(fixture("no-such-plugin" PLUGIN_EXT), CHR_EPLUGIN_NOFILE, "does not exist");
 }
 
 static void test_directory_is_not_a_plugin(void **state) {
@@ -104,64 +126,64 @@ static void test_directory_is_not_a_plugin(void **state) {
 
 static void test_text_file(void **state) {
     (void)state;
-    expect_refused(fixture("not-a-plugin.so"), CHR_EPLUGIN_NOTSO, "no ELF header");
+    expect_refused(fixture("not-a-plugin.so"), CHR_EPLUGIN_NOTSO, NOT_A_PLUGIN_REASON);
 }
 
 static void test_executable_is_not_loadable(void **state) {
     (void)state;
-    expect_refused(fixture("fixture-program"), CHR_EPLUGIN_NOTSO, "not a loadable shared object");
+    expect_refused(fixture("fixture-program" PROGRAM_EXT), CHR_EPLUGIN_NOTSO, NOT_LOADABLE_REASON);
 }
 
 static void test_no_entry_point(void **state) {
     (void)state;
-    expect_refused(fixture("broken-no-entry.so"), CHR_EPLUGIN_SYMBOL, CHR_PLUGIN_ENTRY_SYMBOL);
+    expect_refused(fixture("broken-no-entry" PLUGIN_EXT), CHR_EPLUGIN_SYMBOL, CHR_PLUGIN_ENTRY_SYMBOL);
 }
 
 static void test_empty_table(void **state) {
     (void)state;
-    expect_refused(fixture("broken-empty.so"), CHR_EPLUGIN_DESC, "exports no hashers");
+    expect_refused(fixture("broken-empty" PLUGIN_EXT), CHR_EPLUGIN_DESC, "exports no hashers");
 }
 
 /* ---- descriptor faults --------------------------------------------------------- */
 
 static void test_abi_too_new(void **state) {
     (void)state;
-    expect_refused(fixture("broken-abi-new.so"), CHR_EPLUGIN_ABI, "ABI version 2 is not supported");
+    expect_refused(fixture("broken-abi-new" PLUGIN_EXT), CHR_EPLUGIN_ABI, "ABI version 2 is not supported");
 }
 
 static void test_abi_zero(void **state) {
     (void)state;
-    expect_refused(fixture("broken-abi-zero.so"), CHR_EPLUGIN_ABI, "ABI version 0 is not supported");
+    expect_refused(fixture("broken-abi-zero" PLUGIN_EXT), CHR_EPLUGIN_ABI, "ABI version 0 is not supported");
 }
 
 static void test_descriptor_too_small(void **state) {
     (void)state;
-    expect_refused(fixture("broken-desc-small.so"), CHR_EPLUGIN_DESC, "descriptor size");
+    expect_refused(fixture("broken-desc-small" PLUGIN_EXT), CHR_EPLUGIN_DESC, "descriptor size");
 }
 
 static void test_null_name(void **state) {
     (void)state;
-    expect_refused(fixture("broken-null-name.so"), CHR_EPLUGIN_DESC, "NULL name");
+    expect_refused(fixture("broken-null-name" PLUGIN_EXT), CHR_EPLUGIN_DESC, "NULL name");
 }
 
 static void test_null_hash_function(void **state) {
     (void)state;
-    expect_refused(fixture("broken-null-hash.so"), CHR_EPLUGIN_DESC, "NULL hash64");
+    expect_refused(fixture("broken-null-hash" PLUGIN_EXT), CHR_EPLUGIN_DESC, "NULL hash64");
 }
 
 static void test_bad_name_characters(void **state) {
     (void)state;
-    expect_refused(fixture("broken-bad-name.so"), CHR_EPLUGIN_DESC, "outside [a-z0-9_.-]");
+    expect_refused(fixture("broken-bad-name" PLUGIN_EXT), CHR_EPLUGIN_DESC, "outside [a-z0-9_.-]");
 }
 
 static void test_digest_size_without_function(void **state) {
     (void)state;
-    expect_refused(fixture("broken-digest-mismatch.so"), CHR_EPLUGIN_DESC, "digest_size and digest");
+    expect_refused(fixture("broken-digest-mismatch" PLUGIN_EXT), CHR_EPLUGIN_DESC, "digest_size and digest");
 }
 
 static void test_reserved_flags(void **state) {
     (void)state;
-    expect_refused(fixture("broken-flags.so"), CHR_EPLUGIN_DESC, "reserved flags");
+    expect_refused(fixture("broken-flags" PLUGIN_EXT), CHR_EPLUGIN_DESC, "reserved flags");
 }
 
 /* Pointers a valid shared object gets wrong: each would be read (or called)
@@ -169,27 +191,29 @@ static void test_reserved_flags(void **state) {
  * segments instead. */
 static void test_wild_name_pointer(void **state) {
     (void)state;
-    expect_refused(fixture("broken-wild-name.so"), CHR_EPLUGIN_DESC,
+    expect_refused(fixture("broken-wild-name" PLUGIN_EXT), CHR_EPLUGIN_DESC,
                    "name pointer 0x1000 is outside the plugin's readable segments");
 }
 
 static void test_wild_description_pointer(void **state) {
     (void)state;
-    expect_refused(fixture("broken-wild-desc.so"), CHR_EPLUGIN_DESC,
+    expect_refused(fixture("broken-wild-desc" PLUGIN_EXT), CHR_EPLUGIN_DESC,
                    "description pointer 0x1000 is outside the plugin's readable segments");
 }
 
 static void test_wild_hash_function(void **state) {
     (void)state;
-    expect_refused(fixture("broken-wild-hash.so"), CHR_EPLUGIN_DESC,
+    expect_refused(fixture("broken-wild-hash" PLUGIN_EXT), CHR_EPLUGIN_DESC,
                    "hash64 function 0x1000 is outside the plugin's executable segments");
 }
 
+#if !defined(_WIN32)
 static void test_name_running_off_its_segment(void **state) {
     (void)state;
-    expect_refused(fixture("broken-name-at-end.so"), CHR_EPLUGIN_DESC,
+    expect_refused(fixture("broken-name-at-end" PLUGIN_EXT), CHR_EPLUGIN_DESC,
                    "runs off the end of its segment");
 }
+#endif
 
 /* The table pointer the entry point returns is checked before a single
  * entry is read: against the plugin's readable segments, for its whole
@@ -202,24 +226,26 @@ static void expect_table_refused(const char *file, const char *hasher) {
 
 static void test_wild_table_pointer(void **state) {
     (void)state;
-    expect_table_refused("broken-wild-table.so", "fixture_wild_table");
+    expect_table_refused("broken-wild-table" PLUGIN_EXT, "fixture_wild_table");
     assert_non_null(strstr(chr_last_error(), "at 0x1000"));
 }
 
 static void test_table_outside_the_plugin(void **state) {
     (void)state;
-    expect_table_refused("broken-foreign-table.so", "fixture_foreign_table");
+    expect_table_refused("broken-foreign-table" PLUGIN_EXT, "fixture_foreign_table");
 }
 
+#if !defined(_WIN32)
 static void test_table_running_off_its_segment(void **state) {
     (void)state;
-    expect_table_refused("broken-table-at-end.so", "fixture_table_at_end");
+    expect_table_refused("broken-table-at-end" PLUGIN_EXT, "fixture_table_at_end");
     assert_non_null(strstr(chr_last_error(), "table of 2 hashers"));
 }
+#endif
 
 static void test_misaligned_table(void **state) {
     (void)state;
-    expect_table_refused("broken-misaligned-table.so", "fixture_misaligned_table");
+    expect_table_refused("broken-misaligned-table" PLUGIN_EXT, "fixture_misaligned_table");
 }
 
 /* ---- duplicate names ------------------------------------------------------------ */
@@ -227,7 +253,7 @@ static void test_misaligned_table(void **state) {
 /* Two descriptors with one name in one plugin: all or nothing, so neither. */
 static void test_duplicate_within_one_plugin(void **state) {
     (void)state;
-    expect_refused(fixture("broken-dup-within.so"), CHR_EEXIST, "two hashers named 'fixture_twin'");
+    expect_refused(fixture("broken-dup-within" PLUGIN_EXT), CHR_EEXIST, "two hashers named 'fixture_twin'");
     uint64_t value;
     assert_chr_status(chr_hasher_hash("fixture_twin", "k", 1, 0, &value), CHR_ENOHASHER);
 }
@@ -237,16 +263,16 @@ static void test_duplicate_within_one_plugin(void **state) {
 static void test_duplicate_across_plugins(void **state) {
     (void)state;
     size_t loaded = 0;
-    assert_chr_ok(chr_plugin_load(fixture("fixture-first.so"), &loaded));
+    assert_chr_ok(chr_plugin_load(fixture("fixture-first" PLUGIN_EXT), &loaded));
     assert_int_equal(loaded, 1);
     assert_int_equal(tag_of("fixture_first"), 0xA1);
 
-    expect_refused(fixture("broken-dup-across.so"), CHR_EEXIST, "'fixture_first' is already registered");
+    expect_refused(fixture("broken-dup-across" PLUGIN_EXT), CHR_EEXIST, "'fixture_first' is already registered");
     assert_int_equal(tag_of("fixture_first"), 0xA1);
     assert_false(lists_hasher("fixture_second"));
 
     /* the same file again: its name is now its own, still refused */
-    expect_refused(fixture("fixture-first.so"), CHR_EEXIST, "'fixture_first' is already registered");
+    expect_refused(fixture("fixture-first" PLUGIN_EXT), CHR_EEXIST, "'fixture_first' is already registered");
     assert_int_equal(tag_of("fixture_first"), 0xA1);
 }
 
@@ -254,7 +280,7 @@ static void test_duplicate_across_plugins(void **state) {
 static void test_duplicate_of_a_shipped_name(void **state) {
     (void)state;
     assert_true(lists_hasher("md5")); /* discovered from the build tree */
-    expect_refused(fixture("broken-dup-shipped.so"), CHR_EEXIST, "'md5' is already registered");
+    expect_refused(fixture("broken-dup-shipped" PLUGIN_EXT), CHR_EEXIST, "'md5' is already registered");
     unsigned char digest[16];
     size_t size = 0;
     assert_chr_ok(chr_hasher_digest("md5", "abc", 3, digest, sizeof digest, &size));
@@ -266,6 +292,12 @@ static void test_duplicate_of_a_shipped_name(void **state) {
 
 /* ---- lifetime ---------------------------------------------------------------------- */
 
+#if defined(_WIN32)
+#include <windows.h>
+static int plugin_is_mapped(const char *file_name) {
+    return GetModuleHandleA(file_name) != NULL;
+}
+#else
 static int plugin_is_mapped(const char *file_name) {
     FILE *maps = fopen("/proc/self/maps", "r");
     assert_non_null(maps);
@@ -275,6 +307,7 @@ static int plugin_is_mapped(const char *file_name) {
     fclose(maps);
     return found;
 }
+#endif
 
 /* The library keeps a plugin loaded for the life of the process: after the
  * last ring using its hasher is freed, lookups through a snapshot taken
@@ -304,7 +337,7 @@ static void test_hasher_outlives_every_ring(void **state) {
     chr_snapshot_release(snap);
 
     assert_true(lists_hasher("example_djb2"));
-    assert_true(plugin_is_mapped("/chring-example.so"));
+    assert_true(plugin_is_mapped(MAPPED_EXAMPLE));
     uint64_t value = 0;
     assert_chr_ok(chr_hasher_hash("example_djb2", "", 0, 0, &value));
     assert_int_equal(value, 0xF3595DA016FFDFDEull);
@@ -333,10 +366,14 @@ int main(void) {
         cmocka_unit_test(test_wild_name_pointer),
         cmocka_unit_test(test_wild_description_pointer),
         cmocka_unit_test(test_wild_hash_function),
+#if !defined(_WIN32) /* its fixture needs the ELF linker's _end */
         cmocka_unit_test(test_name_running_off_its_segment),
+#endif
         cmocka_unit_test(test_wild_table_pointer),
         cmocka_unit_test(test_table_outside_the_plugin),
+#if !defined(_WIN32)
         cmocka_unit_test(test_table_running_off_its_segment),
+#endif
         cmocka_unit_test(test_misaligned_table),
         cmocka_unit_test(test_duplicate_within_one_plugin),
         cmocka_unit_test(test_duplicate_across_plugins),

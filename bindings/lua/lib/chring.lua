@@ -155,12 +155,112 @@ chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags, uint64_
 chr_status chr_ringfile_escape(const void *bytes, size_t len, uint32_t flags, char *buf, size_t capacity, size_t *out_len);
 chr_status chr_ringfile_unescape(const char *field, size_t len, const char *what, char *buf, size_t capacity, size_t *out_len);
 chr_status chr_hasher_digest(const char *name, const void *data, size_t len, unsigned char *out, size_t capacity, size_t *digest_size);
+chr_status chr_replica_policy_name(int32_t policy, const char **name);
+chr_status chr_replica_policy_find(const char *name, int32_t *policy);
+chr_status chr_ring_replicas_policy(const chr_ring *ring, const void *key, size_t key_len, int32_t policy, size_t n, chr_node_ref *out, size_t *count);
+chr_status chr_snapshot_replicas_policy(const chr_snapshot *snap, const void *key, size_t key_len, int32_t policy, size_t n, chr_node_view *out, size_t *count);
+chr_status chr_snapshot_replica_shares(const chr_snapshot *snap, int32_t policy, size_t n, double *shares, size_t capacity, size_t *count);
+typedef struct chr_diff chr_diff;
+typedef struct chr_diff_range {
+    uint64_t first;
+    uint64_t last;
+    uint32_t from;
+    uint32_t to;
+} chr_diff_range;
+typedef struct chr_diff_cell {
+    uint32_t from;
+    uint32_t to;
+    double fraction;
+} chr_diff_cell;
+typedef struct chr_diff_info {
+    uint32_t version;
+    uint32_t reserved0;
+    uint64_t ranges;
+    uint64_t cells;
+    double moved;
+    uint64_t old_fingerprint;
+    uint64_t new_fingerprint;
+    uint32_t old_nodes;
+    uint32_t new_nodes;
+    uint32_t added;
+    uint32_t removed;
+} chr_diff_info;
+typedef struct chr_transition {
+    uint64_t position;
+    uint32_t old_index;
+    uint32_t new_index;
+    uint32_t moved;
+    uint32_t reserved0;
+    chr_node_view old_owner;
+    chr_node_view new_owner;
+} chr_transition;
+typedef struct chr_plan chr_plan;
+typedef struct chr_plan_range {
+    uint64_t first;
+    uint64_t last;
+    uint32_t to;
+    uint32_t source_count;
+    uint32_t sources[16];
+} chr_plan_range;
+typedef struct chr_plan_info {
+    uint32_t version;
+    int32_t policy;
+    uint32_t replicas;
+    uint32_t reserved0;
+    uint64_t entries;
+    double copies;
+} chr_plan_info;
+chr_status chr_diff_info_init(chr_diff_info *info, uint32_t version);
+chr_status chr_diff_new(const chr_snapshot *old_snap, const chr_snapshot *new_snap, chr_diff **out);
+void chr_diff_free(chr_diff *diff);
+chr_status chr_diff_describe(const chr_diff *diff, chr_diff_info *info);
+chr_status chr_diff_ranges(const chr_diff *diff, size_t cursor, chr_diff_range *out, size_t capacity, size_t *written);
+chr_status chr_diff_matrix(const chr_diff *diff, size_t cursor, chr_diff_cell *out, size_t capacity, size_t *written);
+chr_status chr_diff_snapshot(const chr_diff *diff, int32_t side, const chr_snapshot **out);
+chr_status chr_diff_counterpart(const chr_diff *diff, int32_t side, uint32_t index, uint32_t *other);
+chr_status chr_diff_lookup(const chr_diff *diff, const void *key, size_t key_len, chr_transition *out);
+chr_status chr_diff_lookup_batch(const chr_diff *diff, const void *const *keys, const size_t *key_lens, size_t n, uint32_t *old_indices, uint32_t *new_indices);
+chr_status chr_plan_info_init(chr_plan_info *info, uint32_t version);
+chr_status chr_plan_new(const chr_diff *diff, int32_t policy, size_t replicas, chr_plan **out);
+void chr_plan_free(chr_plan *plan);
+chr_status chr_plan_describe(const chr_plan *plan, chr_plan_info *info);
+chr_status chr_plan_ranges(const chr_plan *plan, size_t cursor, chr_plan_range *out, size_t capacity, size_t *written);
+typedef struct chr_bound_options {
+    uint32_t version;
+    uint32_t factor_pct;
+    uint32_t spill;
+    uint32_t max_probes;
+    uint64_t slack;
+} chr_bound_options;
+typedef struct chr_bound_result {
+    uint32_t index;
+    uint32_t home;
+    uint32_t probes;
+    uint32_t flags;
+    uint64_t load;
+    uint64_t capacity;
+} chr_bound_result;
+typedef struct chr_tracker chr_tracker;
+typedef struct chr_ticket {
+    uint64_t slot;
+    uint64_t check;
+} chr_ticket;
+chr_status chr_bound_options_init(chr_bound_options *opts, uint32_t version);
+chr_status chr_bound_capacities(const uint32_t *weights, size_t n, uint64_t total_load, const chr_bound_options *opts, uint64_t *caps);
+chr_status chr_snapshot_lookup_bounded(const chr_snapshot *snap, const void *key, size_t key_len, const uint64_t *loads, const unsigned char *available, size_t n_nodes, const chr_bound_options *opts, chr_node_view *out, chr_bound_result *result);
+chr_status chr_tracker_new(size_t max_nodes, chr_tracker **out);
+void chr_tracker_free(chr_tracker *tracker);
+chr_status chr_tracker_acquire(chr_tracker *tracker, const chr_snapshot *snap, const void *key, size_t key_len, const chr_bound_options *opts, chr_node_view *out, chr_bound_result *result, chr_ticket *ticket);
+chr_status chr_tracker_release(chr_tracker *tracker, const chr_ticket *ticket);
+chr_status chr_tracker_set_available(chr_tracker *tracker, const void *id, size_t id_len, uint32_t available);
+chr_status chr_tracker_load(const chr_tracker *tracker, const void *id, size_t id_len, uint64_t *load);
+chr_status chr_tracker_total(const chr_tracker *tracker, uint64_t *total);
 ]]
 _M._cdef = cdef
 
 -- Another copy of this module in the same VM (a reload in nginx) has
 -- declared them already; ffi.cdef refuses a second definition.
-if not pcall(ffi.typeof, "chr_ringfile_info") then
+if not pcall(ffi.typeof, "chr_ticket") then
     ffi.cdef(cdef)
 end
 
@@ -184,6 +284,13 @@ local K = {
     CHR_OP_ADD = 1, CHR_OP_REMOVE = 2, CHR_OP_SET_WEIGHT = 3,
     CHR_PLUGIN_ABI_VERSION = 1, CHR_HASHER_NAME_MAX = 63, CHR_DIGEST_MAX = 64,
     CHR_HASHER_DESCRIPTION_MAX = 1023,
+    CHR_REPLICAS_NODES = 0, CHR_REPLICAS_ZONES_FIRST = 1, CHR_REPLICAS_NTS = 2,
+    CHR_FINGERPRINT_VERSION = 2,
+    CHR_EINCOMPATIBLE = -20, CHR_DIFF_NONE = 0xffffffff, CHR_DIFF_OLD = 0, CHR_DIFF_NEW = 1,
+    CHR_DIFF_INFO_VERSION = 1, CHR_PLAN_REPLICAS_MAX = 16, CHR_PLAN_INFO_VERSION = 1,
+    CHR_SPILL_REPLICAS = 0, CHR_SPILL_SHUFFLE = 1, CHR_BALANCE_FACTOR_MIN = 100,
+    CHR_BALANCE_FACTOR_MAX = 100000, CHR_LOAD_MAX = 1099511627776, CHR_BOUND_OPTIONS_VERSION = 1,
+    CHR_BOUND_SPILLED = 1, CHR_BOUND_OVER = 2, CHR_TRACKER_NODES_DEFAULT = 4096,
 }
 _M._constants = K
 
@@ -199,6 +306,12 @@ end
 _M.placement = {
     native = K.CHR_PLACEMENT_NATIVE, ketama = K.CHR_PLACEMENT_KETAMA,
     ketama_unweighted = K.CHR_PLACEMENT_KETAMA_UNWEIGHTED, nginx = K.CHR_PLACEMENT_NGINX,
+}
+
+-- Replica policies (chring.h, "Zone-aware replicas") by Lua name; the
+-- replica calls also take the library's names ("zones-first").
+_M.replica_policy = {
+    nodes = K.CHR_REPLICAS_NODES, zones_first = K.CHR_REPLICAS_ZONES_FIRST, nts = K.CHR_REPLICAS_NTS,
 }
 
 -- Raises msg at the first caller outside this file, so that an argument
@@ -261,6 +374,9 @@ local function grow(ctype)
 end
 local ref_buf = grow("chr_node_ref[?]")
 local view_buf = grow("chr_node_view[?]")
+local batch_ptrs = grow("const void *[?]")
+local batch_lens = grow("size_t[?]")
+local batch_indices = grow("uint32_t[?]")
 
 local function failure(status)
     return nil, ffi_string(C.chr_last_error()), status
@@ -559,17 +675,40 @@ function Ring:lookup_node(key)
     return node_table(ref_out[0])
 end
 
+-- A replica policy argument: a number, a library name ("zones-first") or
+-- a replica_policy key ("zones_first"); nil is nodes. nil for an unknown
+-- name, whose message chr_replica_policy_find left; an unknown number
+-- reaches the library, which refuses it (CHR_ENOTSUP).
+local policy_out = ffi_new("int32_t[1]")
+local function policy_arg(policy, n, fname)
+    if policy == nil then return K.CHR_REPLICAS_NODES end
+    if type(policy) == "number" then
+        check_count(policy, n, fname)
+        return policy
+    end
+    check_name(policy, n, fname)
+    if _M.replica_policy[policy] then return _M.replica_policy[policy] end
+    if C.chr_replica_policy_find(policy, policy_out) ~= 0 then return nil end
+    return policy_out[0]
+end
+
 -- Up to n distinct owner ids for key, coordinator first, in `out` (a new
--- table if nil); returns the table and the count.
-function Ring:replicas(key, n, out)
+-- table if nil); returns the table and the count. `policy` (replica_policy)
+-- picks the walk; nil is chr_ring_replicas' own.
+local function ring_replicas(self, key, n, out, policy, fname)
     local p = ring_ptr(self)
-    check_string(key, 1, "replicas")
-    check_count(n, 2, "replicas")
+    check_string(key, 1, fname)
+    check_count(n, 2, fname)
     local st = C.chr_ring_node_count(p, size_out)
     if st ~= 0 then return failure(st) end
     local room = math.max(1, math.min(n, tonumber(size_out[0])))
     local buf = ref_buf(room)
-    st = C.chr_ring_replicas(p, key, #key, n < 0 and 0 or math.min(n, room), buf, size_out)
+    local want = n < 0 and 0 or math.min(n, room)
+    if policy then
+        st = C.chr_ring_replicas_policy(p, key, #key, policy, want, buf, size_out)
+    else
+        st = C.chr_ring_replicas(p, key, #key, want, buf, size_out)
+    end
     if st ~= 0 then return failure(st) end
     out = out or {}
     local count = tonumber(size_out[0])
@@ -577,6 +716,22 @@ function Ring:replicas(key, n, out)
     for i = count + 1, #out do out[i] = nil end
     return out, count
 end
+
+function Ring:replicas(key, n, out)
+    return ring_replicas(self, key, n, out, nil, "replicas")
+end
+
+-- A replicas_policy method over ring_replicas or snapshot_replicas.
+local function policy_method(replicas)
+    return function(self, key, n, policy, out)
+        local code = policy_arg(policy, 3, "replicas_policy")
+        if not code then return failure(K.CHR_ENOTSUP) end
+        return replicas(self, key, n, out, code, "replicas_policy")
+    end
+end
+
+-- As replicas, under a replica policy (a replica_policy value or name).
+Ring.replicas_policy = policy_method(ring_replicas)
 
 local function counter(fn)
     return function(self)
@@ -673,34 +828,42 @@ function Snapshot:lookup_index(key)
     return tonumber(view_out[0].index) + 1
 end
 
--- Owners of many keys in one C call: out[i] = 1-based node index of keys[i].
+-- Owners of many keys in one C call: out[i] = 1-based node index of keys[i],
+-- in `out` (trimmed to #keys) or a new table. The C arrays are the module's,
+-- grown to the largest batch and kept, so a call that passes `out` back
+-- allocates nothing.
 function Snapshot:lookup_batch(keys, out)
     local p = snap_ptr(self)
     if type(keys) ~= "table" then bad_arg(1, "lookup_batch", "table", type(keys)) end
     local n = #keys
-    local ptrs = ffi_new("const void *[?]", n + 1)
-    local lens = ffi_new("size_t[?]", n + 1)
-    local indices = ffi_new("uint32_t[?]", n + 1)
+    local ptrs, lens, indices = batch_ptrs(n + 1), batch_lens(n + 1), batch_indices(n + 1)
     for i = 1, n do
         local k = keys[i]
-        check_string(k, 1, "lookup_batch (key " .. i .. ")")
+        if type(k) ~= "string" then check_string(k, 1, "lookup_batch (key " .. i .. ")") end
         ptrs[i - 1], lens[i - 1] = k, #k   -- keys stay anchored in `keys`
     end
     local st = C.chr_snapshot_lookup_batch(p, ptrs, lens, n, indices)
     if st ~= 0 then return failure(st) end
     out = out or {}
     for i = 1, n do out[i] = indices[i - 1] + 1 end
+    for i = n + 1, #out do out[i] = nil end
     return out
 end
 
 -- Up to n distinct owners (node tables), coordinator first, in `out`.
-function Snapshot:replicas(key, n, out)
+local function snapshot_replicas(self, key, n, out, policy, fname)
     local p = snap_ptr(self)
-    check_string(key, 1, "replicas")
-    check_count(n, 2, "replicas")
+    check_string(key, 1, fname)
+    check_count(n, 2, fname)
     local room = math.max(1, math.min(n, self.count))
     local buf = view_buf(room)
-    local st = C.chr_snapshot_replicas(p, key, #key, n < 0 and 0 or math.min(n, room), buf, size_out)
+    local want = n < 0 and 0 or math.min(n, room)
+    local st
+    if policy then
+        st = C.chr_snapshot_replicas_policy(p, key, #key, policy, want, buf, size_out)
+    else
+        st = C.chr_snapshot_replicas(p, key, #key, want, buf, size_out)
+    end
     if st ~= 0 then return failure(st) end
     out = out or {}
     local count = tonumber(size_out[0])
@@ -709,6 +872,29 @@ function Snapshot:replicas(key, n, out)
     for i = 1, count do out[i] = self.nodes[out[i]] or self:node(out[i]) end
     for i = count + 1, #out do out[i] = nil end
     return out, count
+end
+
+function Snapshot:replicas(key, n, out)
+    return snapshot_replicas(self, key, n, out, nil, "replicas")
+end
+
+-- As replicas, under a replica policy (a replica_policy value or name).
+Snapshot.replicas_policy = policy_method(snapshot_replicas)
+
+-- Each member's replica share (by 1-based node index): the fraction of
+-- keys for which it is among the first n replicas under `policy`, exact
+-- from the token arcs; they sum to min(n, members with tokens).
+function Snapshot:replica_shares(policy, n)
+    local p = snap_ptr(self)
+    local code = policy_arg(policy, 1, "replica_shares")
+    check_count(n, 2, "replica_shares")
+    if not code then return failure(K.CHR_ENOTSUP) end
+    local buf = ffi_new("double[?]", self.count + 1)
+    local st = C.chr_snapshot_replica_shares(p, code, n < 0 and 0 or n, buf, self.count, size_out)
+    if st ~= 0 then return failure(st) end
+    local out = {}
+    for i = 1, self.count do out[i] = tonumber(buf[i - 1]) end
+    return out
 end
 
 function Snapshot:node_count()
@@ -918,6 +1104,344 @@ function Watcher:step()
     local info, err, code, line = self.ring:apply_file(self.path)
     if not info then return false, err, code, line end
     return true, info
+end
+
+--------------------------------------------------------------------------
+-- Diff: what moves between two snapshots (docs/migration.md)
+--------------------------------------------------------------------------
+
+local Diff = {}
+Diff.__index = Diff
+
+local diff_ptr
+Diff.release, diff_ptr = handle_methods(C.chr_diff_free, "released diff")
+
+local sides = { old = K.CHR_DIFF_OLD, new = K.CHR_DIFF_NEW }
+
+-- The diff from snapshot old to snapshot new, or nil, err, code
+-- (status.EINCOMPATIBLE: they place keys differently). It keeps its own
+-- references to both: they may be released.
+function _M.diff(old, new)
+    if getmetatable(old) ~= Snapshot then bad_arg(1, "diff", "snapshot", type(old)) end
+    if getmetatable(new) ~= Snapshot then bad_arg(2, "diff", "snapshot", type(new)) end
+    local out = ffi_new("chr_diff *[1]")
+    local st = C.chr_diff_new(snap_ptr(old), snap_ptr(new), out)
+    if st ~= 0 then return failure(st) end
+    local d = setmetatable({ ptr = ffi_gc(out[0], C.chr_diff_free), nodes = { {}, {} } }, Diff)
+    local info = ffi_new("chr_diff_info[1]")
+    C.chr_diff_info_init(info, K.CHR_DIFF_INFO_VERSION)
+    st = C.chr_diff_describe(d.ptr, info)
+    if st ~= 0 then return failure(st) end
+    local i = info[0]
+    d.summary = {
+        ranges = tonumber(i.ranges), cells = tonumber(i.cells), moved = tonumber(i.moved),
+        old_fingerprint = hex64(i.old_fingerprint), new_fingerprint = hex64(i.new_fingerprint),
+        old_nodes = tonumber(i.old_nodes), new_nodes = tonumber(i.new_nodes),
+        added = tonumber(i.added), removed = tonumber(i.removed),
+    }
+    return d
+end
+
+-- Counts and totals: ranges, cells, moved (share of the key space),
+-- old/new_fingerprint (hex), old/new_nodes, added, removed.
+function Diff:info()
+    diff_ptr(self)
+    return self.summary
+end
+
+local function side_arg(side, n, fname)
+    local code = sides[side]
+    if not code then bad_arg(n, fname, "'old' or 'new'", tostring(side)) end
+    return code
+end
+
+-- Node i (1-based) of side "old" or "new" as a table (as Snapshot:node);
+-- nil for no node (CHR_DIFF_NONE).
+local snap_out = ffi_new("const chr_snapshot *[1]")
+local function diff_node(self, code, index0)
+    if index0 == K.CHR_DIFF_NONE then return nil end
+    local cache = self.nodes[code + 1]
+    local node = cache[index0]
+    if node then return node end
+    C.chr_diff_snapshot(diff_ptr(self), code, snap_out)
+    local st = C.chr_snapshot_node(snap_out[0], index0, view_out)
+    if st ~= 0 then return failure(st) end
+    node = node_table(view_out[0])
+    cache[index0] = node
+    return node
+end
+
+function Diff:node(side, i)
+    local code = side_arg(side, 1, "node")
+    check_count(i, 2, "node")
+    return diff_node(self, code, i - 1)
+end
+
+local function index_or_nil(i)
+    if i == K.CHR_DIFF_NONE then return nil end
+    return tonumber(i) + 1
+end
+
+-- The owner fields of a range or a cell: from, to (1-based indices, nil
+-- for no node) and from_id, to_id.
+local function owner_fields(self, rec, list)
+    local from, to = diff_node(self, K.CHR_DIFF_OLD, rec.from), diff_node(self, K.CHR_DIFF_NEW, rec.to)
+    list.from, list.to = index_or_nil(rec.from), index_or_nil(rec.to)
+    list.from_id, list.to_id = from and from.id, to and to.id
+    return list
+end
+
+-- Reads `total` items through a cursor call into a new array of ctype.
+local written_out = ffi_new("size_t[1]")
+local function read_cursor(ctype, total, call)
+    local buf = ffi_new(ctype, total > 0 and total or 1)
+    local at = 0
+    while at < total do
+        local st = call(buf + at, total - at, at)
+        if st ~= 0 then return failure(st) end
+        if written_out[0] == 0 then break end
+        at = at + tonumber(written_out[0])
+    end
+    return buf
+end
+
+-- Every range of key positions that changes owner, in order: { first,
+-- last (uint64 cdata: positions first..last, both included, never
+-- wrapping), from, to (1-based node indices in the old and new snapshot,
+-- nil for no node), from_id, to_id }.
+function Diff:ranges()
+    local p = diff_ptr(self)
+    local n = self.summary.ranges
+    local buf, err, code = read_cursor("chr_diff_range[?]", n, function(out, room, at)
+        return C.chr_diff_ranges(p, at, out, room, written_out)
+    end)
+    if not buf then return nil, err, code end
+    local list = {}
+    for i = 0, n - 1 do
+        local r = buf[i]
+        list[i + 1] = owner_fields(self, r, {
+            first = ffi_new("uint64_t", r.first), last = ffi_new("uint64_t", r.last),
+        })
+    end
+    return list
+end
+
+-- The transfer matrix's cells that are not 0, sorted by (from, to):
+-- { from, to, fraction, from_id, to_id, moves }.
+function Diff:matrix()
+    local p = diff_ptr(self)
+    local n = self.summary.cells
+    local buf, err, code = read_cursor("chr_diff_cell[?]", n, function(out, room, at)
+        return C.chr_diff_matrix(p, at, out, room, written_out)
+    end)
+    if not buf then return nil, err, code end
+    local list = {}
+    for i = 0, n - 1 do
+        local cell = owner_fields(self, buf[i], { fraction = tonumber(buf[i].fraction) })
+        cell.moves = cell.from_id ~= cell.to_id
+        list[i + 1] = cell
+    end
+    return list
+end
+
+-- The index (1-based) in the other side of node i of `side`, nil if the
+-- other side has no member with that id.
+function Diff:counterpart(side, i)
+    local code = side_arg(side, 1, "counterpart")
+    check_count(i, 2, "counterpart")
+    local st = C.chr_diff_counterpart(diff_ptr(self), code, i - 1, u32_out)
+    if st ~= 0 then return failure(st) end
+    return index_or_nil(u32_out[0])
+end
+
+-- Where key lives before and after: { position (uint64 cdata), old, new
+-- (node tables, nil for no owner), moved }.
+local transition_out = ffi_new("chr_transition[1]")
+function Diff:lookup(key)
+    local p = diff_ptr(self)
+    check_string(key, 1, "lookup")
+    local st = C.chr_diff_lookup(p, key, #key, transition_out)
+    if st ~= 0 then return failure(st) end
+    local t = transition_out[0]
+    return {
+        position = ffi_new("uint64_t", t.position),
+        old = diff_node(self, K.CHR_DIFF_OLD, t.old_index),
+        new = diff_node(self, K.CHR_DIFF_NEW, t.new_index),
+        moved = t.moved ~= 0,
+    }
+end
+
+-- The replica plan for n replicas under `policy` (as replicas_policy):
+-- { first, last, to, to_id, sources = { old indices }, source_ids }, each
+-- a range the node `to` gains and the old replicas it can copy it from.
+function Diff:plan(policy, n)
+    local p = diff_ptr(self)
+    local code = policy_arg(policy, 1, "plan")
+    if not code then return failure(K.CHR_ENOTSUP) end
+    check_count(n, 2, "plan")
+    local out = ffi_new("chr_plan *[1]")
+    local st = C.chr_plan_new(p, code, n < 0 and 0 or n, out)
+    if st ~= 0 then return failure(st) end
+    local plan = ffi_gc(out[0], C.chr_plan_free)
+    local info = ffi_new("chr_plan_info[1]")
+    C.chr_plan_info_init(info, K.CHR_PLAN_INFO_VERSION)
+    st = C.chr_plan_describe(plan, info)
+    if st ~= 0 then return failure(st) end
+    local count = tonumber(info[0].entries)
+    local buf, err, ecode = read_cursor("chr_plan_range[?]", count, function(o, room, at)
+        return C.chr_plan_ranges(plan, at, o, room, written_out)
+    end)
+    C.chr_plan_free(ffi_gc(plan, nil))
+    if not buf then return nil, err, ecode end
+    local list = {}
+    for i = 0, count - 1 do
+        local e = buf[i]
+        local sources, ids = {}, {}
+        for k = 0, e.source_count - 1 do
+            sources[k + 1] = tonumber(e.sources[k]) + 1
+            ids[k + 1] = diff_node(self, K.CHR_DIFF_OLD, e.sources[k]).id
+        end
+        list[i + 1] = {
+            first = ffi_new("uint64_t", e.first), last = ffi_new("uint64_t", e.last),
+            to = tonumber(e.to) + 1, to_id = diff_node(self, K.CHR_DIFF_NEW, e.to).id,
+            sources = sources, source_ids = ids,
+        }
+    end
+    return list
+end
+
+--------------------------------------------------------------------------
+-- Bounded loads and the tracker (docs/bounded-loads.md)
+--------------------------------------------------------------------------
+
+_M.spill = { replicas = K.CHR_SPILL_REPLICAS, shuffle = K.CHR_SPILL_SHUFFLE }
+
+-- opts: nil (no bound) or { factor = 1.25 | factor_pct = 125, spill =
+-- "replicas" | "shuffle", max_probes = N, slack = N }.
+local function bound_options(opts, fname)
+    if opts == nil then return nil end
+    if type(opts) ~= "table" then bad_arg(3, fname, "table or nil", type(opts)) end
+    local o = ffi_new("chr_bound_options[1]")
+    C.chr_bound_options_init(o, K.CHR_BOUND_OPTIONS_VERSION)
+    if opts.factor_pct then
+        check_uint32(opts.factor_pct, 3, fname)
+        o[0].factor_pct = opts.factor_pct
+    elseif opts.factor then o[0].factor_pct = math.floor(opts.factor * 100 + 0.5) end
+    if opts.spill ~= nil then
+        local spill = _M.spill[opts.spill]
+        if not spill then raise("bad argument #3 to '" .. fname .. "' (spill must be 'replicas' or 'shuffle')") end
+        o[0].spill = spill
+    end
+    if opts.max_probes then
+        check_uint32(opts.max_probes, 3, fname)
+        o[0].max_probes = opts.max_probes
+    end
+    if opts.slack then o[0].slack = opts.slack end
+    return o
+end
+
+local bound_out = ffi_new("chr_bound_result[1]")
+
+local function bound_result(r)
+    return {
+        index = tonumber(r.index) + 1, home = tonumber(r.home) + 1, probes = tonumber(r.probes),
+        spilled = bit.band(r.flags, K.CHR_BOUND_SPILLED) ~= 0,
+        over = bit.band(r.flags, K.CHR_BOUND_OVER) ~= 0,
+        load = tonumber(r.load), capacity = tonumber(r.capacity),
+    }
+end
+
+-- The node table for key that has room, and a result table. loads: nil or
+-- an array of in-flight counts by 1-based node index; available: nil or an
+-- array of booleans; opts: see bound_options.
+function Snapshot:lookup_bounded(key, loads, available, opts)
+    local p = snap_ptr(self)
+    check_string(key, 1, "lookup_bounded")
+    local n = self.count
+    local lp, ap
+    if loads ~= nil then
+        if #loads ~= n then raise("bad argument #2 to 'lookup_bounded' (one load per node expected)") end
+        lp = ffi_new("uint64_t[?]", n + 1)
+        for i = 1, n do lp[i - 1] = loads[i] end
+    end
+    if available ~= nil then
+        if #available ~= n then raise("bad argument #3 to 'lookup_bounded' (one flag per node expected)") end
+        ap = ffi_new("unsigned char[?]", n + 1)
+        for i = 1, n do ap[i - 1] = available[i] and 1 or 0 end
+    end
+    local o = bound_options(opts, "lookup_bounded")
+    local st = C.chr_snapshot_lookup_bounded(p, key, #key, lp, ap, n, o, view_out, bound_out)
+    if st ~= 0 then return failure(st) end
+    local i = tonumber(view_out[0].index) + 1
+    return self.nodes[i] or self:node(i), bound_result(bound_out[0])
+end
+
+-- Capacities of the weights for total_load requests in flight.
+function _M.bound_capacities(weights, total_load, opts)
+    local n = #weights
+    local w = ffi_new("uint32_t[?]", n + 1)
+    for i = 1, n do w[i - 1] = weights[i] end
+    local caps = ffi_new("uint64_t[?]", n + 1)
+    local st = C.chr_bound_capacities(w, n, total_load, bound_options(opts, "bound_capacities"), caps)
+    if st ~= 0 then return failure(st) end
+    local out = {}
+    for i = 1, n do out[i] = tonumber(caps[i - 1]) end
+    return out
+end
+
+local Tracker = {}
+Tracker.__index = Tracker
+
+-- A tracker of requests in flight per node id (max_nodes ids, nil = 4096).
+function _M.tracker(max_nodes)
+    local out = ffi_new("chr_tracker *[1]")
+    local st = C.chr_tracker_new(max_nodes or 0, out)
+    if st ~= 0 then return failure(st) end
+    return setmetatable({ ptr = ffi_gc(out[0], C.chr_tracker_free) }, Tracker)
+end
+
+local tracker_ptr
+Tracker.free, tracker_ptr = handle_methods(C.chr_tracker_free, "freed tracker")
+
+-- Places one request: node table, ticket (release it exactly once with
+-- tracker:release), result table.
+function Tracker:acquire(snap, key, opts)
+    local t = tracker_ptr(self)
+    local p = snap_ptr(snap)
+    check_string(key, 2, "acquire")
+    local ticket = ffi_new("chr_ticket")
+    local st = C.chr_tracker_acquire(t, p, key, #key, bound_options(opts, "acquire"), view_out, bound_out, ticket)
+    if st ~= 0 then return failure(st) end
+    local i = tonumber(view_out[0].index) + 1
+    return snap.nodes[i] or snap:node(i), ticket, bound_result(bound_out[0])
+end
+
+function Tracker:release(ticket)
+    local st = C.chr_tracker_release(tracker_ptr(self), ticket)
+    if st ~= 0 then return failure(st) end
+    return true
+end
+
+function Tracker:set_available(id, available)
+    check_string(id, 1, "set_available")
+    local st = C.chr_tracker_set_available(tracker_ptr(self), id, #id, available and 1 or 0)
+    if st ~= 0 then return failure(st) end
+    return true
+end
+
+local u64_out = ffi_new("uint64_t[1]")
+
+function Tracker:load(id)
+    check_string(id, 1, "load")
+    local st = C.chr_tracker_load(tracker_ptr(self), id, #id, u64_out)
+    if st ~= 0 then return failure(st) end
+    return tonumber(u64_out[0])
+end
+
+function Tracker:total()
+    local st = C.chr_tracker_total(tracker_ptr(self), u64_out)
+    if st ~= 0 then return failure(st) end
+    return tonumber(u64_out[0])
 end
 
 return _M

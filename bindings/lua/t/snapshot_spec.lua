@@ -68,18 +68,42 @@ return {
     { "lookups allocate nothing once each node has been seen", function()
         local ring = T.ring(nil, 16)
         local snap = ring:snapshot()
-        local keys = {}
-        for i = 1, 1000 do keys[i] = T.key(i) end
+        local keys = T.keys(1000)
         local ids = {}
         for i = 1, 1000 do snap:lookup(keys[i]); ids[i] = ring:lookup(keys[i]) end   -- warm up
-        collectgarbage(); collectgarbage("stop")
-        local before = collectgarbage("count")
-        for _ = 1, 50 do
-            for i = 1, 1000 do snap:lookup(keys[i]); ring:lookup(keys[i]) end
-        end
-        local grew = collectgarbage("count") - before
-        collectgarbage("restart")
+        local grew = T.allocated(function()
+            for _ = 1, 50 do
+                for i = 1, 1000 do snap:lookup(keys[i]); ring:lookup(keys[i]) end
+            end
+        end)
         -- 100,000 lookups; a single 16-byte allocation each would be 1.5 MiB.
         T.ok(grew < 16, ("lookups allocated %.1f KiB"):format(grew))
+    end },
+
+    { "lookup_batch equals single lookups and reuses `out`", function()
+        local ring = T.ring({ seed = 5 }, 40)
+        local snap = ring:snapshot()
+        local keys = {}
+        for i = 1, 20000 do keys[i] = T.key(i * 7) end
+        local all = assert(snap:lookup_batch(keys))
+        T.eq(#all, #keys, "one index per key")
+        for i, k in ipairs(keys) do T.eq(all[i], snap:lookup_index(k), "batch index of key " .. i) end
+        -- A smaller batch into the same table: trimmed, and still right.
+        local few = { keys[9], keys[10], keys[11] }
+        local out = assert(snap:lookup_batch(few, all))
+        T.ok(out == all and #out == 3, "out reused and trimmed to the batch")
+        for i = 1, 3 do T.eq(out[i], snap:lookup_index(few[i]), "small batch key " .. i) end
+    end },
+
+    { "lookup_batch into a reused table allocates nothing", function()
+        local ring = T.ring(nil, 16)
+        local snap = ring:snapshot()
+        local keys, out = T.keys(1024), {}
+        snap:lookup_batch(keys, out)       -- warm up: buffers grow, `out` fills
+        local grew = T.allocated(function()
+            for _ = 1, 200 do snap:lookup_batch(keys, out) end
+        end)
+        -- 204,800 keys; three fresh FFI buffers per call would be about 4 MiB.
+        T.ok(grew < 4, ("200 batches allocated %.1f KiB"):format(grew))
     end },
 }

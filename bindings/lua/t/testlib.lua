@@ -37,6 +37,24 @@ end
 function T.node_id(i) return "node-" .. i end
 function T.key(i) return "key:" .. i end
 
+-- Keys "key:<i>" for i = 1..n.
+function T.keys(n)
+    local keys = {}
+    for i = 1, n do keys[i] = T.key(i) end
+    return keys
+end
+
+-- KiB the Lua heap grows while f runs, the collector stopped (so nothing
+-- allocated is freed before it is counted).
+function T.allocated(f)
+    collectgarbage(); collectgarbage("stop")
+    local before = collectgarbage("count")
+    f()
+    local grew = collectgarbage("count") - before
+    collectgarbage("restart")
+    return grew
+end
+
 -- A ring with `count` members "node-<i>" of weight 1 + i % 3 and tag i.
 function T.ring(opts, count)
     local ring = assert(chring.new(opts))

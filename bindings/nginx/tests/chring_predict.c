@@ -15,7 +15,9 @@
  * (1..32), tab-separated, owner first. With --ownership: "FRACTION ID"
  * per member. With --fingerprint: the ring's chr_ring_fingerprint() as
  * "0x" and 16 hex digits (the module's $chring_fingerprint).
- * OPTIONS: --placement native|nginx, --hash NAME, --tokens N, --seed N.
+ * OPTIONS: --placement native|nginx, --hash NAME, --tokens N, --seed N,
+ * --policy nodes|zones-first|nts (the replica policy), --zoned (lines are
+ * "WEIGHT ZONE ID": the zone a ring file would give the member).
  * Exit status 0, or 1 with chr_last_error() on stderr.
  */
 #include <chring.h>
@@ -35,7 +37,8 @@ static int fail(const char *what, chr_status status) {
 
 static int usage(void) {
     fprintf(stderr, "usage: chring_predict [--placement native|nginx] [--hash NAME] "
-                    "[--tokens N] [--seed N] [--replicas N | --ownership | --fingerprint] SERVERS_FILE\n");
+                    "[--tokens N] [--seed N] [--policy NAME] [--zoned] "
+                    "[--replicas N | --ownership | --fingerprint] SERVERS_FILE\n");
     return 2;
 }
 
@@ -51,8 +54,9 @@ static void chomp(char *line) {
     if (len > 0 && line[len - 1] == '\n') line[len - 1] = '\0';
 }
 
-/* Adds every "WEIGHT ID" line of `path` to `ring`, tagged by line number. */
-static int load_servers(chr_ring *ring, const char *path) {
+/* Adds every "WEIGHT ID" line (zoned: "WEIGHT ZONE ID") of `path` to
+ * `ring`, tagged by line number. */
+static int load_servers(chr_ring *ring, const char *path, int zoned) {
     char line[LINE_MAX_BYTES];
     uint64_t tag = 0;
     FILE *in = fopen(path, "r");
@@ -72,7 +76,15 @@ static int load_servers(chr_ring *ring, const char *path) {
             fclose(in);
             return 1;
         }
-        chr_status st = chr_ring_add(ring, space + 1, strlen(space + 1), (uint32_t)weight, NULL, 0,
+        const char *zone = "", *id = space + 1;
+        if (zoned) {
+            char *after_zone = strchr(space + 1, ' ');
+            if (!after_zone) continue;
+            *after_zone = '\0';
+            zone = space + 1;
+            id = after_zone + 1;
+        }
+        chr_status st = chr_ring_add(ring, id, strlen(id), (uint32_t)weight, zone, strlen(zone),
                                      tag++);
         if (st != CHR_OK) {
             fclose(in);
@@ -86,18 +98,19 @@ static int load_servers(chr_ring *ring, const char *path) {
 #define REPLICAS_MAX 32
 
 /* The first `n` replicas of each key on stdin (n = 1: the owner). */
-static int print_replicas(const chr_snapshot *snap, size_t n) {
+static int print_replicas(const chr_snapshot *snap, size_t n, int32_t policy) {
     char key[LINE_MAX_BYTES];
     chr_node_view views[REPLICAS_MAX];
     while (fgets(key, sizeof key, stdin)) {
         size_t count = 0;
         chomp(key);
-        chr_status st = chr_snapshot_replicas(snap, key, strlen(key), n, views, &count);
+        chr_status st = chr_snapshot_replicas_policy(snap, key, strlen(key), policy, n, views,
+                                                     &count);
         if (st == CHR_EEMPTY) {
             puts("-");
             continue;
         }
-        if (st != CHR_OK) return fail("chr_snapshot_replicas", st);
+        if (st != CHR_OK) return fail("chr_snapshot_replicas_policy", st);
         for (size_t i = 0; i < count; ++i)
             printf("%s%.*s", i ? "\t" : "", (int)views[i].id_len, (const char *)views[i].id);
         putchar('\n');
@@ -123,6 +136,8 @@ int main(int argc, char **argv) {
     const char *servers = NULL;
     int ownership = 0;
     int fingerprint = 0;
+    int zoned = 0;
+    int32_t policy = CHR_REPLICAS_NODES;
     size_t replicas = 1;
     unsigned long long number;
 
@@ -133,6 +148,11 @@ int main(int argc, char **argv) {
             ownership = 1;
         } else if (strcmp(arg, "--fingerprint") == 0) {
             fingerprint = 1;
+        } else if (strcmp(arg, "--zoned") == 0) {
+            zoned = 1;
+        } else if (strcmp(arg, "--policy") == 0 && next) {
+            if (chr_replica_policy_find(next, &policy) != CHR_OK) return usage();
+            ++i;
         } else if (strcmp(arg, "--replicas") == 0 && next) {
             if (!parse_u64(next, REPLICAS_MAX, &number) || number == 0) return usage();
             replicas = (size_t)number;
@@ -164,7 +184,7 @@ int main(int argc, char **argv) {
     chr_ring *ring = NULL;
     chr_status st = chr_ring_new(&opts, &ring);
     if (st != CHR_OK) return fail("chr_ring_new", st);
-    int rc = load_servers(ring, servers);
+    int rc = load_servers(ring, servers, zoned);
     chr_snapshot *snap = NULL;
     if (rc == 0) {
         st = chr_ring_snapshot(ring, &snap);
@@ -176,7 +196,7 @@ int main(int argc, char **argv) {
         if (st != CHR_OK) rc = fail("chr_snapshot_fingerprint", st);
         else printf("0x%016llx\n", (unsigned long long)value);
     } else if (rc == 0) {
-        rc = ownership ? print_ownership(snap) : print_replicas(snap, replicas);
+        rc = ownership ? print_ownership(snap) : print_replicas(snap, replicas, policy);
     }
     chr_snapshot_release(snap);
     chr_ring_free(ring);

@@ -21,15 +21,23 @@ import time
 _BAD_LOG = re.compile(r"\[(alert|crit)\]|exited on signal|core dumped")
 
 
+_handed_out = set()
+
+
 def free_ports(count):
-    """`count` distinct loopback ports that were free a moment ago."""
+    """`count` loopback ports that were free a moment ago, none handed out
+    before in this process: a stopped backend's port must not come back as
+    another instance's (a key routed to it would reach the wrong server)."""
     sockets, ports = [], []
     try:
-        for _ in range(count):
+        while len(ports) < count:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind(("127.0.0.1", 0))
             sockets.append(s)
-            ports.append(s.getsockname()[1])
+            port = s.getsockname()[1]
+            if port not in _handed_out:
+                _handed_out.add(port)
+                ports.append(port)
     finally:
         for s in sockets:
             s.close()
@@ -280,14 +288,17 @@ class Predictor:
         self.root = root
 
     def _servers_file(self, members):
+        """members: (server text, weight) or (server text, weight, zone)."""
         path = os.path.join(self.root, "members.txt")
         with open(path, "w") as f:
-            for server_id, weight in members:
-                f.write("%d %s\n" % (weight, server_id))
+            for m in members:
+                f.write(("%d %s %s\n" % (m[1], m[2], m[0])) if len(m) > 2 else
+                        ("%d %s\n" % (m[1], m[0])))
         return path
 
     def _run(self, args, members, stdin_lines=None):
-        cmd = [self.program] + list(args) + [self._servers_file(members)]
+        zoned = ["--zoned"] if any(len(m) > 2 for m in members) else []
+        cmd = [self.program] + list(args) + zoned + [self._servers_file(members)]
         data = "".join(k + "\n" for k in stdin_lines) if stdin_lines is not None else ""
         r = subprocess.run(cmd, input=data.encode(), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=120)

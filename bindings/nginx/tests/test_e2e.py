@@ -28,6 +28,15 @@ options, key by key. Cases:
              every primary fails
   badconfig  (module) bad configurations fail `nginx -t` with a clear
              message and exit status 1, never a crash
+  zones      (module) `replicas=zones-first` with the ring file's zones:
+             with one zone's servers stopped, every key is answered within
+             2 tries, by the replica the C API predicts (with
+             `replicas=nodes` some keys, both first replicas in that zone,
+             get 502)
+  balance    (module) `balance=1.25` with a shared zone over 2 workers, one
+             slowed backend: every backend's peak in flight within the
+             cap (without the bound the hot key's home exceeds it); a
+             `down` backend gets nothing and its keys come back
   ringfile   (module) `chring ... file=`: 20 rewrites of the ring file
              (adds, removes, reweights, an id no server has, bad files)
              under a steady stream of requests; each worker follows every
@@ -165,7 +174,7 @@ class ModuleFlavor:
 
     name = "module"
     cases = ("routing", "down", "stop", "tries", "compat", "wide", "backup", "badconfig",
-             "ringfile")
+             "ringfile", "zones", "balance")
 
     def __init__(self, args):
         self.module = os.path.abspath(args.module)
@@ -614,11 +623,18 @@ def case_badconfig(ctx, check):
         ("unknown hasher with plugin_dir", "hash=nosuch plugin_dir=/nonexistent",
          "no hasher named 'nosuch'"),
         ("tokens=0", "tokens=0", "tokens per unit of weight must be 1..65536"),
+        ("replicas=nts", "replicas=nts", "the failover order is \"nodes\" or \"zones-first\""),
+        ("replicas=racks", "replicas=racks", "invalid \"replicas=racks\""),
         ("tokens not a number", "tokens=lots", "invalid \"tokens=lots\""),
         ("tokens too large", "tokens=70000", "must be 1..65536"),
+        ("balance under 1", "balance=0.99", "decimal number from 1.00 to 1000"),
+        ("balance with 3 decimals", "balance=1.255", "decimal number from 1.00 to 1000"),
+        ("balance not a number", "balance=high", "decimal number from 1.00 to 1000"),
+        ("balance twice", "balance=1.25 balance=2", "\"balance\" is given twice"),
+        ("balance_slack not a number", "balance_slack=x", "whole number of requests"),
         ("seed overflow", "seed=18446744073709551616", "unsigned 64-bit"),
         ("unknown placement", "placement=ketama", "\"native\" or \"nginx\""),
-        ("unknown parameter", "replicas=3", "invalid parameter \"replicas=3\""),
+        ("unknown parameter", "copies=3", "invalid parameter \"copies=3\""),
         ("parameter twice", "hash=xxh3 hash=xxh64", "\"hash\" is given twice"),
         ("tokens with placement=nginx", "placement=nginx tokens=100",
          "no effect with \"placement=nginx\""),
@@ -900,7 +916,205 @@ def case_ringfile(ctx, check):
           "\n    ".join(stream.failures[:5]))
 
 
+# -- zones: the failover walk in zones-first order ------------------------------
+
+
+def case_zones(ctx, check):
+    """`chring $request_uri file=PATH replicas=zones-first;`: a zone's
+    servers stopped, each key's second try goes to another zone."""
+    backends = harness.Backends(ctx.ws, 6)
+    backends.start()
+    b = backends.ids
+    members = [(b[i], 1, zone) for i, zone in enumerate("aabbcc")]
+    path = os.path.join(ctx.ws.root, "zones.ring")
+    with open(path, "w") as f:
+        f.write("".join("%s %d %s\n" % m for m in members))
+    dead = {b[0], b[1]}  # zone a
+    backends.set_alive([i for i in b if i not in dead])
+    port = harness.free_ports(1)[0]
+    keys = keys_for("zones", 1000)
+    lb = ctx.balancer()
+    for policy in ("nodes", "zones-first"):
+        body = """
+  upstream ring {
+    chring $request_uri file=%s replicas=%s;
+%s
+  }
+  server {
+    listen 127.0.0.1:%d;
+    location / {
+      proxy_pass http://ring;
+      proxy_connect_timeout 2s;
+      proxy_next_upstream error timeout;
+      proxy_next_upstream_tries 2;
+    }
+  }""" % (path, policy, "\n".join("    server %s max_fails=0;" % i for i in b), port)
+        if lb.process is None:
+            lb.start(body)
+        else:
+            lb.reload(body)
+        got = harness.route(port, keys)
+        replicas = ctx.predict.replicas(members, keys, 2, ["--policy", policy])
+        want = [next((r for r in reps if r not in dead), "HTTP 502") for reps in replicas]
+        check_routing(check, "replicas=%s, zone a stopped, 2 tries" % policy, keys, got, want)
+        failed = want.count("HTTP 502")
+        if policy == "nodes":
+            check(failed > 0, "replicas=nodes: %d keys have both first replicas in zone a" % failed)
+        else:
+            check(failed == 0 and "HTTP 502" not in got,
+                  "replicas=zones-first: every key is answered from another zone")
+
+
+class CountingBackends:
+    """Python HTTP backends on loopback that answer their own id after a
+    per-backend delay (`delay`, seconds, changeable), counting requests served and the most they had in
+    flight at once (the bound's effect, seen from the backends)."""
+
+    def __init__(self, count):
+        import http.server
+        import socketserver
+
+        self.ports = harness.free_ports(count)
+        self.ids = ["127.0.0.1:%d" % p for p in self.ports]
+        self.lock = threading.Lock()
+        self.in_flight = {i: 0 for i in self.ids}
+        self.peak = {i: 0 for i in self.ids}
+        self.served = {i: 0 for i in self.ids}
+        self.delay = {i: 0.0 for i in self.ids}
+        self.servers = []
+        outer = self
+
+        for server_id, port in zip(self.ids, self.ports):
+            class Handler(http.server.BaseHTTPRequestHandler):
+                me = server_id
+
+                def do_GET(self):
+                    with outer.lock:
+                        outer.in_flight[self.me] += 1
+                        outer.peak[self.me] = max(outer.peak[self.me], outer.in_flight[self.me])
+                        outer.served[self.me] += 1
+                    try:
+                        time.sleep(outer.delay[self.me])
+                        body = self.me.encode()
+                        self.send_response(200)
+                        self.send_header("Content-Length", str(len(body)))
+                        self.end_headers()
+                        self.wfile.write(body)
+                    finally:
+                        with outer.lock:
+                            outer.in_flight[self.me] -= 1
+
+                def log_message(self, *args):
+                    pass
+
+            class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+                daemon_threads = True
+                request_queue_size = 256
+
+            srv = Server(("127.0.0.1", port), Handler)
+            threading.Thread(target=srv.serve_forever, daemon=True).start()
+            self.servers.append(srv)
+
+    def reset(self):
+        with self.lock:
+            for i in self.ids:
+                self.peak[i] = self.served[i] = 0
+
+    def stop(self):
+        for srv in self.servers:
+            srv.shutdown()
+            srv.server_close()
+
+
+def hammer(port, paths, clients):
+    """`clients` threads send the paths (split between them) at once, each
+    over its own connections; returns the bodies."""
+    out = [None] * len(paths)
+
+    def run(k):
+        for j in range(k, len(paths), clients):
+            status, body = harness.http_get(port, paths[j], timeout=30)
+            out[j] = body.decode() if status == 200 else "HTTP %d" % status
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def case_balance(ctx, check):
+    """`balance=1.25` with the upstream's shared zone, 2 workers, 4 backends
+    of which the hot key's home is slowed: every backend's peak in flight
+    stays within ceil(1.25 * C / 4) for C concurrent clients (the total in
+    flight L is at most C - 1 when a request is placed, and a node's cap is
+    at most ceil(1.25 (L + 1) / 4)); the same upstream without the bound
+    sends the hot key's burst to its home. A `down` backend gets no
+    request, and its keys come back when `down` is removed."""
+    clients = 24
+    cap = -(-(125 * clients) // 400)  # ceil(1.25 * 24 / 4) = 8
+    backends = CountingBackends(4)
+    ids = backends.ids
+    hot = "/hot"
+    home = ctx.predict.owners([(i, 1) for i in ids], [hot])[0]
+    for i in ids:
+        backends.delay[i] = 0.3 if i == home else 0.02
+    port = harness.free_ports(1)[0]
+    lb = ctx.balancer()
+    try:
+        def conf(balance, down=None):
+            servers = [Server(i, down=(i == down)) for i in ids]
+            options = {"balance": "1.25"} if balance else {}
+            return ctx.render([(port, Upstream("ring", servers, options=options,
+                                               tail="zone chring_balance 64k;"))])
+
+        lb.start(conf(False))
+        paths = [hot] * 240 + ["/k%d" % i for i in range(60)]
+        hammer(port, paths, clients)
+        plain_peak = backends.peak[home]
+        check(plain_peak > cap, "without the bound the hot key's home %s holds %d requests at "
+              "once (over %d)" % (home, plain_peak, cap))
+
+        lb.reload(conf(True))
+        backends.reset()
+        got = hammer(port, paths, clients)
+        check(all(g in ids for g in got), "every request answered with the bound",
+              str([g for g in got if g not in ids][:5]))
+        peaks = dict(backends.peak)
+        check(all(v <= cap for v in peaks.values()),
+              "with balance=1.25 over 2 workers every backend's peak in flight is <= %d: %s"
+              % (cap, peaks))
+        check(backends.served[home] > 0 and sum(1 for v in backends.served.values() if v) >= 3,
+              "the hot key is served by its home and spills to others: %s" % backends.served)
+
+        # Masked: sequential requests (nothing in flight, the bound is neutral).
+        for i in ids:
+            backends.delay[i] = 0.0
+        keys = ["/m%d" % i for i in range(400)]
+        base = harness.route(port, keys)
+        want = ctx.predict.owners([(i, 1) for i in ids], keys)
+        n, detail = mismatches(keys, base, want)
+        check(n == 0, "idle, the bounded upstream routes as the ring (%d differ)" % n, detail)
+        victim = ids[2]
+        lb.reload(conf(True, down=victim))
+        backends.reset()
+        got = harness.route(port, keys)
+        check(backends.served[victim] == 0, "the down backend got no request (%d)"
+              % backends.served[victim])
+        unchanged = sum(1 for b, g in zip(base, got) if b != victim and g == b)
+        stayed = sum(1 for b in base if b != victim)
+        check(unchanged == stayed, "keys of other backends stay (%d of %d)" % (unchanged, stayed))
+        lb.reload(conf(True))
+        back = harness.route(port, keys)
+        n, detail = mismatches(keys, back, base)
+        check(n == 0, "`down` removed: every key is back (%d differ)" % n, detail)
+    finally:
+        backends.stop()
+
+
 CASES = {
+    "zones": case_zones,
     "routing": case_routing,
     "down": case_down,
     "stop": case_stop,
@@ -910,6 +1124,7 @@ CASES = {
     "backup": case_backup,
     "badconfig": case_badconfig,
     "ringfile": case_ringfile,
+    "balance": case_balance,
 }
 FLAVORS = {"module": ModuleFlavor, "lua": LuaFlavor}
 

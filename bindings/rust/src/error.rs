@@ -48,6 +48,9 @@ pub enum ErrorKind {
     Options,
     /// CHR_EIO: the ring file cannot be read (missing, a directory, ...).
     Io,
+    /// CHR_EINCOMPATIBLE: two snapshots place keys differently (placement,
+    /// hasher or seed): no diff between them.
+    Incompatible,
     /// A status this binding does not know (a newer library).
     Other,
 }
@@ -74,6 +77,7 @@ impl ErrorKind {
             sys::CHR_EFORMAT => ErrorKind::Format,
             sys::CHR_EOPTIONS => ErrorKind::Options,
             sys::CHR_EIO => ErrorKind::Io,
+            sys::CHR_EINCOMPATIBLE => ErrorKind::Incompatible,
             _ => ErrorKind::Other,
         }
     }

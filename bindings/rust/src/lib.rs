@@ -43,6 +43,8 @@ macro_rules! debug_by_counts {
 }
 pub(crate) use debug_by_counts;
 
+mod bounded;
+mod diff;
 mod error;
 mod hashers;
 mod node;
@@ -50,9 +52,12 @@ mod options;
 mod ring;
 mod ringfile;
 mod snapshot;
+mod zones;
 /// The raw C declarations: the `chring-sys` crate.
 pub use chring_sys as sys;
 
+pub use bounded::{bound_capacities, BoundOptions, BoundResult, Guard, Spill, Tracker};
+pub use diff::{Cell, Diff, DiffInfo, PlanRange, Range, Side, Transition};
 pub use error::{Error, ErrorKind, Result};
 pub use hashers::{digest, hash, hashers, load_plugin, HasherInfo};
 pub use node::{Node, NodeView};
@@ -60,6 +65,7 @@ pub use options::{Options, Placement};
 pub use ring::{Change, Member, Ring};
 pub use ringfile::{Export, FileInfo, WatchEvent, Watcher};
 pub use snapshot::Snapshot;
+pub use zones::ReplicaPolicy;
 
 /// This crate's version, which is the version of the libchring it was
 /// written for (the project's version in meson.build; a test checks both).

@@ -97,6 +97,13 @@ impl Ring {
         self.raw.as_ptr()
     }
 
+    /// The C ring, for calls of [`sys`] this crate does not wrap (and for
+    /// benchmarks against the C calls). Valid while `self` lives; never
+    /// pass it to `chr_ring_free`.
+    pub fn as_ptr(&self) -> *const sys::chr_ring {
+        self.raw.as_ptr()
+    }
+
     /// Owns a ring the library just created (CHR_OK, so never NULL).
     pub(crate) fn from_raw(raw: *mut sys::chr_ring) -> Ring {
         Ring { raw: NonNull::new(raw).expect("a chring call returned CHR_OK and a NULL ring") }

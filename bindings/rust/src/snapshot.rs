@@ -5,6 +5,10 @@ use crate::error::{check, Error, Result};
 use crate::node::NodeView;
 use crate::sys;
 
+/// Keys per C call of [`Snapshot::lookup_batch`]: its pointer and length
+/// arrays live on the stack (2 KiB each).
+const BATCH_CHUNK: usize = 256;
+
 /// An immutable view of a ring at one point in time. Lookups on it return
 /// [`NodeView`]s that borrow from it without copying.
 pub struct Snapshot {
@@ -37,6 +41,13 @@ impl Snapshot {
         self.raw.as_ptr()
     }
 
+    /// The C snapshot, for calls of [`sys`] this crate does not wrap (and
+    /// for benchmarks against the C calls). Valid while `self` lives; never
+    /// pass it to `chr_snapshot_release`.
+    pub fn as_ptr(&self) -> *const sys::chr_snapshot {
+        self.raw.as_ptr()
+    }
+
     /// The member that owns `key`: lock-free, allocation-free.
     pub fn lookup(&self, key: impl AsRef<[u8]>) -> Result<NodeView<'_>> {
         let (k, len) = bytes_arg(key.as_ref());
@@ -47,7 +58,10 @@ impl Snapshot {
     }
 
     /// Looks up many keys in one call: `indices[i]` receives the node
-    /// index of `keys[i]`'s owner (see [`Snapshot::node`]).
+    /// index of `keys[i]`'s owner (see [`Snapshot::node`]). Allocates
+    /// nothing: the C call's pointer and length arrays are built on the
+    /// stack, 256 keys at a time. On error the contents of
+    /// `indices` are unspecified.
     pub fn lookup_batch<K: AsRef<[u8]>>(&self, keys: &[K], indices: &mut [u32]) -> Result<()> {
         if indices.len() < keys.len() {
             return Err(Error::binding(
@@ -55,12 +69,30 @@ impl Snapshot {
                 format!("Snapshot::lookup_batch: {} keys but room for {} indices", keys.len(), indices.len()),
             ));
         }
-        let (ptrs, lens): (Vec<_>, Vec<_>) = keys.iter().map(|k| bytes_arg(k.as_ref())).unzip();
-        // SAFETY: ptrs/lens hold keys.len() entries borrowed from `keys`;
-        // indices has room for as many.
-        check(unsafe {
-            sys::chr_snapshot_lookup_batch(self.ptr(), ptrs.as_ptr(), lens.as_ptr(), keys.len(), indices.as_mut_ptr())
-        })
+        let mut ptrs = [std::ptr::null::<std::os::raw::c_void>(); BATCH_CHUNK];
+        let mut lens = [0usize; BATCH_CHUNK];
+        let mut done = 0;
+        loop {
+            let chunk = (keys.len() - done).min(BATCH_CHUNK);
+            for (i, key) in keys[done..done + chunk].iter().enumerate() {
+                (ptrs[i], lens[i]) = bytes_arg(key.as_ref());
+            }
+            // SAFETY: ptrs/lens hold `chunk` entries borrowed from `keys`;
+            // indices[done..] has room for as many.
+            check(unsafe {
+                sys::chr_snapshot_lookup_batch(
+                    self.ptr(),
+                    ptrs.as_ptr(),
+                    lens.as_ptr(),
+                    chunk,
+                    indices[done..].as_mut_ptr(),
+                )
+            })?;
+            done += chunk;
+            if done == keys.len() {
+                return Ok(());
+            }
+        }
     }
 
     /// Up to `n` distinct members for `key`, coordinator first.

@@ -3,7 +3,7 @@
 %%hasher xxh3
 %%seed 0
 %%tokens-per-weight 160
-%%fingerprint 0xe49da510bcb36b02
+%%fingerprint 0x2ea59c1f9df7b7bc
 %00%01 1
 %23hash 1 %23zone
 café 1

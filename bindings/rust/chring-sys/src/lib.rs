@@ -53,6 +53,29 @@ pub const CHR_PLACEMENT_NGINX: i32 = 3;
 pub const CHR_OPTIONS_VERSION: u32 = 1;
 pub const CHR_DEFAULT_TOKENS_PER_WEIGHT: u32 = 160;
 
+pub const CHR_REPLICAS_NODES: i32 = 0;
+pub const CHR_REPLICAS_ZONES_FIRST: i32 = 1;
+pub const CHR_REPLICAS_NTS: i32 = 2;
+pub const CHR_FINGERPRINT_VERSION: u32 = 2;
+
+pub const CHR_EINCOMPATIBLE: chr_status = -20;
+pub const CHR_DIFF_NONE: u32 = 0xFFFFFFFF;
+pub const CHR_DIFF_OLD: i32 = 0;
+pub const CHR_DIFF_NEW: i32 = 1;
+pub const CHR_DIFF_INFO_VERSION: u32 = 1;
+pub const CHR_PLAN_REPLICAS_MAX: usize = 16;
+pub const CHR_PLAN_INFO_VERSION: u32 = 1;
+
+pub const CHR_SPILL_REPLICAS: u32 = 0;
+pub const CHR_SPILL_SHUFFLE: u32 = 1;
+pub const CHR_BALANCE_FACTOR_MIN: u32 = 100;
+pub const CHR_BALANCE_FACTOR_MAX: u32 = 100000;
+pub const CHR_LOAD_MAX: u64 = 0x10000000000;
+pub const CHR_BOUND_OPTIONS_VERSION: u32 = 1;
+pub const CHR_BOUND_SPILLED: u32 = 0x1;
+pub const CHR_BOUND_OVER: u32 = 0x2;
+pub const CHR_TRACKER_NODES_DEFAULT: u32 = 4096;
+
 pub const CHR_OP_ADD: u32 = 1;
 pub const CHR_OP_REMOVE: u32 = 2;
 pub const CHR_OP_SET_WEIGHT: u32 = 3;
@@ -185,6 +208,84 @@ pub struct chr_ringfile_info {
     pub reserved0: u32,
 }
 
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_diff_range {
+    pub first: u64,
+    pub last: u64,
+    pub from: u32,
+    pub to: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_diff_cell {
+    pub from: u32,
+    pub to: u32,
+    pub fraction: f64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_diff_info {
+    pub version: u32,
+    pub reserved0: u32,
+    pub ranges: u64,
+    pub cells: u64,
+    pub moved: f64,
+    pub old_fingerprint: u64,
+    pub new_fingerprint: u64,
+    pub old_nodes: u32,
+    pub new_nodes: u32,
+    pub added: u32,
+    pub removed: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct chr_transition {
+    pub position: u64,
+    pub old_index: u32,
+    pub new_index: u32,
+    pub moved: u32,
+    pub reserved0: u32,
+    pub old_owner: chr_node_view,
+    pub new_owner: chr_node_view,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_plan_range {
+    pub first: u64,
+    pub last: u64,
+    pub to: u32,
+    pub source_count: u32,
+    pub sources: [u32; CHR_PLAN_REPLICAS_MAX],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_plan_info {
+    pub version: u32,
+    pub policy: i32,
+    pub replicas: u32,
+    pub reserved0: u32,
+    pub entries: u64,
+    pub copies: f64,
+}
+
+/// Opaque diff handle.
+#[repr(C)]
+pub struct chr_diff {
+    _private: [u8; 0],
+}
+
+/// Opaque replica plan handle.
+#[repr(C)]
+pub struct chr_plan {
+    _private: [u8; 0],
+}
+
 /// Opaque ring handle.
 #[repr(C)]
 pub struct chr_ring {
@@ -194,6 +295,43 @@ pub struct chr_ring {
 /// Opaque snapshot handle.
 #[repr(C)]
 pub struct chr_snapshot {
+    _private: [u8; 0],
+}
+
+/// Options of a bounded-load lookup (`CHR_BOUND_OPTIONS_VERSION`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct chr_bound_options {
+    pub version: u32,
+    pub factor_pct: u32,
+    pub spill: u32,
+    pub max_probes: u32,
+    pub slack: u64,
+}
+
+/// What a bounded lookup chose and how.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_bound_result {
+    pub index: u32,
+    pub home: u32,
+    pub probes: u32,
+    pub flags: u32,
+    pub load: u64,
+    pub capacity: u64,
+}
+
+/// One request acquired on a tracker.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_ticket {
+    pub slot: u64,
+    pub check: u64,
+}
+
+/// Opaque tracker handle.
+#[repr(C)]
+pub struct chr_tracker {
     _private: [u8; 0],
 }
 
@@ -228,6 +366,26 @@ extern "C" {
     pub fn chr_snapshot_token_count(snap: *const chr_snapshot, count: *mut usize) -> chr_status;
     pub fn chr_snapshot_fingerprint(snap: *const chr_snapshot, fingerprint: *mut u64) -> chr_status;
     pub fn chr_snapshot_token(snap: *const chr_snapshot, index: usize, value: *mut u64, node_index: *mut u32) -> chr_status;
+    pub fn chr_replica_policy_name(policy: i32, name: *mut *const c_char) -> chr_status;
+    pub fn chr_replica_policy_find(name: *const c_char, policy: *mut i32) -> chr_status;
+    pub fn chr_ring_replicas_policy(ring: *const chr_ring, key: *const c_void, key_len: usize, policy: i32, n: usize, out: *mut chr_node_ref, count: *mut usize) -> chr_status;
+    pub fn chr_snapshot_replicas_policy(snap: *const chr_snapshot, key: *const c_void, key_len: usize, policy: i32, n: usize, out: *mut chr_node_view, count: *mut usize) -> chr_status;
+    pub fn chr_snapshot_replica_shares(snap: *const chr_snapshot, policy: i32, n: usize, shares: *mut f64, capacity: usize, count: *mut usize) -> chr_status;
+    pub fn chr_diff_info_init(info: *mut chr_diff_info, version: u32) -> chr_status;
+    pub fn chr_diff_new(old_snap: *const chr_snapshot, new_snap: *const chr_snapshot, out: *mut *mut chr_diff) -> chr_status;
+    pub fn chr_diff_free(diff: *mut chr_diff);
+    pub fn chr_diff_describe(diff: *const chr_diff, info: *mut chr_diff_info) -> chr_status;
+    pub fn chr_diff_ranges(diff: *const chr_diff, cursor: usize, out: *mut chr_diff_range, capacity: usize, written: *mut usize) -> chr_status;
+    pub fn chr_diff_matrix(diff: *const chr_diff, cursor: usize, out: *mut chr_diff_cell, capacity: usize, written: *mut usize) -> chr_status;
+    pub fn chr_diff_snapshot(diff: *const chr_diff, side: i32, out: *mut *const chr_snapshot) -> chr_status;
+    pub fn chr_diff_counterpart(diff: *const chr_diff, side: i32, index: u32, other: *mut u32) -> chr_status;
+    pub fn chr_diff_lookup(diff: *const chr_diff, key: *const c_void, key_len: usize, out: *mut chr_transition) -> chr_status;
+    pub fn chr_diff_lookup_batch(diff: *const chr_diff, keys: *const *const c_void, key_lens: *const usize, n: usize, old_indices: *mut u32, new_indices: *mut u32) -> chr_status;
+    pub fn chr_plan_info_init(info: *mut chr_plan_info, version: u32) -> chr_status;
+    pub fn chr_plan_new(diff: *const chr_diff, policy: i32, replicas: usize, out: *mut *mut chr_plan) -> chr_status;
+    pub fn chr_plan_free(plan: *mut chr_plan);
+    pub fn chr_plan_describe(plan: *const chr_plan, info: *mut chr_plan_info) -> chr_status;
+    pub fn chr_plan_ranges(plan: *const chr_plan, cursor: usize, out: *mut chr_plan_range, capacity: usize, written: *mut usize) -> chr_status;
     pub fn chr_plugin_load(path: *const c_char, loaded: *mut usize) -> chr_status;
     pub fn chr_hasher_list(plugin_dir: *const c_char, out: *mut chr_hasher_info, capacity: usize, count: *mut usize) -> chr_status;
     pub fn chr_hasher_register(hasher: *const chr_hasher) -> chr_status;
@@ -245,4 +403,14 @@ extern "C" {
     pub fn chr_ringfile_escape(bytes: *const c_void, len: usize, flags: u32, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
     pub fn chr_ringfile_unescape(field: *const c_char, len: usize, what: *const c_char, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
     pub fn chr_hasher_digest(name: *const c_char, data: *const c_void, len: usize, out: *mut c_uchar, capacity: usize, digest_size: *mut usize) -> chr_status;
+    pub fn chr_bound_options_init(opts: *mut chr_bound_options, version: u32) -> chr_status;
+    pub fn chr_bound_capacities(weights: *const u32, n: usize, total_load: u64, opts: *const chr_bound_options, caps: *mut u64) -> chr_status;
+    pub fn chr_snapshot_lookup_bounded(snap: *const chr_snapshot, key: *const c_void, key_len: usize, loads: *const u64, available: *const c_uchar, n_nodes: usize, opts: *const chr_bound_options, out: *mut chr_node_view, result: *mut chr_bound_result) -> chr_status;
+    pub fn chr_tracker_new(max_nodes: usize, out: *mut *mut chr_tracker) -> chr_status;
+    pub fn chr_tracker_free(tracker: *mut chr_tracker);
+    pub fn chr_tracker_acquire(tracker: *mut chr_tracker, snap: *const chr_snapshot, key: *const c_void, key_len: usize, opts: *const chr_bound_options, out: *mut chr_node_view, result: *mut chr_bound_result, ticket: *mut chr_ticket) -> chr_status;
+    pub fn chr_tracker_release(tracker: *mut chr_tracker, ticket: *const chr_ticket) -> chr_status;
+    pub fn chr_tracker_set_available(tracker: *mut chr_tracker, id: *const c_void, id_len: usize, available: u32) -> chr_status;
+    pub fn chr_tracker_load(tracker: *const chr_tracker, id: *const c_void, id_len: usize, load: *mut u64) -> chr_status;
+    pub fn chr_tracker_total(tracker: *const chr_tracker, total: *mut u64) -> chr_status;
 }

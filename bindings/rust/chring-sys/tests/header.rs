@@ -111,6 +111,9 @@ fn layouts() -> Vec<Layout> {
         layout!(chr_hasher { abi_version, struct_size, name, description, hash64, digest_size, digest, flags }),
         layout!(chr_hasher_info { name, description, origin, digest_size, reserved0 }),
         layout!(chr_ringfile_info { version, flags, revision, fingerprint, format_version, members, added, removed, reweighted, replaced, error_line, reserved0 }),
+        layout!(chr_bound_options { version, factor_pct, spill, max_probes, slack }),
+        layout!(chr_bound_result { index, home, probes, flags, load, capacity }),
+        layout!(chr_ticket { slot, check }),
     ]
 }
 

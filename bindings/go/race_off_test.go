@@ -1,0 +1,5 @@
+//go:build !race
+
+package chring
+
+const raceEnabled = false
