@@ -385,6 +385,26 @@ void write_file(const std::vector<uint8_t> &f) {
     close(fd);
 }
 
+// Whether dlopen alone survives the file with its structural edits kept and
+// every other byte put back: then the crash needs the edits of contents
+// (code, data, table entries), which chring does not judge, and a structural
+// edit that came with them (one the loader ignores) is beside the point.
+bool structure_alone_survives(const std::vector<uint8_t> &file) {
+    const Layout &l = g_layout;
+    std::vector<uint8_t> f = file;
+    const uint64_t dyn_end = l.dyn + uint64_t(l.dynnum) * sizeof(Elf64_Dyn);
+    const uint64_t phdr_end = l.phoff + uint64_t(l.phnum) * sizeof(Elf64_Phdr);
+    for (uint64_t i = 0; i < f.size() && i < g_base.size(); ++i) {
+        const bool structure = i < sizeof(Elf64_Ehdr) || (i >= l.phoff && i < phdr_end) || (i >= l.dyn && i < dyn_end);
+        if (!structure) f[i] = g_base[i];
+    }
+    write_file(f);
+    return in_child([] {
+               void *h = dlopen(g_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+               g_shared->dl_ok = h != nullptr && dlsym(h, CHR_PLUGIN_ENTRY_SYMBOL) != nullptr;
+           }) == kDone;
+}
+
 bool documented_status(int st) {
     switch (st) {
     case CHR_OK: case CHR_EINVAL: case CHR_ENOMEM: case CHR_EEXIST: case CHR_EPLUGIN_NOFILE:
@@ -530,7 +550,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         // globals through an edited relocation); dlopen alone runs no chring
         // code. chring handed over a file it should have refused, unless only
         // table contents were edited.
-        if (!structural_edit(file)) {
+        if (!structural_edit(file) || structure_alone_survives(file)) {
             ++g_content_crashes;
             return 0;
         }
@@ -562,7 +582,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     // symbol, version and hash tables are not validated (ld.so trusts
     // them, and so does every program that dlopens the file): a crash on
     // those alone, which dlopen alone shares, is counted.
-    if (!structural_edit(file)) {
+    if (!structural_edit(file) || structure_alone_survives(file)) {
         ++g_content_crashes;
         return 0;
     }
