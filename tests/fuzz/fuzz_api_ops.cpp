@@ -403,7 +403,9 @@ ORACLE std::string state_key(const Config &c, const Members &m) {
     std::string k = std::to_string(c.placement) + "/" + std::to_string(c.tpw) + "/" +
                     std::to_string(c.seed) + "/" + c.hasher + "|";
     for (const auto &kv : m) {
-        k += std::to_string(kv.first.size()) + ":" + kv.first + "=" + std::to_string(kv.second.weight) + ";";
+        // The zone too: fingerprint version 2 covers zones.
+        k += std::to_string(kv.first.size()) + ":" + kv.first + "=" + std::to_string(kv.second.weight) + "@" +
+             std::to_string(kv.second.zone.size()) + ":" + kv.second.zone + ";";
     }
     return k;
 }
