@@ -332,15 +332,6 @@ bool code_address_value(const std::vector<uint8_t> &f, uint64_t i) {
     return tag == base_tag && (tag == DT_INIT || tag == DT_FINI);
 }
 
-// Whether byte i of the ELF header is one the loader never reads for dlopen
-// (the entry point and the section header fields): an edit there is as good
-// as none.
-bool unread_header_byte(uint64_t i) {
-    const auto in = [i](size_t at, size_t len) { return i >= at && i < at + len; };
-    return in(offsetof(Elf64_Ehdr, e_entry), sizeof(Elf64_Addr)) || in(offsetof(Elf64_Ehdr, e_shoff), sizeof(Elf64_Off)) ||
-           in(offsetof(Elf64_Ehdr, e_shentsize), 3 * sizeof(Elf64_Half));  // e_shentsize, e_shnum, e_shstrndx
-}
-
 // Whether byte i of the program headers lies in the p_filesz of a PT_LOAD
 // whose value the edits made smaller: the segment's tail then reads as
 // zeros, as if those data bytes had been edited (the plugin's constructors
@@ -369,7 +360,7 @@ bool structural_edit(const std::vector<uint8_t> &f) {
                                   {l.dyn, dyn_end}};
     for (const auto &r : ranges)
         for (uint64_t i = r[0]; i < r[1] && i < f.size(); ++i)
-            if (f[i] != g_base[i] && !(r[0] == 0 && unread_header_byte(i)) &&
+            if (f[i] != g_base[i] &&
                 !(r[0] == l.phoff && shrunk_file_size(f, i)) &&
                 !(r[0] == l.dyn && dyn_end <= f.size() && code_address_value(f, i)))
                 return true;

@@ -353,29 +353,27 @@ static size_t phdr_at(const unsigned char *elf, uint32_t type) {
     return 0;
 }
 
-/* Whether the plugin has a dynamic entry `tag` (which ones a build's linker
- * writes varies: without calls through the PLT or versioned symbols, the
- * gcc build's plugin has no DT_JMPREL, DT_VERSYM or DT_VERNEED). */
-static int dyn_has(const unsigned char *elf, int64_t tag) {
-    Elf64_Phdr ph;
-    memcpy(&ph, elf + phdr_at(elf, PT_DYNAMIC), sizeof ph);
-    for (size_t at = (size_t)ph.p_offset;; at += sizeof(Elf64_Dyn)) {
-        Elf64_Dyn d;
-        memcpy(&d, elf + at, sizeof d);
-        if (d.d_tag == tag) return 1;
-        if (d.d_tag == DT_NULL) return 0;
-    }
-}
-
-static size_t dyn_at(const unsigned char *elf, int64_t tag) {
+/* The file offset of the dynamic entry `tag`, or 0 when the plugin has none
+ * (which entries a build's linker writes varies: without calls through the
+ * PLT or versioned symbols, the gcc build's plugin has no DT_JMPREL,
+ * DT_VERSYM or DT_VERNEED). */
+static size_t dyn_find(const unsigned char *elf, int64_t tag) {
     Elf64_Phdr ph;
     memcpy(&ph, elf + phdr_at(elf, PT_DYNAMIC), sizeof ph);
     for (size_t at = (size_t)ph.p_offset;; at += sizeof(Elf64_Dyn)) {
         Elf64_Dyn d;
         memcpy(&d, elf + at, sizeof d);
         if (d.d_tag == tag) return at;
-        if (d.d_tag == DT_NULL) fail_msg("no dynamic entry %lld", (long long)tag);
+        if (d.d_tag == DT_NULL) return 0;
     }
+}
+
+static int dyn_has(const unsigned char *elf, int64_t tag) { return dyn_find(elf, tag) != 0; }
+
+static size_t dyn_at(const unsigned char *elf, int64_t tag) {
+    const size_t at = dyn_find(elf, tag);
+    if (!at) fail_msg("no dynamic entry %lld", (long long)tag);
+    return at;
 }
 
 static uint64_t dyn_value(const unsigned char *elf, int64_t tag) {
