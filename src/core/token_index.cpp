@@ -22,10 +22,11 @@ void TokenIndex::release(const uint32_t *base) noexcept {
 
 TokenIndex::TokenIndex(const TokenIndex &o)
     : tokens_(o.tokens_), hot_of_group_(o.hot_of_group_), group_start_(o.group_start_),
-      bucket_offset_(o.bucket_offset_), chunk_shift_(o.chunk_shift_), group_shift_(o.group_shift_),
+      bucket_offset_(o.bucket_offset_), group_shift_(o.group_shift_),
       group_of_hash_shift_(o.group_of_hash_shift_), prefix_bits_(o.prefix_bits_),
       prefix_shift_(o.prefix_shift_), key_shift_(o.key_shift_), owner_bits_(o.owner_bits_),
       owner_mask_(o.owner_mask_) {
+    chunk_shift_ = o.chunk_shift_;
     chunks_.reserve(o.chunks_.size());  // may throw: nothing retained yet
     for (const uint32_t *c : o.chunks_) {
         retain(c);
