@@ -3,6 +3,8 @@
 #include <limits>
 #include <new>
 
+#include "huge_pages.hpp"
+
 namespace chring {
 
 uint32_t *TokenIndex::new_chunk(uint32_t n) {
@@ -129,6 +131,11 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots) : index_(i
     bits_ = bits;
     shift_ = 64 - bits;
     owner_mask_ = s.owner_mask_;
+    // Huge pages where the kernel offers them: at 16M tokens these buffers
+    // are 200 MB, and 4 KiB page faults cost more than filling them.
+    reserve_huge(start_vec_, (size_t(1) << bits) + 1);
+    reserve_huge(hot_vec_, T);
+    reserve_huge(cold_vec_, T);
     start_vec_.assign((size_t(1) << bits) + 1, 0);
     hot_vec_.resize(T);
     cold_vec_.resize(T);
