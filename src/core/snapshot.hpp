@@ -57,22 +57,24 @@ public:
     // many. Never allocates for rings of up to kStackBitmapNodes members;
     // beyond, a per-thread table is sized once per thread (it may throw
     // bad_alloc).
-    template <class Emit>
+    // kSlots: emit(i, slot) instead, for view_of_slot() (the C API's lookups).
+    template <bool kSlots = false, class Emit>
     size_t replicas_at_hash(uint64_t h, size_t n, Emit &&emit) const {
         if (std::min(n, eligible_) == 0) return 0;
-        return replicas_from_token(index_.successor(h), n, emit);
+        return replicas_from_token<kSlots>(index_.locate(h).pos, n, emit);
     }
     using Pos = TokenIndex::Pos;
     // The same under a replica policy (chring.h, "Zone-aware replicas").
-    template <class Emit>
+    template <bool kSlots = false, class Emit>
     size_t replicas_at_hash(uint64_t h, size_t n, ReplicaPolicy policy, Emit &&emit) const {
         if (std::min(n, eligible_) == 0) return 0;
-        return replicas_from_token(index_.successor(h), n, policy, emit);
+        return replicas_from_token<kSlots>(index_.locate(h).pos, n, policy, emit);
     }
 
-    // The replica list of every key whose successor is the token at k:
-    // the keys of its arc. Emits as above.
-    template <class Emit>
+    // The replica list of every key whose successor is the token at k (or
+    // the first after k, when k is its group's end): the keys of its arc.
+    // Emits as above.
+    template <bool kSlots = false, class Emit>
     size_t replicas_from_token(Pos k, size_t n, Emit &&emit) const {
         n = std::min(n, eligible_);
         if (n == 0) return 0;
@@ -86,7 +88,7 @@ public:
                 chosen[f] = o;
                 return true;
             });
-            for (size_t i = 0; i < found; ++i) emit(i, slot_node_[chosen[i]]);
+            for (size_t i = 0; i < found; ++i) emit(i, as_emitted<kSlots>(chosen[i]));
             return found;
         }
         const size_t slots = slot_node_.size();
@@ -95,16 +97,16 @@ public:
         std::fill(bits, bits + (slots + 63) / 64, 0);
         return walk_distinct(k, n, [&](uint32_t o, size_t found) {
             if (!test_and_set(bits, o)) return false;
-            emit(found, slot_node_[o]);  // n may exceed any fixed buffer: emitted as found
+            emit(found, as_emitted<kSlots>(o));  // n may exceed any fixed buffer: emitted as found
             return true;
         });
     }
-    template <class Emit>
+    template <bool kSlots = false, class Emit>
     size_t replicas_from_token(Pos k, size_t n, ReplicaPolicy policy, Emit &&emit) const {
         // One live zone: every policy is the plain walk (firsts = the owner,
         // then the rest in walk order).
-        if (policy == ReplicaPolicy::nodes || live_zones_ <= 1) return replicas_from_token(k, n, emit);
-        return zone_replicas_from_token(k, n, policy == ReplicaPolicy::zones_first, emit);
+        if (policy == ReplicaPolicy::nodes || live_zones_ <= 1) return replicas_from_token<kSlots>(k, n, emit);
+        return zone_replicas_from_token<kSlots>(k, n, policy == ReplicaPolicy::zones_first, emit);
     }
 
     // Each node's replica share under a policy (chr_snapshot_replica_shares):
@@ -122,7 +124,7 @@ public:
         uint64_t stack_bits[kStackBitmapNodes / 64];
         uint64_t *bits = slots <= kStackBitmapNodes ? stack_bits : thread_bitmap(slots);
         std::fill(bits, bits + (slots + 63) / 64, 0);
-        TokenIndex::Walker w(index_, index_.successor(h));
+        TokenIndex::Walker w(index_, index_.locate(h).pos);
         size_t seen = 0;
         for (size_t steps = 0; steps < tokens && seen < eligible_; ++steps, w.next()) {
             const uint32_t o = w.slot();
@@ -153,8 +155,13 @@ public:
     const std::vector<Node> &nodes() const noexcept { return nodes_; }
     const Node &node(size_t i) const noexcept { return nodes_[i]; }
     // Node i as the C API shows it (node_cache.hpp).
-    const chr_node_view &view(size_t i) const noexcept { return cache_.view(i); }
-    const NodeCache::RefFields &ref_fields(size_t i) const noexcept { return cache_.ref_fields(i); }
+    const chr_node_view &view(size_t i) const noexcept { return cache_.view(node_slot_[i]); }
+    const NodeCache::RefFields &ref_fields(size_t i) const noexcept { return cache_.ref_fields(node_slot_[i]); }
+    // The same by slot, which lookups read straight from the index.
+    const chr_node_view &view_of_slot(uint32_t s) const noexcept { return cache_.view(s); }
+    const NodeCache::RefFields &ref_fields_of_slot(uint32_t s) const noexcept { return cache_.ref_fields(s); }
+    uint32_t slot_at_hash(uint64_t h) const noexcept { return index_.slot_at_hash(h); }
+    uint32_t slot_of_node(size_t i) const noexcept { return node_slot_[i]; }
     // Token of rank i (< token_count()): its value and owner (node index).
     uint64_t token_value(size_t i) const noexcept { return index_.token_value(index_.at_rank(i)); }
     uint32_t token_owner(size_t i) const noexcept { return slot_node_[index_.slot_at(index_.at_rank(i))]; }
@@ -201,6 +208,8 @@ private:
         return true;
     }
     static uint64_t *thread_bitmap(size_t bits);
+    template <bool kSlots>
+    uint32_t as_emitted(uint32_t slot) const noexcept { return kSlots ? slot : slot_node_[slot]; }
 
     // The zone policies. Of the distinct nodes in walk order, the first of
     // each zone is a "first" and the others "repeats"; a list of n takes the
@@ -209,7 +218,7 @@ private:
     // firsts at 0..f-1 and repeats at f.., NTS every node in walk order.
     // A node met again is skipped: its zone is known, so it is either taken
     // or a repeat refused because the repeats were complete.
-    template <class Emit>
+    template <bool kSlots, class Emit>
     size_t zone_replicas_from_token(Pos k, size_t n, bool firsts_first, Emit &&emit) const {
         n = std::min(n, eligible_);
         if (n == 0) return 0;
@@ -241,7 +250,7 @@ private:
             }
             size_t next_first = 0, next_repeat = want_firsts;
             for (size_t i = 0; i < firsts + repeats; ++i)
-                emit(!firsts_first ? i : is_first[i] ? next_first++ : next_repeat++, slot_node_[taken[i]]);
+                emit(!firsts_first ? i : is_first[i] ? next_first++ : next_repeat++, as_emitted<kSlots>(taken[i]));
             return firsts + repeats;
         }
         // Bitmaps: slots at bits 0..S-1, zones at S.. (zone numbers < N <= S).
@@ -255,7 +264,7 @@ private:
             const bool first = test_and_set(bits, uint32_t(N + zone_of_slot_[o]));
             if (!first && (repeats == want_repeats || !test_and_set(bits, o))) continue;
             if (first) test_and_set(bits, o);
-            emit(!firsts_first ? firsts + repeats : first ? firsts : want_firsts + repeats, slot_node_[o]);
+            emit(!firsts_first ? firsts + repeats : first ? firsts : want_firsts + repeats, as_emitted<kSlots>(o));
             (first ? firsts : repeats) += 1;
             if (firsts == want_firsts && repeats == want_repeats) break;
         }

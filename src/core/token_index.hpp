@@ -134,6 +134,7 @@ public:
     // step is an increment and a compare.
     class Walker {
     public:
+        // From p, which may be its group's end (as locate() returns it).
         Walker(const TokenIndex &index, Pos p) noexcept : index_(index) { enter(p); }
         uint32_t slot() const noexcept { return *rec_ & index_.owner_mask_; }
         void next() noexcept {
@@ -146,6 +147,7 @@ public:
             const uint32_t *hot = index_.hot_of_group_[group_];
             rec_ = hot + offset_of(p);
             end_ = hot + index_.group_size(group_);
+            if (__builtin_expect(rec_ == end_, 0)) enter(index_.settle(pos(group_ + 1, 0)));
         }
         const TokenIndex &index_;
         const uint32_t *rec_, *end_;
