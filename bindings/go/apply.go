@@ -54,7 +54,8 @@ func (r *Ring) Apply(changes []Change) error {
 		return err
 	}
 	defer runtime.KeepAlive(r)
-	defer r.changed()
+	r.beginChange()
+	defer r.endChange()
 	if len(changes) == 0 {
 		return nil
 	}

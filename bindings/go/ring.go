@@ -91,13 +91,15 @@ type Node struct {
 // concurrently with any other call on the same Ring.
 type Ring struct {
 	ptr handle[C.chr_ring]
-	// table is the node table Lookup returns nodes from, read after the
-	// last change; gen counts the changes made through this Ring (every
-	// change is: the C ring is private to it). A lookup whose owner
-	// differs from the table's entry in any field takes the slow path,
-	// which rereads the table at most once per change.
+	// table is the node table lookups return nodes from: a copy of the
+	// ring's nodes when gen was table.gen. gen is a sequence count of the
+	// changes made through this Ring (every change is: the C ring is private
+	// to it), odd while one runs; writeMu orders the writers. A lookup whose
+	// C call ran while gen stayed at table.gen (even) got an index into
+	// that same membership; any other takes the slow path.
 	table     atomic.Pointer[nodeTable]
 	gen       atomic.Uint64
+	writeMu   sync.Mutex
 	refreshMu sync.Mutex
 }
 
@@ -195,7 +197,8 @@ func (r *Ring) Add(m Member) error {
 		return err
 	}
 	defer runtime.KeepAlive(r)
-	defer r.changed()
+	r.beginChange()
+	defer r.endChange()
 	id, idLen := bytesArg(m.ID)
 	zone, zoneLen := bytesArg(m.Zone)
 	err = check(C.gochr_ring_add(unsafe.Pointer(p), id, idLen, C.uint32_t(m.Weight), zone, zoneLen, C.uint64_t(m.Tag)))
@@ -209,7 +212,8 @@ func (r *Ring) Remove(id []byte) error {
 		return err
 	}
 	defer runtime.KeepAlive(r)
-	defer r.changed()
+	r.beginChange()
+	defer r.endChange()
 	ptr, n := bytesArg(id)
 	err = check(C.gochr_ring_remove(unsafe.Pointer(p), ptr, n))
 	return err
@@ -222,7 +226,8 @@ func (r *Ring) SetWeight(id []byte, weight uint32) error {
 		return err
 	}
 	defer runtime.KeepAlive(r)
-	defer r.changed()
+	r.beginChange()
+	defer r.endChange()
 	ptr, n := bytesArg(id)
 	err = check(C.gochr_ring_set_weight(unsafe.Pointer(p), ptr, n, C.uint32_t(weight)))
 	return err
@@ -241,45 +246,86 @@ func (r *Ring) Lookup(key []byte) (Node, error) {
 	if err != nil {
 		return Node{}, err
 	}
-	defer runtime.KeepAlive(r)
+	gen := r.gen.Load()
 	t := r.table.Load()
-	table, count := t.cArgs()
 	k, n := bytesArg(key)
-	m := C.gochr_ring_lookup_match(unsafe.Pointer(p), k, n, table, count)
-	runtime.KeepAlive(t) // its finalizer frees the C table
-	if m.status != C.CHR_OK {
-		return Node{}, check(C.gochr_result{status: m.status, message: m.message})
+	res := C.gochr_ring_lookup_index(unsafe.Pointer(p), k, n)
+	runtime.KeepAlive(r) // its finalizer frees the C ring
+	if res.status != C.CHR_OK {
+		return Node{}, check(C.gochr_result{status: res.status, message: res.message})
 	}
-	if m.matched != 0 {
-		return t.nodes[m.index], nil
+	if t != nil && t.gen == gen && r.gen.Load() == gen && int(res.index) < len(t.nodes) {
+		return t.nodes[res.index], nil
 	}
-	return r.lookupSlow(p, key, t)
+	return r.lookupSlow(p, key)
 }
 
-// lookupSlow rereads the node table if the ring changed since t was read,
-// then looks key up again with a full copy of its owner.
-func (r *Ring) lookupSlow(p *C.chr_ring, key []byte, t *nodeTable) (Node, error) {
-	if gen := r.gen.Load(); (t == nil || t.gen != gen) && r.refreshMu.TryLock() {
-		if nodes, err := r.Nodes(); err == nil {
-			fresh := newNodeTable(len(nodes), true, func(i int) (Node, []byte, []byte) {
-				return nodes[i], nodes[i].ID, nodes[i].Zone
-			})
-			fresh.gen = gen
-			r.table.Store(fresh)
+// current is the node table if it is the ring's current membership, else
+// nil; gen is Ring.gen at the time, for the check after a C call.
+func (r *Ring) current() (t *nodeTable, gen uint64) {
+	gen = r.gen.Load()
+	if t = r.table.Load(); t != nil && t.gen == gen {
+		return t, gen
+	}
+	return nil, gen
+}
+
+// refresh rereads the node table if the ring changed since it was read
+// and no change runs now (one goroutine at a time; the others go on).
+func (r *Ring) refresh() {
+	if !r.refreshMu.TryLock() {
+		return
+	}
+	defer r.refreshMu.Unlock()
+	gen := r.gen.Load()
+	if t := r.table.Load(); gen&1 != 0 || (t != nil && t.gen == gen) {
+		return
+	}
+	nodes, err := r.Nodes()
+	if err != nil || r.gen.Load() != gen { // a change ran meanwhile: next time
+		return
+	}
+	fresh := newNodeTable(len(nodes), func(i int) (Node, []byte, []byte) {
+		return nodes[i], nodes[i].ID, nodes[i].Zone
+	})
+	fresh.gen = gen
+	r.table.Store(fresh)
+}
+
+// lookupSlow refreshes the node table, then looks key up again, with a
+// full copy of its owner if the table is still not current.
+func (r *Ring) lookupSlow(p *C.chr_ring, key []byte) (Node, error) {
+	defer runtime.KeepAlive(r)
+	r.refresh()
+	k, n := bytesArg(key)
+	if t, gen := r.current(); t != nil {
+		res := C.gochr_ring_lookup_index(unsafe.Pointer(p), k, n)
+		if res.status != C.CHR_OK {
+			return Node{}, check(C.gochr_result{status: res.status, message: res.message})
 		}
-		r.refreshMu.Unlock()
+		if r.gen.Load() == gen && int(res.index) < len(t.nodes) {
+			return t.nodes[res.index], nil
+		}
 	}
 	ref := refPool.Get().(*C.chr_node_ref)
 	defer refPool.Put(ref)
-	k, n := bytesArg(key)
 	if err := check(C.gochr_ring_lookup(unsafe.Pointer(p), k, n, ref)); err != nil {
 		return Node{}, err
 	}
 	return nodeFromRef(ref), nil
 }
 
-// changed marks a change made through r (see Ring.table).
-func (r *Ring) changed() { r.gen.Add(1) }
+// beginChange and endChange bracket every change made through r (see
+// Ring.table).
+func (r *Ring) beginChange() {
+	r.writeMu.Lock()
+	r.gen.Add(1)
+}
+
+func (r *Ring) endChange() {
+	r.gen.Add(1)
+	r.writeMu.Unlock()
+}
 
 // Replicas returns up to n distinct members for key, coordinator first,
 // walking clockwise from its owner (members of weight 0 are never chosen).
@@ -288,6 +334,62 @@ func (r *Ring) Replicas(key []byte, n int) ([]Node, error) {
 	return r.replicas(key, n, func(p, k unsafe.Pointer, kn, want C.size_t, out *C.chr_node_ref, count *C.size_t) C.gochr_result {
 		return C.gochr_ring_replicas(p, k, kn, want, out, count)
 	})
+}
+
+// ReplicasInto is Replicas returning nodes, resized to the number of
+// replicas, with the ring's own nodes (their ID and Zone slices shared, as
+// Lookup's). nodes is reused when it has room, and then a call while the
+// ring is unchanged allocates nothing. On error the contents of nodes
+// are unspecified.
+func (r *Ring) ReplicasInto(key []byte, n int, nodes []Node) ([]Node, error) {
+	p, err := r.handle()
+	if err != nil {
+		return nodes, err
+	}
+	defer runtime.KeepAlive(r)
+	for try := 0; try < 2; try++ {
+		t, gen := r.current()
+		if t == nil {
+			r.refresh()
+			continue
+		}
+		b := scratchPool.Get().(*batchScratch)
+		nodes, err = replicasFromTable(unsafe.Pointer(p), key, n, t.nodes, b, nodes,
+			func(p, k unsafe.Pointer, kn, want C.size_t, out *C.uint32_t) C.gochr_count {
+				return C.gochr_ring_replicas_index(p, k, kn, want, out)
+			})
+		scratchPool.Put(b)
+		if err != nil || r.gen.Load() == gen {
+			return nodes, err
+		}
+	}
+	// The ring keeps changing: copies, as Replicas makes.
+	fresh, err := r.Replicas(key, n)
+	if err != nil {
+		return nodes, err
+	}
+	return append(nodes[:0], fresh...), nil
+}
+
+// replicasFromTable runs a replica call that writes owner indices into
+// b's scratch and returns their nodes from table in nodes (resized).
+func replicasFromTable(p unsafe.Pointer, key []byte, n int, table []Node, b *batchScratch, nodes []Node,
+	call func(p, k unsafe.Pointer, kn, want C.size_t, out *C.uint32_t) C.gochr_count) ([]Node, error) {
+	room := clampReplicas(n, len(table))
+	b.indices = resize(b.indices, room)
+	k, kn := bytesArg(key)
+	res := call(p, k, kn, C.size_t(clampCount(n, room)), (*C.uint32_t)(unsafe.Pointer(&b.indices[0])))
+	if res.status != C.CHR_OK {
+		return nodes, check(C.gochr_result{status: res.status, message: res.message})
+	}
+	nodes = resize(nodes, int(res.count))
+	for i, index := range b.indices[:res.count] {
+		if int(index) >= len(table) {
+			return nodes, &Error{Status: ErrRange, Index: -1, Message: "chring: replica index outside the node table"}
+		}
+		nodes[i] = table[index]
+	}
+	return nodes, nil
 }
 
 // replicas runs one of the C replica calls for Replicas and ReplicasPolicy.

@@ -138,7 +138,8 @@ func (r *Ring) ApplyText(text []byte, name string) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	defer runtime.KeepAlive(r)
-	defer r.changed()
+	r.beginChange()
+	defer r.endChange()
 	cname, err := cStringOrNil(name, "ApplyText: name")
 	if err != nil {
 		return FileInfo{}, err
@@ -159,7 +160,8 @@ func (r *Ring) ApplyFile(path string) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	defer runtime.KeepAlive(r)
-	defer r.changed()
+	r.beginChange()
+	defer r.endChange()
 	cpath, err := cString(path, "ApplyFile: path")
 	if err != nil {
 		return FileInfo{}, err

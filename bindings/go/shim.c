@@ -139,33 +139,51 @@ gochr_index gochr_snapshot_lookup_index(const void *snap, const void *key, size_
     return out;
 }
 
-static int field_matches(uint64_t word, uint64_t high, uint64_t low) {
-    return word == (high << 32 | low);
-}
-
-static int bytes_match(const unsigned char *arena, uint64_t span, const unsigned char *bytes,
-                       size_t len) {
-    return field_matches(span, span >> 32, len) && memcmp(arena + (span >> 32), bytes, len) == 0;
-}
-
-gochr_match gochr_ring_lookup_match(const void *ring, const void *key, size_t key_len,
-                                    uintptr_t table_addr, size_t count) {
-    const uint64_t *table = (const uint64_t *)table_addr;
-    const unsigned char *arena = (const unsigned char *)(table + count * GOCHR_TABLE_STRIDE);
+gochr_index gochr_ring_lookup_index(const void *ring, const void *key, size_t key_len) {
     chr_node_ref ref;
     gochr_result r = finish(chr_ring_lookup(ring, key, key_len, &ref));
-    gochr_match out = {r.status, 0, 0, r.message};
-    if (r.status != CHR_OK) return out;
-    out.index = ref.index;
-    if (ref.index < count) {
-        const uint64_t *t = table + (size_t)ref.index * GOCHR_TABLE_STRIDE;
-        uint64_t ownership;
-        memcpy(&ownership, &ref.ownership, sizeof ownership);
-        out.matched = t[0] == ref.tag && t[1] == ownership &&
-                      field_matches(t[2], ref.weight, ref.tokens) &&
-                      bytes_match(arena, t[3], ref.id, ref.id_len) &&
-                      bytes_match(arena, t[4], ref.zone, ref.zone_len);
+    gochr_index out = {r.status, r.status == CHR_OK ? ref.index : 0, r.message};
+    return out;
+}
+
+/* Replica out-structs: on the stack for the usual few, else malloc'd. */
+enum { REPLICAS_ON_STACK = 8 };
+
+gochr_count gochr_ring_replicas_index(const void *ring, const void *key, size_t key_len,
+                                      size_t n, uint32_t *indices) {
+    chr_node_ref stack[REPLICAS_ON_STACK];
+    chr_node_ref *refs = stack;
+    gochr_count out = {CHR_OK, 0, NULL};
+    if (n > REPLICAS_ON_STACK && !(refs = malloc(n * sizeof *refs))) {
+        out.status = CHR_ENOMEM;
+        out.message = strdup("chr_ring_replicas: out of memory for the Go binding's buffer");
+        return out;
     }
+    gochr_result r = finish(chr_ring_replicas(ring, key, key_len, n, refs, &out.count));
+    out.status = r.status;
+    out.message = r.message;
+    if (r.status == CHR_OK)
+        for (size_t i = 0; i < out.count; i++) indices[i] = refs[i].index;
+    if (refs != stack) free(refs);
+    return out;
+}
+
+gochr_count gochr_snapshot_replicas_index(const void *snap, const void *key, size_t key_len,
+                                          size_t n, uint32_t *indices) {
+    chr_node_view stack[REPLICAS_ON_STACK];
+    chr_node_view *views = stack;
+    gochr_count out = {CHR_OK, 0, NULL};
+    if (n > REPLICAS_ON_STACK && !(views = malloc(n * sizeof *views))) {
+        out.status = CHR_ENOMEM;
+        out.message = strdup("chr_snapshot_replicas: out of memory for the Go binding's buffer");
+        return out;
+    }
+    gochr_result r = finish(chr_snapshot_replicas(snap, key, key_len, n, views, &out.count));
+    out.status = r.status;
+    out.message = r.message;
+    if (r.status == CHR_OK)
+        for (size_t i = 0; i < out.count; i++) indices[i] = views[i].index;
+    if (views != stack) free(views);
     return out;
 }
 

@@ -125,23 +125,24 @@ typedef struct gochr_index {
 
 gochr_index gochr_snapshot_lookup_index(const void *snap, const void *key, size_t key_len);
 
-/* chr_ring_lookup checked against the Go side's copy of the node table:
- * `matched` is 1 when the owner equals entry `index` of the table in every
- * field, 0 otherwise (then the caller asks again with a full copy). The
- * table is C memory, passed as an integer (no cgo pointer check): `count`
- * entries of GOCHR_TABLE_STRIDE words (tag, ownership bits,
- * weight << 32 | tokens, id offset << 32 | id length, zone offset << 32 |
- * zone length), then the bytes the offsets point into. */
-#define GOCHR_TABLE_STRIDE 5
-typedef struct gochr_match {
-    chr_status status;
-    uint32_t index;
-    int matched;
-    char *message;
-} gochr_match;
+/* chr_ring_lookup's owner index only (the ring's Go side returns the node
+ * from its own copy of the node table, once it knows no change ran
+ * meanwhile). */
+gochr_index gochr_ring_lookup_index(const void *ring, const void *key, size_t key_len);
 
-gochr_match gochr_ring_lookup_match(const void *ring, const void *key, size_t key_len,
-                                    uintptr_t table, size_t count);
+/* A replica call's status, count written and, on failure, the message. */
+typedef struct gochr_count {
+    chr_status status;
+    size_t count;
+    char *message;
+} gochr_count;
+
+/* chr_ring_replicas / chr_snapshot_replicas writing only the owners'
+ * indices: `indices` has room for n (Go memory without pointers). */
+gochr_count gochr_ring_replicas_index(const void *ring, const void *key, size_t key_len,
+                                      size_t n, uint32_t *indices);
+gochr_count gochr_snapshot_replicas_index(const void *snap, const void *key, size_t key_len,
+                                          size_t n, uint32_t *indices);
 
 /* chr_snapshot_lookup_batch over keys packed end to end in `data`: key i is
  * the lens[i] bytes after keys 0..i-1. The pointer array is built here, in

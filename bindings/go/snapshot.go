@@ -87,7 +87,7 @@ func buildTable(p *C.chr_snapshot) ([]Node, error) {
 			return nil, err
 		}
 	}
-	return newNodeTable(len(views), false, func(i int) (Node, []byte, []byte) {
+	return newNodeTable(len(views), func(i int) (Node, []byte, []byte) {
 		v := &views[i]
 		return Node{
 			Tag:       uint64(v.tag),
@@ -152,6 +152,23 @@ func (s *Snapshot) Replicas(key []byte, n int) ([]Node, error) {
 	return s.replicas(key, n, func(p, k unsafe.Pointer, kn, want C.size_t, out *C.chr_node_view, count *C.size_t) C.gochr_result {
 		return C.gochr_snapshot_replicas(p, k, kn, want, out, count)
 	})
+}
+
+// ReplicasInto is Replicas returning nodes, resized to the number of
+// replicas; nodes is reused when it has room, and then the call allocates
+// nothing. On error the contents of nodes are unspecified.
+func (s *Snapshot) ReplicasInto(key []byte, n int, nodes []Node) ([]Node, error) {
+	p, table, err := s.handleAndNodes()
+	defer runtime.KeepAlive(s)
+	if err != nil {
+		return nodes, err
+	}
+	b := scratchPool.Get().(*batchScratch)
+	defer scratchPool.Put(b)
+	return replicasFromTable(unsafe.Pointer(p), key, n, table, b, nodes,
+		func(p, k unsafe.Pointer, kn, want C.size_t, out *C.uint32_t) C.gochr_count {
+			return C.gochr_snapshot_replicas_index(p, k, kn, want, out)
+		})
 }
 
 // replicas runs one of the C replica calls for Replicas and ReplicasPolicy.

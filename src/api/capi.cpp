@@ -55,9 +55,9 @@ static_assert(offsetof(chr_node_ref, tag) == offsetof(NodeCache::RefFields, tag)
 
 // The rest of a chr_node_ref whose id is longer than the head holds, or
 // that has a zone: off the hot path.
-__attribute__((noinline)) void fill_ref_rest(const Snapshot &s, uint32_t index,
+__attribute__((noinline)) void fill_ref_rest(const Snapshot &s, uint32_t slot,
                                              chr_node_ref *out) noexcept {
-    const chr_node_view &v = s.view(index);
+    const chr_node_view &v = s.view_of_slot(slot);
     if (v.id_len > NodeCache::kShortId) std::memcpy(out->id, v.id, v.id_len);
     if (v.zone_len) std::memcpy(out->zone, v.zone, v.zone_len);
 }
@@ -66,30 +66,31 @@ static_assert(offsetof(NodeCache::RefFields, zone_len) ==
                   offsetof(NodeCache::RefFields, id_len) + sizeof(uint32_t),
               "fill_ref reads id_len and zone_len as one 64-bit word");
 
-void fill_ref(const Snapshot &s, uint32_t index, chr_node_ref *out) noexcept {
-    const NodeCache::RefFields &r = s.ref_fields(index);
+// Node in `slot` (the index's owner field) as a chr_node_ref.
+void fill_ref(const Snapshot &s, uint32_t slot, chr_node_ref *out) noexcept {
+    const NodeCache::RefFields &r = s.ref_fields_of_slot(slot);
     std::memcpy(out, &r, sizeof r);  // one line, constant size: inlined
     // One test for both id_len <= kShortId and zone_len == 0 (on a big-endian
     // machine it always fails, and fill_ref_rest tests each: still right).
     uint64_t lengths;
     std::memcpy(&lengths, &r.id_len, sizeof lengths);
-    if (__builtin_expect(lengths > NodeCache::kShortId, 0)) fill_ref_rest(s, index, out);
+    if (__builtin_expect(lengths > NodeCache::kShortId, 0)) fill_ref_rest(s, slot, out);
 }
 
-// Shared by the ring and snapshot versions of replicas; `emit(i, node_index)`
+// Shared by the ring and snapshot versions of replicas; `emit(i, slot)`
 // writes one result.
 template <class Emit>
 chr_status replicas_on(const Snapshot &s, const char *who, uint64_t hash, size_t n, size_t *count,
                        Emit &&emit) {
     if (s.eligible_count() == 0) return empty_ring(who);
-    *count = s.replicas_at_hash(hash, n, emit);
+    *count = s.replicas_at_hash<true>(hash, n, emit);
     return CHR_OK;
 }
 template <class Emit>
 chr_status replicas_on(const Snapshot &s, const char *who, uint64_t hash, size_t n,
                        ReplicaPolicy policy, size_t *count, Emit &&emit) {
     if (s.eligible_count() == 0) return empty_ring(who);
-    *count = s.replicas_at_hash(hash, n, policy, emit);
+    *count = s.replicas_at_hash<true>(hash, n, policy, emit);
     return CHR_OK;
 }
 
@@ -281,7 +282,7 @@ CHR_API chr_status chr_ring_lookup(const chr_ring *ring, const void *key, size_t
     const uint64_t h = r.hash_key(key, key_len);
     return r.read(who, [&](const Snapshot &s) {
         if (s.token_count() == 0) return empty_ring(who);
-        fill_ref(s, s.owner_at_hash(h), out);
+        fill_ref(s, s.slot_at_hash(h), out);
         return CHR_OK;
     });
 }
@@ -328,7 +329,7 @@ CHR_API chr_status chr_ring_nodes(const chr_ring *ring, chr_node_ref *out, size_
         *count = s.node_count();
         if (capacity < s.node_count())
             return too_small(who, out, capacity, s.node_count(), "members");
-        for (size_t i = 0; i < s.node_count(); ++i) fill_ref(s, uint32_t(i), &out[i]);
+        for (size_t i = 0; i < s.node_count(); ++i) fill_ref(s, s.slot_of_node(i), &out[i]);
         return CHR_OK;
     });
 }
@@ -373,8 +374,7 @@ CHR_API chr_status chr_snapshot_lookup(const chr_snapshot *snap, const void *key
     CHR_CHECK_LOOKUP_ARGS(who, snap, "snap", key, key_len, out);
     const Snapshot &s = *impl(snap);
     if (__builtin_expect(s.token_count() == 0, 0)) return empty_ring(who);
-    uint32_t o = s.owner_of(key, key_len);
-    *out = s.view(o);
+    *out = s.view_of_slot(s.slot_at_hash(s.hash_key(key, key_len)));
     return CHR_OK;
 }
 
@@ -403,7 +403,7 @@ CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *k
     const Snapshot &s = *impl(snap);
     return guarded(who, [&] {
         return replicas_on(s, who, s.hash_key(key, key_len), n, count,
-                           [&](size_t i, uint32_t o) { out[i] = s.view(o); });
+                           [&](size_t i, uint32_t o) { out[i] = s.view_of_slot(o); });
     });
 }
 
@@ -417,7 +417,7 @@ CHR_API chr_status chr_snapshot_replicas_policy(const chr_snapshot *snap, const 
     const Snapshot &s = *impl(snap);
     return guarded(who, [&] {
         return replicas_on(s, who, s.hash_key(key, key_len), n, ReplicaPolicy(policy), count,
-                           [&](size_t i, uint32_t o) { out[i] = s.view(o); });
+                           [&](size_t i, uint32_t o) { out[i] = s.view_of_slot(o); });
     });
 }
 

@@ -64,9 +64,9 @@ Diff::Diff(const Snapshot &old_snap, const Snapshot &new_snap) : old_(old_snap),
     // exact arc (accumulating it per piece here cost two thirds of the walk
     // in cache misses at 100,000 nodes).
     const TokenIndex &a = old_snap.tokens(), &b = new_snap.tokens();
-    walk_pieces(a, b, [&](uint64_t first, uint64_t last, size_t ia, size_t ib) {
-        const uint32_t from = ia == kNoToken ? kNoNode : a.owner_at(ia);
-        const uint32_t to = ib == kNoToken ? kNoNode : b.owner_at(ib);
+    walk_pieces(a, b, [&](uint64_t first, uint64_t last, TokenIndex::Pos ia, TokenIndex::Pos ib) {
+        const uint32_t from = ia == kNoToken ? kNoNode : old_snap.owner_at(ia);
+        const uint32_t to = ib == kNoToken ? kNoNode : new_snap.owner_at(ib);
         if (!moves(from, to)) return;
         if (!ranges_.empty()) {
             chr_diff_range &r = ranges_.back();
@@ -132,7 +132,7 @@ namespace {
 
 // A side's replica list for the positions whose successor is token
 // `successor` (kNoToken: the side has no token, and no list).
-size_t replica_list(const Snapshot &s, size_t successor, size_t n, ReplicaPolicy policy, uint32_t *out) {
+size_t replica_list(const Snapshot &s, TokenIndex::Pos successor, size_t n, ReplicaPolicy policy, uint32_t *out) {
     if (successor == kNoToken) return 0;
     return s.replicas_from_token(successor, n, policy, [&](size_t i, uint32_t node) { out[i] = node; });
 }
@@ -146,10 +146,11 @@ Plan::Plan(const Diff &diff, int32_t policy, size_t replicas)
     uint32_t old_list[CHR_PLAN_REPLICAS_MAX], new_list[CHR_PLAN_REPLICAS_MAX];
     size_t old_count = 0, new_count = 0;
     bool have_old = false, have_new = false;
-    size_t at_old = 0, at_new = 0;  // the successor each list was made for
+    TokenIndex::Pos at_old = 0, at_new = 0;  // the successor each list was made for
     std::vector<size_t> open, next_open;  // entries ending at the previous piece
     u128 copies = 0;
-    walk_pieces(o.tokens(), nw.tokens(), [&](uint64_t first, uint64_t last, size_t ia, size_t ib) {
+    walk_pieces(o.tokens(), nw.tokens(), [&](uint64_t first, uint64_t last, TokenIndex::Pos ia,
+                                             TokenIndex::Pos ib) {
         // Every position of the piece has the same successor, so the same
         // lists: each side's list is made once per successor token.
         if (!have_old || ia != at_old) {

@@ -39,17 +39,18 @@ private:
 // The pieces of the circle on which both sides' successor tokens are
 // constant, in order from position 0 to 2^64 - 1: f(first, last, a, b)
 // with first..last the piece (included) and a, b the index of its
-// successor token in each side (the first token >= every position of the
-// piece, wrapping to 0 past the last token), or kNoToken for a side
+// successor token's position in each side (the first token >= every
+// position of the piece, wrapping to the first past the last), or kNoToken for a side
 // without tokens. Between two consecutive distinct token values of either
 // side nothing changes, so this is every boundary there is: a merge of the
 // two sorted arrays, each token read once (duplicates of a value are
 // passed over: the first in the total order is the successor).
-constexpr size_t kNoToken = SIZE_MAX;
+constexpr TokenIndex::Pos kNoToken = TokenIndex::kNoPos;
 template <class F>
 void walk_pieces(const TokenIndex &a, const TokenIndex &b, F &&f) {
     TokenIndex::Cursor ca(a), cb(b);
-    const size_t wrap_a = a.token_count() ? 0 : kNoToken, wrap_b = b.token_count() ? 0 : kNoToken;
+    const TokenIndex::Pos wrap_a = a.token_count() ? a.first() : kNoToken,
+                          wrap_b = b.token_count() ? b.first() : kNoToken;
     uint64_t first = 0;
     while (!ca.done() || !cb.done()) {
         uint64_t p;

@@ -25,8 +25,9 @@ public:
         unsigned char short_id[kShortId];  // valid when id_len <= kShortId
     };
 
-    // `nodes` must not change or move afterwards: the views borrow its strings.
-    void build(const std::vector<Node> &nodes);
+    // Entries by slot: node i's at node_slot[i], of `slots`. `nodes` must
+    // not change or move afterwards: the views borrow its strings.
+    void build(const std::vector<Node> &nodes, const std::vector<uint32_t> &node_slot, size_t slots);
 
     const chr_node_view &view(size_t i) const noexcept { return views_[i].view; }
     const RefFields &ref_fields(size_t i) const noexcept { return ref_lines_[i].ref; }

@@ -53,19 +53,20 @@ void Snapshot::replica_shares(ReplicaPolicy policy, size_t n, double *out) const
     // k-1 meets that owner first, then walks on from k).
     std::vector<uint32_t> list(std::min(n, eligible_));
     size_t listed = 0;
-    const uint64_t last = index_.token_value(T - 1);
+    const uint64_t last = index_.token_value(index_.last_before_group(0));
     uint64_t prev = 0;
-    uint32_t prev_owner = 0;
-    size_t k = 0;
-    index_.for_each_token([&](uint64_t value, uint32_t owner) {
-        const u128 arc = k == 0 ? (u128(1) << 64) - last + value : u128(value - prev);
-        if (k == 0 || owner != prev_owner)
-            listed = replicas_from_token(k, n, policy, [&](size_t i, uint32_t o) { list[i] = o; });
+    uint32_t prev_slot = 0;
+    bool first = true;
+    for (TokenIndex::Cursor c(index_); !c.done(); c.next()) {
+        const uint64_t value = c.value();
+        const u128 arc = first ? (u128(1) << 64) - last + value : u128(value - prev);
+        if (first || c.slot() != prev_slot)
+            listed = replicas_from_token(c.position(), n, policy, [&](size_t i, uint32_t o) { list[i] = o; });
         for (size_t i = 0; i < listed; ++i) sums[list[i]] += arc;
         prev = value;
-        prev_owner = owner;
-        ++k;
-    });
+        prev_slot = c.slot();
+        first = false;
+    }
     for (size_t i = 0; i < nodes_.size(); ++i) out[i] = double(sums[i]) * 0x1p-64;
 }
 

@@ -42,8 +42,8 @@ public:
     void release() const noexcept;
 
     uint64_t hash_key(const void *key, size_t len) const noexcept { return key_hash_(key, len); }
-    // Owner of the first token >= h, wrapping. Requires token_count() > 0.
-    uint32_t owner_at_hash(uint64_t h) const noexcept { return index_.owner_at_hash(h); }
+    // Owner (node index) of the first token >= h, wrapping. Requires token_count() > 0.
+    uint32_t owner_at_hash(uint64_t h) const noexcept { return slot_node_[index_.slot_at_hash(h)]; }
     uint32_t owner_of(const void *key, size_t len) const noexcept {
         return owner_at_hash(hash_key(key, len));
     }
@@ -57,22 +57,25 @@ public:
     // many. Never allocates for rings of up to kStackBitmapNodes members;
     // beyond, a per-thread table is sized once per thread (it may throw
     // bad_alloc).
-    template <class Emit>
+    // kSlots: emit(i, slot) instead, for view_of_slot() (the C API's lookups).
+    template <bool kSlots = false, class Emit>
     size_t replicas_at_hash(uint64_t h, size_t n, Emit &&emit) const {
         if (std::min(n, eligible_) == 0) return 0;
-        return replicas_from_token(index_.successor(h), n, emit);
+        return replicas_from_token<kSlots>(index_.locate(h).pos, n, emit);
     }
+    using Pos = TokenIndex::Pos;
     // The same under a replica policy (chring.h, "Zone-aware replicas").
-    template <class Emit>
+    template <bool kSlots = false, class Emit>
     size_t replicas_at_hash(uint64_t h, size_t n, ReplicaPolicy policy, Emit &&emit) const {
         if (std::min(n, eligible_) == 0) return 0;
-        return replicas_from_token(index_.successor(h), n, policy, emit);
+        return replicas_from_token<kSlots>(index_.locate(h).pos, n, policy, emit);
     }
 
-    // The replica list of every key whose successor is token k (k <
-    // token_count()): the keys of token k's arc. Emits as above.
-    template <class Emit>
-    size_t replicas_from_token(size_t k, size_t n, Emit &&emit) const {
+    // The replica list of every key whose successor is the token at k (or
+    // the first after k, when k is its group's end): the keys of its arc.
+    // Emits as above.
+    template <bool kSlots = false, class Emit>
+    size_t replicas_from_token(Pos k, size_t n, Emit &&emit) const {
         n = std::min(n, eligible_);
         if (n == 0) return 0;
         if (n <= kLinearScanReplicas) {
@@ -85,24 +88,25 @@ public:
                 chosen[f] = o;
                 return true;
             });
-            for (size_t i = 0; i < found; ++i) emit(i, chosen[i]);
+            for (size_t i = 0; i < found; ++i) emit(i, as_emitted<kSlots>(chosen[i]));
             return found;
         }
+        const size_t slots = slot_node_.size();
         uint64_t stack_bits[kStackBitmapNodes / 64];
-        uint64_t *bits = nodes_.size() <= kStackBitmapNodes ? stack_bits : thread_bitmap(nodes_.size());
-        std::fill(bits, bits + (nodes_.size() + 63) / 64, 0);
+        uint64_t *bits = slots <= kStackBitmapNodes ? stack_bits : thread_bitmap(slots);
+        std::fill(bits, bits + (slots + 63) / 64, 0);
         return walk_distinct(k, n, [&](uint32_t o, size_t found) {
             if (!test_and_set(bits, o)) return false;
-            emit(found, o);  // n may exceed any fixed buffer: emitted as found
+            emit(found, as_emitted<kSlots>(o));  // n may exceed any fixed buffer: emitted as found
             return true;
         });
     }
-    template <class Emit>
-    size_t replicas_from_token(size_t k, size_t n, ReplicaPolicy policy, Emit &&emit) const {
+    template <bool kSlots = false, class Emit>
+    size_t replicas_from_token(Pos k, size_t n, ReplicaPolicy policy, Emit &&emit) const {
         // One live zone: every policy is the plain walk (firsts = the owner,
         // then the rest in walk order).
-        if (policy == ReplicaPolicy::nodes || live_zones_ <= 1) return replicas_from_token(k, n, emit);
-        return zone_replicas_from_token(k, n, policy == ReplicaPolicy::zones_first, emit);
+        if (policy == ReplicaPolicy::nodes || live_zones_ <= 1) return replicas_from_token<kSlots>(k, n, emit);
+        return zone_replicas_from_token<kSlots>(k, n, policy == ReplicaPolicy::zones_first, emit);
     }
 
     // Each node's replica share under a policy (chr_snapshot_replica_shares):
@@ -116,19 +120,20 @@ public:
     void walk_owners(uint64_t h, Visit &&visit) const {
         const size_t tokens = index_.token_count();
         if (tokens == 0) return;
+        const size_t slots = slot_node_.size();
         uint64_t stack_bits[kStackBitmapNodes / 64];
-        uint64_t *bits = nodes_.size() <= kStackBitmapNodes ? stack_bits : thread_bitmap(nodes_.size());
-        std::fill(bits, bits + (nodes_.size() + 63) / 64, 0);
-        size_t k = index_.successor(h), seen = 0;
-        for (size_t steps = 0; steps < tokens && seen < eligible_; ++steps) {
-            const uint32_t o = index_.owner_at(k);
+        uint64_t *bits = slots <= kStackBitmapNodes ? stack_bits : thread_bitmap(slots);
+        std::fill(bits, bits + (slots + 63) / 64, 0);
+        TokenIndex::Walker w(index_, index_.locate(h).pos);
+        size_t seen = 0;
+        for (size_t steps = 0; steps < tokens && seen < eligible_; ++steps, w.next()) {
+            const uint32_t o = w.slot();
             const uint64_t mask = uint64_t(1) << (o & 63);
             if (!(bits[o >> 6] & mask)) {
                 bits[o >> 6] |= mask;
                 ++seen;
-                if (visit(o)) return;
+                if (visit(slot_node_[o])) return;
             }
-            if (++k == tokens) k = 0;
         }
     }
 
@@ -146,22 +151,35 @@ public:
     // Zones holding a node with tokens; node i's zone number (0..zones-1
     // over every distinct label, the empty one included).
     size_t live_zone_count() const noexcept { return live_zones_; }
-    uint32_t zone_of(size_t i) const noexcept { return zone_of_[i]; }
+    uint32_t zone_of(size_t i) const noexcept { return zone_of_slot_[node_slot_[i]]; }
     const std::vector<Node> &nodes() const noexcept { return nodes_; }
     const Node &node(size_t i) const noexcept { return nodes_[i]; }
     // Node i as the C API shows it (node_cache.hpp).
-    const chr_node_view &view(size_t i) const noexcept { return cache_.view(i); }
-    const NodeCache::RefFields &ref_fields(size_t i) const noexcept { return cache_.ref_fields(i); }
-    uint64_t token_value(size_t i) const noexcept { return index_.token_value(i); }
-    // The token array itself, for walks in token order (diff.cpp).
+    const chr_node_view &view(size_t i) const noexcept { return cache_.view(node_slot_[i]); }
+    const NodeCache::RefFields &ref_fields(size_t i) const noexcept { return cache_.ref_fields(node_slot_[i]); }
+    // The same by slot, which lookups read straight from the index.
+    const chr_node_view &view_of_slot(uint32_t s) const noexcept { return cache_.view(s); }
+    const NodeCache::RefFields &ref_fields_of_slot(uint32_t s) const noexcept { return cache_.ref_fields(s); }
+    uint32_t slot_at_hash(uint64_t h) const noexcept { return index_.slot_at_hash(h); }
+    uint32_t slot_of_node(size_t i) const noexcept { return node_slot_[i]; }
+    // Token of rank i (< token_count()): its value and owner (node index).
+    uint64_t token_value(size_t i) const noexcept { return index_.token_value(index_.at_rank(i)); }
+    uint32_t token_owner(size_t i) const noexcept { return slot_node_[index_.slot_at(index_.at_rank(i))]; }
+    // The token array itself, for walks in token order (diff.cpp); the
+    // node index of a slot it holds.
     const TokenIndex &tokens() const noexcept { return index_; }
-    uint32_t token_owner(size_t i) const noexcept { return index_.owner_at(i); }
-    uint64_t fingerprint() const noexcept { return fingerprint_; }
+    uint32_t node_of_slot(uint32_t slot) const noexcept { return slot_node_[slot]; }
+    uint32_t owner_at(Pos p) const noexcept { return slot_node_[index_.slot_at(p)]; }
+    // Computed on first use (an update does not walk every token); any
+    // thread may call it.
+    uint64_t fingerprint() const noexcept;
     const PlacementPtr &placement() const noexcept { return placement_; }
     // Index of the node with this id, or -1.
     int64_t find(const std::string &id) const noexcept;
-    // Bytes of token array plus index (for the memory-per-token report).
+    // Bytes of token array plus index (for the memory-per-token report),
+    // and those not shared with `other`.
     size_t index_bytes() const noexcept { return index_.index_bytes(); }
+    size_t index_bytes_not_in(const Snapshot &other) const noexcept { return index_.bytes_not_in(other.index_); }
 
     // Snapshots alive in this process (white-box tests check reclamation).
     static int64_t live_count() noexcept;
@@ -174,13 +192,12 @@ private:
     // first_time(owner, found so far), which records the ones it accepts,
     // until n are accepted or every token was seen; returns how many were.
     template <class FirstTime>
-    size_t walk_distinct(size_t k, size_t n, FirstTime &&first_time) const {
+    size_t walk_distinct(Pos k, size_t n, FirstTime &&first_time) const {
         const size_t tokens = index_.token_count();
+        TokenIndex::Walker w(index_, k);
         size_t found = 0;
-        for (size_t steps = 0; found < n && steps < tokens; ++steps) {
-            found += first_time(index_.owner_at(k), found);
-            if (++k == tokens) k = 0;
-        }
+        for (size_t steps = 0; found < n && steps < tokens; ++steps, w.next())
+            found += first_time(w.slot(), found);
         return found;
     }
     // Sets bit i; false if it was set already.
@@ -191,6 +208,8 @@ private:
         return true;
     }
     static uint64_t *thread_bitmap(size_t bits);
+    template <bool kSlots>
+    uint32_t as_emitted(uint32_t slot) const noexcept { return kSlots ? slot : slot_node_[slot]; }
 
     // The zone policies. Of the distinct nodes in walk order, the first of
     // each zone is a "first" and the others "repeats"; a list of n takes the
@@ -199,20 +218,21 @@ private:
     // firsts at 0..f-1 and repeats at f.., NTS every node in walk order.
     // A node met again is skipped: its zone is known, so it is either taken
     // or a repeat refused because the repeats were complete.
-    template <class Emit>
-    size_t zone_replicas_from_token(size_t k, size_t n, bool firsts_first, Emit &&emit) const {
+    template <bool kSlots, class Emit>
+    size_t zone_replicas_from_token(Pos k, size_t n, bool firsts_first, Emit &&emit) const {
         n = std::min(n, eligible_);
         if (n == 0) return 0;
         const size_t want_firsts = std::min(n, live_zones_), want_repeats = n - want_firsts;
         const size_t tokens = index_.token_count();
         size_t firsts = 0, repeats = 0;
+        TokenIndex::Walker w(index_, k);
         if (n <= kLinearScanReplicas) {
             uint32_t taken[kLinearScanReplicas], zones[kLinearScanReplicas];
             bool is_first[kLinearScanReplicas];
             for (size_t steps = 0; steps < tokens; ++steps) {
-                const uint32_t o = index_.owner_at(k);
-                if (++k == tokens) k = 0;
-                const uint32_t z = zone_of_[o];
+                const uint32_t o = w.slot();
+                w.next();
+                const uint32_t z = zone_of_slot_[o];
                 bool seen = false;
                 for (size_t j = 0; j < firsts; ++j) seen |= zones[j] == z;
                 if (!seen) {
@@ -230,21 +250,21 @@ private:
             }
             size_t next_first = 0, next_repeat = want_firsts;
             for (size_t i = 0; i < firsts + repeats; ++i)
-                emit(!firsts_first ? i : is_first[i] ? next_first++ : next_repeat++, taken[i]);
+                emit(!firsts_first ? i : is_first[i] ? next_first++ : next_repeat++, as_emitted<kSlots>(taken[i]));
             return firsts + repeats;
         }
-        // Bitmaps: nodes at bits 0..N-1, zones at N.. (zone numbers < N).
-        const size_t N = nodes_.size(), bit_count = N + zone_count_;
+        // Bitmaps: slots at bits 0..S-1, zones at S.. (zone numbers < N <= S).
+        const size_t N = slot_node_.size(), bit_count = N + zone_count_;
         uint64_t stack_bits[kStackBitmapNodes / 64];
         uint64_t *bits = bit_count <= kStackBitmapNodes ? stack_bits : thread_bitmap(bit_count);
         std::fill(bits, bits + (bit_count + 63) / 64, 0);
         for (size_t steps = 0; steps < tokens; ++steps) {
-            const uint32_t o = index_.owner_at(k);
-            if (++k == tokens) k = 0;
-            const bool first = test_and_set(bits, uint32_t(N + zone_of_[o]));
+            const uint32_t o = w.slot();
+            w.next();
+            const bool first = test_and_set(bits, uint32_t(N + zone_of_slot_[o]));
             if (!first && (repeats == want_repeats || !test_and_set(bits, o))) continue;
             if (first) test_and_set(bits, o);
-            emit(!firsts_first ? firsts + repeats : first ? firsts : want_firsts + repeats, o);
+            emit(!firsts_first ? firsts + repeats : first ? firsts : want_firsts + repeats, as_emitted<kSlots>(o));
             (first ? firsts : repeats) += 1;
             if (firsts == want_firsts && repeats == want_repeats) break;
         }
@@ -254,6 +274,10 @@ private:
     // Takes the tokens in order and builds everything derived from them
     // (snapshot_build.cpp).
     class Builder;
+    void build_merged(const Snapshot &base, const MembershipDelta &delta, const std::vector<Token> &fresh);
+    bool update(const Snapshot &base, const MembershipDelta &delta, const std::vector<Token> &fresh);
+    void derive_from_nodes();
+    void number_zones();
 
     mutable std::atomic<uint32_t> refs_{1};
     PlacementPtr placement_;
@@ -261,12 +285,16 @@ private:
     std::vector<Node> nodes_;
     NodeCache cache_;   // borrows nodes_' strings: nodes_ never changes after the build
     TokenIndex index_;
+    // Owners in the index are slots, stable across updates: a slot's node
+    // index (UINT32_MAX for a free slot), and each node's slot.
+    std::vector<uint32_t> slot_node_, node_slot_;
     size_t eligible_ = 0;
     std::vector<uint64_t> weight_before_;  // node_count() + 1 prefix sums of candidate_weight
-    std::vector<uint32_t> zone_of_;  // per node: its zone's number
+    std::vector<uint32_t> zone_of_slot_;  // per slot: its node's zone's number (0 when free)
     size_t zone_count_ = 0;          // distinct zone labels among the members
     size_t live_zones_ = 0;          // of those, zones holding a node with tokens
-    uint64_t fingerprint_ = 0;
+    mutable std::atomic<uint64_t> fingerprint_{0};
+    mutable std::atomic<bool> fingerprint_known_{false};
 };
 
 }  // namespace chring

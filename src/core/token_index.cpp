@@ -1,22 +1,126 @@
 #include "token_index.hpp"
 
 #include <limits>
+#include <new>
+
+#include "huge_pages.hpp"
 
 namespace chring {
 
-TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t nodes) : index_(index), T_(T) {
-    // Owner field: O bits for N nodes. Prefix index on the top P bits
+uint32_t *TokenIndex::new_chunk(uint32_t n) {
+    void *raw = ::operator new(chunk_bytes(n));
+    ChunkHeader *h = new (raw) ChunkHeader;
+    h->refs.store(1, std::memory_order_relaxed);
+    h->n = n;
+    return reinterpret_cast<uint32_t *>(h + 1);
+}
+
+void TokenIndex::release(const uint32_t *base) noexcept {
+    ChunkHeader *h = header_of(base);
+    if (h->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    h->~ChunkHeader();
+    ::operator delete(static_cast<void *>(h));
+}
+
+TokenIndex::TokenIndex(const TokenIndex &o)
+    : tokens_(o.tokens_), hot_of_group_(o.hot_of_group_), group_start_(o.group_start_),
+      bucket_offset_(o.bucket_offset_), group_shift_(o.group_shift_),
+      group_of_hash_shift_(o.group_of_hash_shift_), prefix_bits_(o.prefix_bits_),
+      prefix_shift_(o.prefix_shift_), key_shift_(o.key_shift_), owner_bits_(o.owner_bits_),
+      owner_mask_(o.owner_mask_) {
+    chunk_shift_ = o.chunk_shift_;
+    chunks_.reserve(o.chunks_.size());  // may throw: nothing retained yet
+    for (const uint32_t *c : o.chunks_) {
+        retain(c);
+        chunks_.push_back(c);
+    }
+}
+
+TokenIndex::~TokenIndex() { clear(); }
+
+void TokenIndex::clear() noexcept {
+    for (const uint32_t *c : chunks_) release(c);
+    chunks_.clear();
+    hot_of_group_.clear();
+    group_start_.clear();
+    bucket_offset_.clear();
+    tokens_ = 0;
+}
+
+TokenIndex::Pos TokenIndex::at_rank(size_t i) const noexcept {
+    // The last group starting at or before i that holds it (empty groups
+    // before it share its start).
+    const size_t g = size_t(std::upper_bound(group_start_.begin(), group_start_.end() - 1, uint32_t(i)) -
+                            group_start_.begin()) - 1;
+    return pos(uint32_t(g), uint32_t(i - group_start_[g]));
+}
+
+TokenIndex::Pos TokenIndex::last_before_group(size_t g) const noexcept {
+    for (size_t k = 0; k < groups(); ++k) {
+        g = g ? g - 1 : groups() - 1;
+        if (group_size(g)) return pos(uint32_t(g), group_size(g) - 1);
+    }
+    return kNoPos;  // no token: excluded by the caller
+}
+
+uint64_t TokenIndex::token_value(Pos p) const noexcept {
+    // The token's bucket is the last b of its group whose start is <= its
+    // offset (empty buckets before it share its start).
+    const uint32_t g = group_of(p), off = offset_of(p);
+    uint64_t lo = uint64_t(g) << group_shift_, hi = uint64_t(g + 1) << group_shift_;
+    while (hi - lo > 1) {  // bucket_offset(lo) <= off < start of hi (or the group's end)
+        const uint64_t mid = lo + (hi - lo) / 2;
+        if (bucket_offset(mid) <= off) lo = mid;
+        else hi = mid;
+    }
+    return lo << prefix_shift_ | rest_of(g, off) >> prefix_bits_;
+}
+
+uint32_t TokenIndex::exact_position(uint64_t b, uint64_t rest) const noexcept {
+    // Binary search: the bucket may hold every token (a constant hasher).
+    const size_t g = size_t(b >> group_shift_);
+    uint32_t first = bucket_offset(b), n = bucket_end(b) - first;
+    while (n > 0) {
+        const uint32_t half = n / 2;
+        if (rest_of(g, first + half) < rest) {
+            first += half + 1;
+            n -= half + 1;
+        } else {
+            n = half;
+        }
+    }
+    return first;
+}
+
+size_t TokenIndex::index_bytes() const noexcept {
+    size_t bytes = (hot_of_group_.size() + chunks_.size()) * sizeof(void *) +
+                   group_start_.size() * sizeof(uint32_t) + bucket_offset_.size() * sizeof(BucketOffset);
+    for (const uint32_t *c : chunks_) bytes += chunk_bytes(header_of(c)->n);
+    return bytes;
+}
+
+size_t TokenIndex::bytes_not_in(const TokenIndex &other) const noexcept {
+    size_t bytes = (hot_of_group_.size() + chunks_.size()) * sizeof(void *) +
+                   group_start_.size() * sizeof(uint32_t) + bucket_offset_.size() * sizeof(BucketOffset);
+    for (size_t c = 0; c < chunks_.size(); ++c)
+        if (c >= other.chunks_.size() || other.chunks_[c] != chunks_[c]) bytes += chunk_bytes(header_of(chunks_[c])->n);
+    return bytes;
+}
+
+TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots) : index_(index), T_(T) {
+    // Owner field: O bits for the slots. Prefix index on the top P bits
     // of a hash: 1.5-3 tokens per bucket (the largest P with 2^P <=
     // T / 1.5), so a bucket overflows the 8-record window with
     // probability below 0.4% and locate() reads two index entries
     // and one window. P >= O keeps the cold part within 32 bits (it only
     // matters for rings of mostly weight-0 members).
     unsigned owner_bits = 1;
-    while ((size_t(1) << owner_bits) < nodes) ++owner_bits;  // <= 20: CHR_NODES_MAX is 2^20
+    while ((size_t(1) << owner_bits) < slots) ++owner_bits;  // <= 20: CHR_NODES_MAX is 2^20
     unsigned bits = 1;
     while (bits < 24 && (size_t(3) << bits) <= T) ++bits;  // 1.5 * 2^(bits + 1) <= T
     bits = std::max(bits, owner_bits);
     TokenIndex &s = index_;
+    s.clear();
     s.tokens_ = T;
     s.owner_bits_ = owner_bits;
     s.owner_mask_ = (uint32_t(1) << owner_bits) - 1;
@@ -27,12 +131,17 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t nodes) : index_(i
     bits_ = bits;
     shift_ = 64 - bits;
     owner_mask_ = s.owner_mask_;
+    // Huge pages where the kernel offers them: at 16M tokens these buffers
+    // are 200 MB, and 4 KiB page faults cost more than filling them.
+    reserve_huge(start_vec_, (size_t(1) << bits) + 1);
+    reserve_huge(hot_vec_, T);
+    reserve_huge(cold_vec_, T);
     start_vec_.assign((size_t(1) << bits) + 1, 0);
-    s.hot_.resize(T + kWindow);
-    s.cold_.resize(T);
+    hot_vec_.resize(T);
+    cold_vec_.resize(T);
     start_ = start_vec_.data();
-    hot_ = s.hot_.data();
-    cold_ = s.cold_.data();
+    hot_ = hot_vec_.data();
+    cold_ = cold_vec_.data();
 }
 
 // start_ counted tokens per bucket; summed, start[b] = the first token of
@@ -40,16 +149,13 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t nodes) : index_(i
 // faster than walking tokens and buckets together). Then split into the
 // two-level index, with the widest groups (at most 64 buckets) whose
 // tokens, end included, fit a byte's offsets; with one bucket a group, a
-// bigger bucket's size is capped (and takes the exact path).
+// bigger bucket's size is capped (and takes the exact path). Last, the
+// records are copied into chunks of 2^C groups.
 void TokenIndex::Writer::finish() {
     TokenIndex &s = index_;
-    const uint32_t first_owner = T_ ? s.owner_at(0) : 0;
-    std::fill(s.hot_.begin() + T_, s.hot_.end(), (~s.owner_mask_ | first_owner) ^ kWindowBias);  // the wrap
-
     const size_t buckets = size_t(1) << s.prefix_bits_;
     std::vector<uint32_t> &start = start_vec_;
     for (size_t b = 1; b <= buckets; ++b) start[b] += start[b - 1];
-    constexpr uint32_t kMaxOffset = std::numeric_limits<BucketOffset>::max();
     unsigned g = std::min(kMaxGroupShift, s.prefix_bits_ - 1);
     for (; g > 0; --g) {  // a group's end must fit too, or its last bucket's size would be cut
         bool fits = true;
@@ -64,42 +170,227 @@ void TokenIndex::Writer::finish() {
     s.bucket_offset_.resize(buckets + groups + 1);
     for (size_t G = 0; G <= groups; ++G) s.group_start_[G] = start[G << g];
     for (size_t b = 0; b <= buckets; ++b)
-        s.bucket_offset_[s.offset_index(b)] = BucketOffset(start[b] - s.group_start_[b >> g]);
+        s.bucket_offset_[s.offset_index(b)] = BucketOffset(std::min(start[b] - s.group_start_[b >> g], kMaxOffset));
     for (size_t G = 0; G < groups; ++G)  // each group's end, after its last bucket
         s.bucket_offset_[((G + 1) << g) + G] =
             BucketOffset(std::min<uint32_t>(start[(G + 1) << g] - s.group_start_[G], kMaxOffset));
-}
 
-uint32_t TokenIndex::exact_position(uint64_t b, uint64_t rest) const noexcept {
-    // Binary search: the bucket may hold every token (a constant hasher).
-    uint32_t first = bucket_start(b), n = bucket_start(b + 1) - first;
-    while (n > 0) {
-        const uint32_t half = n / 2;
-        if (rest_of(first + half) < rest) {
-            first += half + 1;
-            n -= half + 1;
-        } else {
-            n = half;
+    // One group a chunk while the chunk references an update takes stay
+    // in cache (up to ~2M tokens); beyond, where each is a miss, 2^C groups
+    // with C = log2(T) - 20 (tests/bench/RESULTS.md, "scale").
+    unsigned group_bits = s.prefix_bits_ - g, t_bits = 0;
+    while (t_bits < 63 && (size_t(1) << (t_bits + 1)) <= T_) ++t_bits;
+    s.chunk_shift_ = std::min(group_bits, t_bits > 20 ? std::min(t_bits - 20, 4u) : 0u);
+    const size_t chunks = groups >> s.chunk_shift_;
+    s.hot_of_group_.resize(groups);
+    s.chunks_.reserve(chunks);
+    try {
+        for (size_t c = 0; c < chunks; ++c) {
+            const uint32_t first = s.group_start_[c << s.chunk_shift_];
+            const uint32_t n = s.group_start_[(c + 1) << s.chunk_shift_] - first;
+            uint32_t *base = new_chunk(n);
+            s.chunks_.push_back(base);
+            std::copy(hot_ + first, hot_ + first + n, base);
+            std::copy(cold_ + first, cold_ + first + n, base + n + kWindow);
+            for (size_t G = c << s.chunk_shift_; G < (c + 1) << s.chunk_shift_; ++G)
+                s.hot_of_group_[G] = base + (s.group_start_[G] - first);
         }
+    } catch (...) {
+        s.clear();
+        throw;
     }
-    return first;
+    for (size_t c = 0; c < chunks; ++c) s.set_pads(c);
+    start_vec_ = {};
+    hot_vec_ = {};
+    cold_vec_ = {};
 }
 
-uint64_t TokenIndex::token_value(size_t i) const noexcept {
-    // Token i's bucket is the last b whose start is <= i (empty buckets
-    // before it share its start).
-    uint64_t lo = 0, hi = uint64_t(1) << prefix_bits_;  // bucket_start(lo) <= i < bucket_start(hi)
-    while (hi - lo > 1) {
-        const uint64_t mid = lo + (hi - lo) / 2;
-        if (bucket_start(mid) <= i) lo = mid;
-        else hi = mid;
-    }
-    return lo << prefix_shift_ | rest_of(i) >> prefix_bits_;
-}
+bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, TokenIndex &out,
+                                std::vector<uint32_t> &dirty, std::vector<u128> &arc_delta) {
+    const unsigned chunk_of_hash_shift = base.group_of_hash_shift_ + base.chunk_shift_;
+    const size_t chunks = base.chunks_.size();
+    dirty.clear();
+    dirty.reserve(change.dropped_values.size() + change.fresh.size());
+    for (uint64_t v : change.dropped_values) dirty.push_back(uint32_t(v >> chunk_of_hash_shift));
+    for (const Token &t : change.fresh) dirty.push_back(uint32_t(t.value >> chunk_of_hash_shift));
+    std::sort(dirty.begin(), dirty.end());
+    dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
+    if (base.tokens_ == 0 || chunks < 2) return false;
 
-size_t TokenIndex::index_bytes() const noexcept {
-    return (hot_.size() + cold_.size() + group_start_.size()) * sizeof(uint32_t) +
-           bucket_offset_.size() * sizeof(BucketOffset);
+    out.clear();
+    out.tokens_ = base.tokens_;
+    out.chunk_shift_ = base.chunk_shift_;
+    out.group_shift_ = base.group_shift_;
+    out.group_of_hash_shift_ = base.group_of_hash_shift_;
+    out.prefix_bits_ = base.prefix_bits_;
+    out.prefix_shift_ = base.prefix_shift_;
+    out.key_shift_ = base.key_shift_;
+    out.owner_bits_ = base.owner_bits_;
+    out.owner_mask_ = base.owner_mask_;
+    out.hot_of_group_ = base.hot_of_group_;
+    out.bucket_offset_ = base.bucket_offset_;
+    out.group_start_.resize(base.group_start_.size());
+    out.chunks_.reserve(chunks);
+    for (const uint32_t *c : base.chunks_) {
+        retain(c);
+        out.chunks_.push_back(c);
+    }
+
+    const unsigned gs = base.group_shift_, C = base.chunk_shift_;
+    const size_t groups_per_chunk = size_t(1) << C, buckets_per_group = size_t(1) << gs;
+    const unsigned hot_bits = 32 - base.owner_bits_;
+    // A group's new size, or UINT32_MAX for a clean group (its base size).
+    std::vector<uint32_t> new_size(base.groups(), UINT32_MAX);
+    std::vector<Token> merged;
+    std::vector<Pos> followers;
+    arc_delta.assign(change.rank.size(), 0);
+    std::vector<uint32_t> bucket_count(groups_per_chunk * buckets_per_group + 1);
+    const Token *f = change.fresh.data(), *f_end = f + change.fresh.size();
+    auto before = [&](const Token &a, uint64_t value, uint32_t slot) {
+        return a.value < value || (a.value == value && change.rank[a.owner] < change.rank[slot]);
+    };
+    int64_t tokens = int64_t(base.tokens_);
+    try {
+        for (uint32_t c : dirty) {
+            const size_t g0 = size_t(c) << C, g1 = g0 + groups_per_chunk;
+            // The chunk's tokens: the base's kept ones merged with the fresh
+            // ones. Each base token's arc leaves its owner (a kept one's
+            // comes back below) and each new token's arc goes to its owner;
+            // the first new token's predecessor is known only at the end.
+            // (Fields written one by one: a Token built on the stack and
+            // copied whole stalls on store forwarding.)
+            const Token *f_chunk_end = f;
+            while (f_chunk_end != f_end && (f_chunk_end->value >> chunk_of_hash_shift) == c) ++f_chunk_end;
+            const uint32_t base_n = base.group_start_[g1] - base.group_start_[g0];
+            merged.resize(base_n + size_t(f_chunk_end - f));
+            Token *m = merged.data();
+            size_t count = 0;
+            uint64_t prev = base.token_value(base.last_before_group(g0));
+            for (size_t g = g0; g < g1; ++g) {
+                if (base.group_size(g) == 0) continue;
+                for (Cursor cur(base, uint32_t(g)); !cur.done() && cur.group() == g; cur.next()) {
+                    const uint64_t v = cur.value();
+                    const uint32_t slot = cur.slot();
+                    if (!change.dropped[slot]) {
+                        arc_delta[slot] -= u128(v - prev);
+                        for (; f != f_chunk_end && before(*f, v, slot); ++f) m[count++] = *f;
+                        m[count].value = v;
+                        m[count].owner = slot;
+                        ++count;
+                    }
+                    prev = v;
+                }
+            }
+            for (; f != f_chunk_end; ++f) m[count++] = *f;
+            merged.resize(count);
+            tokens += int64_t(count) - int64_t(base_n);
+            for (size_t k = 1; k < merged.size(); ++k)
+                arc_delta[merged[k].owner] += u128(merged[k].value - merged[k - 1].value);
+
+            // Its bucket offsets, which must fit a byte.
+            std::fill(bucket_count.begin(), bucket_count.end(), 0);
+            const uint64_t first_bucket = uint64_t(g0) << gs;
+            for (const Token &t : merged) ++bucket_count[(t.value >> base.prefix_shift_) - first_bucket + 1];
+            for (size_t g = g0; g < g1; ++g) {
+                uint32_t at = 0;
+                const size_t b0 = (g - g0) << gs;
+                for (size_t k = 0; k < buckets_per_group; ++k) {
+                    out.bucket_offset_[out.offset_index(first_bucket + b0 + k)] = BucketOffset(at);
+                    at += bucket_count[b0 + k + 1];
+                    if (at > kMaxOffset) {
+                        out.clear();
+                        return false;
+                    }
+                }
+                out.bucket_offset_[out.offset_index(first_bucket + b0 + buckets_per_group - 1) + 1] = BucketOffset(at);
+                new_size[g] = at;
+            }
+
+            // The chunk itself.
+            uint32_t *chunk = new_chunk(uint32_t(merged.size()));
+            release(out.chunks_[c]);
+            out.chunks_[c] = chunk;
+            uint32_t *cold = chunk + merged.size() + kWindow;
+            for (size_t k = 0; k < merged.size(); ++k) {
+                const uint64_t rest = merged[k].value << base.prefix_bits_;
+                chunk[k] = ((uint32_t(rest >> 32) & ~base.owner_mask_) | merged[k].owner) ^ kWindowBias;
+                cold[k] = uint32_t(rest << hot_bits >> 32);
+            }
+            uint32_t at = 0;
+            for (size_t g = g0; g < g1; ++g) {
+                out.hot_of_group_[g] = chunk + at;
+                at += new_size[g];
+            }
+        }
+    } catch (...) {
+        out.clear();
+        throw;
+    }
+    if (tokens <= 0) {
+        out.clear();
+        return false;
+    }
+    out.tokens_ = size_t(tokens);
+    out.group_start_[0] = 0;
+    for (size_t g = 0; g < base.groups(); ++g)
+        out.group_start_[g + 1] = out.group_start_[g] + (new_size[g] != UINT32_MAX ? new_size[g] : base.group_size(g));
+
+    // The arcs whose predecessor is in another chunk: each rewritten chunk's
+    // first new token, and the first token after a rewritten chunk when it
+    // is in a chunk left as it was (its predecessor may have changed).
+    const size_t groups = base.groups();
+    for (uint32_t c : dirty) {
+        const size_t g0 = size_t(c) << C;
+        const Pos first = out.first_from_group(g0);
+        if (out.group_of(first) >> C == c) {  // the chunk has tokens
+            const uint64_t pred = out.token_value(out.last_before_group(g0));
+            arc_delta[out.slot_at(first)] += u128(out.token_value(first) - pred);
+        }
+        const size_t next = (size_t(c) + 1) % chunks;
+        if (std::binary_search(dirty.begin(), dirty.end(), uint32_t(next))) continue;
+        const Pos after = out.first_from_group((next << C) % groups);
+        const size_t after_chunk = out.group_of(after) >> C;
+        if (std::binary_search(dirty.begin(), dirty.end(), uint32_t(after_chunk))) continue;
+        followers.push_back(after);  // once, though several chunks may precede it
+    }
+    std::sort(followers.begin(), followers.end());
+    followers.erase(std::unique(followers.begin(), followers.end()), followers.end());
+    for (Pos p : followers) {
+        const size_t g = out.group_of(p);
+        const uint64_t base_pred = base.token_value(base.last_before_group(g));
+        const uint64_t new_pred = out.token_value(out.last_before_group(g));
+        const uint64_t v = out.token_value(p);
+        arc_delta[out.slot_at(p)] += u128(v - new_pred) - u128(v - base_pred);
+    }
+
+    // Pads: each rewritten chunk's own, and any chunk before one whose pads
+    // now name another owner (back over empty chunks to the first with
+    // tokens), copied first if shared.
+    for (uint32_t c : dirty) out.set_pads(c);
+    try {
+        for (uint32_t c : dirty) {
+            size_t q = c;
+            for (size_t steps = 0; steps < chunks; ++steps) {
+                q = q ? q - 1 : chunks - 1;
+                if (std::binary_search(dirty.begin(), dirty.end(), uint32_t(q))) break;
+                const uint32_t *old = out.chunks_[q];
+                const uint32_t n = header_of(old)->n;
+                if (old[n] != out.pad_record(out.slot_after_chunk(q))) {
+                    uint32_t *copy = new_chunk(n);
+                    std::copy(old, old + 2 * size_t(n) + kWindow, copy);
+                    for (size_t g = q << C; g < (q + 1) << C; ++g) out.hot_of_group_[g] = copy + (out.hot_of_group_[g] - old);
+                    out.chunks_[q] = copy;
+                    release(old);
+                    out.set_pads(q);
+                }
+                if (n) break;
+            }
+        }
+    } catch (...) {
+        out.clear();
+        throw;
+    }
+    return true;
 }
 
 }  // namespace chring

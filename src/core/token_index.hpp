@@ -1,61 +1,94 @@
 // The lookup index: a ring's sorted token array in the layout that makes
-// successor search a few memory reads, and its writer.
+// successor search a few memory reads, split into chunks that snapshots
+// share, and its writers (a full build, and an update that copies only the
+// chunks it changes).
 //
 // The token array is split so the part every lookup reads is 4 bytes per
 // token. The prefix index already says a token's top P value bits (its
-// bucket); of the other 64 - P bits, the top R = 32 - O go in hot_ with
-// the owner in its low O bits (O = bits of the node count, P >= O), the
-// rest in cold_. A lookup compares hot records only: hot < key(h) (key
-// with zero owner bits) proves value < h, and the first record that fails
-// is the answer unless its R bits equal h's (probability 2^-R: 2^-22 at
-// 1,000 nodes), when the cold bits decide, off the fast path. The answer's
-// owner is in the record just compared. At 1,000 nodes the hot part and
-// the index are 0.8 MB, which stays in this machine's L2 (2 MB) where
-// 8- or 12-byte tokens spilled to L3.
+// bucket); of the other 64 - P bits, the top R = 32 - O go in a hot record
+// with the owner's slot in its low O bits (O = bits of the slot count,
+// P >= O), the rest in a cold record. A lookup compares hot records only:
+// hot < key(h) (key with zero owner bits) proves value < h, and the first
+// record that fails is the answer unless its R bits equal h's (probability
+// 2^-R: 2^-22 at 1,000 nodes), when the cold bits decide, off the fast path.
+// The answer's owner is in the record just compared.
 //
 // The prefix index is two-level to shrink it to one byte a bucket. Bucket
-// b is in group G = b >> group_shift_ and starts at group_start_[G] +
-// bucket_offset_[b + G]: each group's offsets are followed by one more,
-// its end (the next group's start), so a bucket's start and size come
-// from one group entry and two adjacent offsets. Groups are 64 buckets
-// (~150 tokens) unless a skewed hasher crowds more than 255 tokens into
-// one, then smaller, down to one bucket, whose end alone may be capped
-// at 255: a size that big takes the exact path, which reads the bounds
-// from group_start_.
+// b is in group G = b >> group_shift_; its records start at offset
+// bucket_offset_[b + G] of group G's chunk: each group's offsets are
+// followed by one more, its end, so a bucket's start and size come from
+// one group entry and two adjacent offsets. Groups are 64 buckets (~150
+// tokens) unless a skewed hasher crowds more than 255 tokens into one, then
+// smaller, down to one bucket, whose end alone may be capped at 255: a size
+// that big takes the exact path.
+//
+// The records live in chunks of 2^C consecutive groups (hot records,
+// kWindow pad records, cold records), reference-counted and shared by every
+// snapshot whose chunk is unchanged: adding a node rewrites the chunks its
+// ~160 tokens fall in (and a chunk before one of them whose pads name
+// another next owner), plus the small per-group arrays, instead of the
+// whole ring. C grows with T (chunks of ~sqrt(T) tokens) so that an update's
+// two costs, the chunks it rewrites and the chunk references every
+// snapshot takes, stay balanced. An
+// owner is a slot, stable across updates (snapshot.hpp maps slots to node
+// indices), so a chunk stays valid when other nodes come and go.
+//
+// A token's position is its group and its offset in the group (Pos);
+// group_start_ turns it into its rank in the whole array.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "membership.hpp"
 #include "window.hpp"
 
 namespace chring {
 
 class TokenIndex {
 public:
-    size_t token_count() const noexcept { return tokens_; }
+    // A token's position: group << 32 | offset in the group.
+    using Pos = uint64_t;
+    static constexpr Pos kNoPos = ~Pos(0);
+    static uint32_t group_of(Pos p) noexcept { return uint32_t(p >> 32); }
+    static uint32_t offset_of(Pos p) noexcept { return uint32_t(p); }
+    static Pos pos(uint32_t group, uint32_t offset) noexcept { return Pos(group) << 32 | offset; }
 
-    // Index in [0, T] of the first token >= h in the total order, T if h is
-    // above every token, and the record there, whose low O bits are the
-    // owner: a lookup takes the owner from the record the window compare
-    // just read. Within the bucket the compares hold for a prefix of its n
-    // records; records past the bucket belong to later buckets and compare
+    TokenIndex() = default;
+    // Shares every chunk of `other` (the start of an update).
+    TokenIndex(const TokenIndex &other);
+    TokenIndex &operator=(const TokenIndex &) = delete;
+    ~TokenIndex();
+
+    size_t token_count() const noexcept { return tokens_; }
+    // Bits of the slot field: slots are < 2^owner_bits().
+    unsigned owner_bits() const noexcept { return owner_bits_; }
+    unsigned prefix_bits() const noexcept { return prefix_bits_; }
+
+    // Position of the first token >= h in the total order (its offset may
+    // be its group's size: the end of the group, see successor()), and the
+    // record there, whose low O bits are the owner's slot: a lookup takes
+    // the owner from the record the window compare just read (past a
+    // group's last token, a pad record holding the next token's owner).
+    // Within the bucket the compares hold for a prefix of its n records;
+    // records past the bucket belong to later buckets and compare
     // meaninglessly and are masked off (window_rank_x2): no branch on the data.
     struct Found {
-        uint32_t index;
+        Pos pos;
         uint32_t record;
     };
     Found locate(uint64_t h) const noexcept {
         const uint64_t b = h >> prefix_shift_;
         const uint64_t group = h >> group_of_hash_shift_;  // b >> group_shift_, one step sooner
         const BucketOffset *offset = bucket_offset_.data() + b + group;
-        const uint32_t lo = group_start_[group] + offset[0];
+        const uint32_t lo = offset[0];
         const uint32_t n = uint32_t(offset[1] - offset[0]);  // capped at 255: then n > kWindow
         // h's 32 bits below its bucket (P <= 24), owner bits cleared
         const uint32_t key = uint32_t(h >> key_shift_) & ~owner_mask_;
-        const uint32_t *r = hot_.data() + lo;
+        const uint32_t *r = hot_of_group_[group] + lo;
         if (__builtin_expect(n > kWindow, 0)) return locate_exactly(b, h);
         const size_t c2 = window_rank_x2(r, key, n);
         const uint32_t record = record_at_rank_x2(r, c2);
@@ -64,85 +97,174 @@ public:
         // the first is almost never true, the second often, and unpredictably.
         if (__builtin_expect(record - (key ^ kWindowBias) <= owner_mask_, 0) && c2 < 2 * n)
             return locate_exactly(b, h);
-        return {lo + uint32_t(c2 / 2), record};
+        return {pos(uint32_t(group), lo + uint32_t(c2 / 2)), record};
     }
-    // Index of the first token >= h, wrapping to 0. Requires T > 0.
-    uint32_t successor(uint64_t h) const noexcept {
-        const uint32_t i = locate(h).index;
-        return i == tokens_ ? 0 : i;
-    }
-    // Owner of the first token >= h, wrapping (the pad record at T owns the wrap).
-    uint32_t owner_at_hash(uint64_t h) const noexcept { return locate(h).record & owner_mask_; }
-    // Owner of token i; i == T is a pad record holding the owner of token 0.
-    uint32_t owner_at(size_t i) const noexcept { return hot_[i] & owner_mask_; }
-    uint64_t token_value(size_t i) const noexcept;  // O(log T): rebuilt from bucket and record
+    // Position of the first token >= h, wrapping to the first token.
+    // Requires T > 0.
+    Pos successor(uint64_t h) const noexcept { return settle(locate(h).pos); }
+    // Slot of the owner of the first token >= h, wrapping.
+    uint32_t slot_at_hash(uint64_t h) const noexcept { return locate(h).record & owner_mask_; }
+    // Slot of the owner of the token at p.
+    uint32_t slot_at(Pos p) const noexcept { return hot_of_group_[group_of(p)][offset_of(p)] & owner_mask_; }
+    // The position after p, wrapping from the last token to the first.
+    Pos next(Pos p) const noexcept { return settle(p + 1); }
+    // The first token's position (requires T > 0).
+    Pos first() const noexcept { return settle(0); }
+    // Rank in [0, T) of the token at p, and the position of rank i (O(log groups)).
+    size_t rank_of(Pos p) const noexcept { return group_start_[group_of(p)] + offset_of(p); }
+    Pos at_rank(size_t i) const noexcept;
+    uint64_t token_value(Pos p) const noexcept;  // O(log group): rebuilt from bucket and record
 
     // For a batch of lookups: loads the index entries of h's bucket, then
     // its window (32 bytes, which may span two lines), ahead of locate(h).
     void prefetch_bucket(uint64_t h) const noexcept {
         const uint64_t b = h >> prefix_shift_;
-        __builtin_prefetch(&group_start_[b >> group_shift_]);
+        __builtin_prefetch(&hot_of_group_[b >> group_shift_]);
         __builtin_prefetch(&bucket_offset_[offset_index(b)]);
     }
     void prefetch_window(uint64_t h) const noexcept {
-        const uint32_t *window = &hot_[bucket_start(h >> prefix_shift_)];
+        const uint64_t b = h >> prefix_shift_;
+        const uint32_t *window = hot_of_group_[b >> group_shift_] + bucket_offset_[offset_index(b)];
         __builtin_prefetch(window);
         __builtin_prefetch(window + kWindow - 1);
     }
 
-    // Calls f(value, owner) for every token in order (for the update merge).
-    // A token's top P bits are its bucket's number: the bucket holding token
-    // i is the last one starting at or before i, found as a running maximum
-    // over bucket numbers marked at their starts (a loop over each bucket's
-    // tokens instead costs a mispredicted exit per bucket).
-    template <class F>
-    void for_each_token(F &&f) const {
-        std::vector<uint32_t> bucket_at(tokens_ + 1, 0);  // the largest bucket starting at i
-        const uint64_t buckets = uint64_t(1) << prefix_bits_;
-        for (uint64_t b = 0; b < buckets; ++b) bucket_at[bucket_start(b)] = uint32_t(b);
-        uint64_t b = 0;
-        for (size_t i = 0; i < tokens_; ++i) {
-            b = std::max<uint64_t>(b, bucket_at[i]);
-            f(b << prefix_shift_ | rest_of(i) >> prefix_bits_, owner_at(i));
+    // Walks the tokens clockwise from a position, one slot at a time (the
+    // replica walks): the group's records and end are kept at hand, so a
+    // step is an increment and a compare.
+    class Walker {
+    public:
+        // From p, which may be its group's end (as locate() returns it).
+        Walker(const TokenIndex &index, Pos p) noexcept : index_(index) { enter(p); }
+        uint32_t slot() const noexcept { return *rec_ & index_.owner_mask_; }
+        void next() noexcept {
+            if (++rec_ == end_) enter(index_.settle(pos(group_ + 1, 0)));
         }
-    }
 
-    // Bytes of token array plus index (for the memory-per-token report).
+    private:
+        void enter(Pos p) noexcept {
+            group_ = group_of(p);
+            const uint32_t *hot = index_.hot_of_group_[group_];
+            rec_ = hot + offset_of(p);
+            end_ = hot + index_.group_size(group_);
+            if (__builtin_expect(rec_ == end_, 0)) enter(index_.settle(pos(group_ + 1, 0)));
+        }
+        const TokenIndex &index_;
+        const uint32_t *rec_, *end_;
+        uint32_t group_;
+    };
+
+    // Calls f(value, slot) for every token in order.
+    template <class F>
+    void for_each_token(F &&f) const;
+
+    // Chunks: how many, and the groups of chunk c are [c << C, (c + 1) << C).
+    size_t chunk_count() const noexcept { return chunks_.size(); }
+    unsigned chunk_shift() const noexcept { return chunk_shift_; }
+    // Position of the first token at or after group g (wrapping), and of
+    // the last token before it (wrapping). Require T > 0.
+    Pos first_from_group(size_t g) const noexcept { return settle(pos(uint32_t(g), 0)); }
+    Pos last_before_group(size_t g) const noexcept;
+
+    // Bytes of chunks plus index (for the memory-per-token report); bytes
+    // of the chunks this index does not share with `other`.
     size_t index_bytes() const noexcept;
+    size_t bytes_not_in(const TokenIndex &other) const noexcept;
 
     class Writer;
+    class Updater;
     class Cursor;
 
 private:
+    // A chunk: its header, then the hot records of its groups (n, then
+    // kWindow pads), then their cold records.
+    struct ChunkHeader {
+        std::atomic<uint32_t> refs;
+        uint32_t n;
+    };
+    static ChunkHeader *header_of(const uint32_t *base) noexcept {
+        return const_cast<ChunkHeader *>(reinterpret_cast<const ChunkHeader *>(base) - 1);
+    }
+    // A chunk for n tokens with one reference, records unset; throws bad_alloc.
+    static uint32_t *new_chunk(uint32_t n);
+    static void retain(const uint32_t *base) noexcept {
+        header_of(base)->refs.fetch_add(1, std::memory_order_relaxed);
+    }
+    static void release(const uint32_t *base) noexcept;
+    static size_t chunk_bytes(uint32_t n) noexcept {
+        return sizeof(ChunkHeader) + (2 * size_t(n) + kWindow) * sizeof(uint32_t);
+    }
+    size_t chunk_of(size_t g) const noexcept { return g >> chunk_shift_; }
+    // Group g's cold records.
+    const uint32_t *cold_of_group(size_t g) const noexcept {
+        const uint32_t *base = chunks_[chunk_of(g)];
+        return hot_of_group_[g] + header_of(base)->n + kWindow;
+    }
+
+    // p, or the next group's first token (wrapping) when p is at its group's end.
+    Pos settle(Pos p) const noexcept {
+        uint32_t g = group_of(p);
+        if (__builtin_expect(g < groups() && offset_of(p) < group_size(g), 1)) return p;
+        do g = g + 1 < groups() ? g + 1 : 0;
+        while (group_size(g) == 0);
+        return pos(g, 0);
+    }
+    size_t groups() const noexcept { return hot_of_group_.size(); }
+    uint32_t group_size(size_t g) const noexcept { return group_start_[g + 1] - group_start_[g]; }
     Found locate_exactly(uint64_t b, uint64_t h) const noexcept {
+        const uint32_t g = uint32_t(b >> group_shift_);
         const uint32_t i = exact_position(b, h << prefix_bits_);
-        return {i, hot_[i]};
+        return {pos(g, i), hot_of_group_[g][i]};
     }
-    // First token of bucket b, for b in [0, 2^P] (2^P gives T).
-    uint32_t bucket_start(uint64_t b) const noexcept {
-        return group_start_[b >> group_shift_] + bucket_offset_[offset_index(b)];
-    }
+    // Offset of bucket b's first token in its group's chunk, for b in [0, 2^P].
+    uint32_t bucket_offset(uint64_t b) const noexcept { return bucket_offset_[offset_index(b)]; }
     // Where bucket b's offset is in bucket_offset_: each group before it
     // adds one entry, its end. (locate() computes this from the hash itself.)
     size_t offset_index(uint64_t b) const noexcept { return size_t(b + (b >> group_shift_)); }
-    // Token i's value without its bucket bits: (value << P), exactly.
-    uint64_t rest_of(size_t i) const noexcept {
-        return uint64_t((hot_[i] ^ kWindowBias) & ~owner_mask_) << 32 | uint64_t(cold_[i]) << owner_bits_;
+    // Token i of group g's value without its bucket bits: (value << P), exactly.
+    uint64_t rest_of(size_t g, uint32_t i) const noexcept {
+        return uint64_t((hot_of_group_[g][i] ^ kWindowBias) & ~owner_mask_) << 32 |
+               uint64_t(cold_of_group(g)[i]) << owner_bits_;
     }
-    // The first token of bucket b whose rest_of() is >= rest, or the
-    // bucket's end, by full comparison: for buckets bigger than the window
-    // and for ties in the hot bits.
+    // The end of bucket b in its group: the next bucket's offset, or the
+    // group's size after its last bucket (whose stored end may be capped).
+    uint32_t bucket_end(uint64_t b) const noexcept {
+        if (((b + 1) & ((uint64_t(1) << group_shift_) - 1)) == 0) return group_size(size_t(b >> group_shift_));
+        return bucket_offset_[offset_index(b) + 1];
+    }
+    // Offset of the first token of bucket b whose rest_of() is >= rest, or
+    // the bucket's end, by full comparison: for buckets bigger than the
+    // window and for ties in the hot bits.
     uint32_t exact_position(uint64_t b, uint64_t rest) const noexcept;
+    // The pad record after a group whose next token is owned by `slot`:
+    // hot bits all ones, below no key.
+    uint32_t pad_record(uint32_t slot) const noexcept { return (~owner_mask_ | slot) ^ kWindowBias; }
+    // Slot of the first token after chunk c's last group (wrapping). Requires T > 0.
+    uint32_t slot_after_chunk(size_t c) const noexcept {
+        const uint32_t last = uint32_t(((c + 1) << chunk_shift_) - 1);
+        return slot_at(settle(pos(last, group_size(last))));
+    }
+    // Sets chunk c's pads (it must be this index's own) for T > 0.
+    void set_pads(size_t c) noexcept {
+        uint32_t *base = const_cast<uint32_t *>(chunks_[c]);
+        const uint32_t n = header_of(base)->n;
+        std::fill(base + n, base + n + kWindow, pad_record(tokens_ ? slot_after_chunk(c) : 0));
+    }
+    // Drops every chunk reference.
+    void clear() noexcept;
 
     using BucketOffset = uint8_t;
     static constexpr unsigned kMaxGroupShift = 6;
+    static constexpr uint32_t kMaxOffset = 255;
 
     size_t tokens_ = 0;  // T
-    // Tokens sorted by (value, owner) (owner order is id order), as above;
-    // hot_ has kWindow pads holding the owner of token 0.
-    std::vector<uint32_t> hot_;
-    std::vector<uint32_t> cold_;
-    std::vector<uint32_t> group_start_;  // 2^P / group + 1 entries; the last is T
+    // Per group: its hot records in its chunk (sorted by (value, owner's
+    // node order)), and its first token's rank (groups + 1 entries; the
+    // last is T). Per chunk: its records (the chunk's reference).
+    std::vector<const uint32_t *> hot_of_group_;
+    std::vector<uint32_t> group_start_;
+    std::vector<const uint32_t *> chunks_;
+    unsigned chunk_shift_ = 0;  // C: 2^C groups a chunk
     std::vector<BucketOffset> bucket_offset_;  // 2^P + 2^P / group + 1 entries
     unsigned group_shift_ = 0;         // <= P - 1, so that the next one is < 64
     unsigned group_of_hash_shift_ = 63;  // 64 - P + group_shift_
@@ -154,44 +276,87 @@ private:
 };
 
 // Reads the tokens in order one at a time, so that a caller can walk two
-// rings side by side (a diff). The bucket of token i is tracked as i grows:
-// the next bucket's start is compared once per token, plus once per empty
-// bucket passed, so a whole walk is O(T + 2^P) = O(T), without the
-// per-token binary search of token_value().
+// rings side by side (a diff). The bucket of the current token is tracked
+// as the walk goes: the next bucket's start is compared once per token,
+// plus once per empty bucket passed, so a whole walk is O(T + 2^P) = O(T).
 class TokenIndex::Cursor {
 public:
-    explicit Cursor(const TokenIndex &index) noexcept : index_(index) {
-        if (index_.tokens_) settle();
+    // From the first token of group `first_group` on (the whole ring by default).
+    explicit Cursor(const TokenIndex &index, uint32_t first_group = 0) noexcept : index_(index) {
+        if (index_.tokens_) enter_group(first_group);
+        else done_ = true;
     }
-    bool done() const noexcept { return i_ == index_.tokens_; }
-    // The current token (requires !done()): its position, value and owner.
-    size_t position() const noexcept { return i_; }
+    uint32_t group() const noexcept { return group_; }
+    bool done() const noexcept { return done_; }
+    // The current token (requires !done()): its position, value and slot.
+    Pos position() const noexcept { return pos(group_, i_); }
     uint64_t value() const noexcept { return value_; }
-    uint32_t owner() const noexcept { return index_.owner_at(i_); }
+    uint32_t slot() const noexcept { return hot_[i_] & index_.owner_mask_; }
     void next() noexcept {
-        if (++i_ < index_.tokens_) settle();
+        if (++i_ < n_) return settle();
+        if (group_ + 1 < index_.groups()) return enter_group(group_ + 1);
+        done_ = true;
     }
 
 private:
+    void enter_group(uint32_t g) noexcept {
+        for (;; ++g) {
+            if (g == index_.groups()) {
+                done_ = true;
+                return;
+            }
+            if (index_.group_size(g)) break;
+        }
+        group_ = g;
+        hot_ = index_.hot_of_group_[g];
+        cold_ = index_.cold_of_group(g);
+        n_ = index_.group_size(g);
+        i_ = 0;
+        bucket_base_ = uint64_t(g) << index_.group_shift_;
+        // Each token's bucket in the group: bucket b marked at its start, then
+        // a running maximum (the last bucket starting at or before a token
+        // holds it), with no branch per token. A group over kMaxOffset
+        // tokens is one bucket (all zeros).
+        const BucketOffset *offsets = &index_.bucket_offset_[index_.offset_index(bucket_base_)];
+        const uint32_t marked = std::min<uint32_t>(n_, kMaxOffset + 1);
+        std::fill(bucket_in_group_, bucket_in_group_ + marked + 1, 0);
+        for (uint32_t b = 0; b < (uint32_t(1) << index_.group_shift_); ++b)
+            bucket_in_group_[std::min<uint32_t>(offsets[b], marked)] = uint8_t(b);
+        uint8_t running = 0;
+        for (uint32_t i = 0; i < marked; ++i) {
+            running = std::max(running, bucket_in_group_[i]);
+            bucket_in_group_[i] = running;
+        }
+        settle();
+    }
     void settle() noexcept {
-        while (next_start_ <= i_) next_start_ = index_.bucket_start(++bucket_ + 1);
-        value_ = bucket_ << index_.prefix_shift_ | index_.rest_of(i_) >> index_.prefix_bits_;
+        const uint64_t rest = uint64_t((hot_[i_] ^ kWindowBias) & ~index_.owner_mask_) << 32 |
+                              uint64_t(cold_[i_]) << index_.owner_bits_;
+        const uint32_t bucket = bucket_in_group_[std::min<uint32_t>(i_, kMaxOffset)];
+        value_ = (bucket_base_ + bucket) << index_.prefix_shift_ | rest >> index_.prefix_bits_;
     }
     const TokenIndex &index_;
-    size_t i_ = 0;
-    uint64_t bucket_ = ~uint64_t(0);  // the bucket holding token i_ (the first ++ makes it 0)
-    size_t next_start_ = 0;           // bucket_start(bucket_ + 1)
+    const uint32_t *hot_ = nullptr, *cold_ = nullptr;
+    uint32_t group_ = 0, i_ = 0, n_ = 0;
+    uint64_t bucket_base_ = 0;  // the group's first bucket
     uint64_t value_ = 0;
+    bool done_ = false;
+    uint8_t bucket_in_group_[kMaxOffset + 2];  // per token of the group: its bucket in the group
 };
+
+template <class F>
+void TokenIndex::for_each_token(F &&f) const {
+    for (Cursor c(*this); !c.done(); c.next()) f(c.value(), c.slot());
+}
 
 // Fills a TokenIndex with T tokens given in (value, owner) order.
 class TokenIndex::Writer {
 public:
-    // Sizes the layout for T tokens over `nodes` owners.
-    Writer(TokenIndex &index, size_t T, size_t nodes);
+    // Sizes the layout for T tokens over owners < `slots`.
+    Writer(TokenIndex &index, size_t T, size_t slots);
 
     // The next token; also counts its bucket. Inline: once per token of
-    // every update.
+    // every build.
     void add(uint64_t v, uint32_t o) noexcept {
         const uint64_t rest = v << bits_;
         hot_[k_] = ((uint32_t(rest >> 32) & ~owner_mask_) | o) ^ kWindowBias;
@@ -202,7 +367,8 @@ public:
     // Tokens added so far.
     size_t count() const noexcept { return k_; }
 
-    // After the last token: the wrap's pad records and the prefix index.
+    // After the last token: the prefix index, and the records split into
+    // chunks, with their pads. May throw bad_alloc (the index is left empty).
     void finish();
 
 private:
@@ -210,11 +376,38 @@ private:
     const size_t T_;
     size_t k_ = 0;
     std::vector<uint32_t> start_vec_;  // tokens per bucket, then first token per bucket
+    std::vector<uint32_t> hot_vec_, cold_vec_;  // the records in one array, before the split
     // Raw pointers and copies: add() stores through uint32_t pointers,
     // which could alias uint32_t members and force reloads.
     uint32_t *start_, *hot_, *cold_;
     unsigned bits_, shift_, hot_bits_;  // P, 64 - P, R
     uint32_t owner_mask_;
+};
+
+// Makes an index from a base index by dropping the tokens of some slots
+// and inserting fresh ones, rewriting only the groups where either happens
+// (and, for their pads, the groups before them): every other chunk is
+// shared with the base.
+class TokenIndex::Updater {
+public:
+    // `dropped[s]` is nonzero for each slot whose tokens go; `dropped_values`
+    // holds (at least) the values of those tokens, in any order; `fresh`
+    // the new tokens as (value, slot), sorted by (value, rank[slot]);
+    // `rank[s]` orders slots for equal values (the new node order).
+    struct Change {
+        const std::vector<uint8_t> &dropped;
+        const std::vector<uint64_t> &dropped_values;
+        const std::vector<Token> &fresh;
+        const std::vector<uint32_t> &rank;
+    };
+    // False if the change does not fit the base's layout (a group over 255
+    // tokens, or no token left): then build afresh. Fills `dirty` with the
+    // chunks rewritten (sorted), and arc_delta[slot] with what the owned
+    // arcs of each slot gained less what they lost (modulo 2^128; a
+    // dropped slot's losses are not counted). Requires a base with at least
+    // two token values. May throw bad_alloc; `out` is then left empty.
+    static bool apply(const TokenIndex &base, const Change &change, TokenIndex &out,
+                      std::vector<uint32_t> &dirty, std::vector<u128> &arc_delta);
 };
 
 }  // namespace chring

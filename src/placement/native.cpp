@@ -2,11 +2,11 @@
 // H(id "#" i, seed) with the ring's hasher, keys at H(key, seed). Changing
 // one node regenerates only its tokens, which the snapshot merges with the
 // kept ones: exact minimal disruption.
-#include <algorithm>
 #include <cstring>
-#include <utility>
 
+#include "huge_pages.hpp"
 #include "placement.hpp"
+#include "radix_sort.hpp"
 
 namespace chring {
 namespace {
@@ -23,38 +23,6 @@ size_t put_decimal(char *p, uint32_t v) noexcept {
     return n;
 }
 
-void sort_tokens(std::vector<Token> &tokens) {
-    // Hash values are close to uniform, so one counting pass on the top bits
-    // places every token within a bucket of ~1, and an insertion sort
-    // finishes: O(T) expected instead of std::sort's O(T log T) (a 1,000-node
-    // ring builds in a third of the time). Skewed hashers only make buckets
-    // bigger, which std::sort then handles: the result is the same order.
-    const size_t n = tokens.size();
-    if (n < 4096) {
-        std::sort(tokens.begin(), tokens.end());
-        return;
-    }
-    unsigned bits = 1;
-    while (bits < 24 && (size_t(1) << (bits + 1)) <= n) ++bits;
-    const unsigned shift = 64 - bits;
-    std::vector<uint32_t> start((size_t(1) << bits) + 1, 0);
-    for (const Token &t : tokens) ++start[(t.value >> shift) + 1];
-    for (size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
-    std::vector<Token> sorted(n);
-    std::vector<uint32_t> fill(start.begin(), start.end() - 1);
-    for (const Token &t : tokens) sorted[fill[t.value >> shift]++] = t;
-    for (size_t b = 0; b + 1 < start.size(); ++b) {
-        Token *first = sorted.data() + start[b], *last = sorted.data() + start[b + 1];
-        if (last - first > 32) {
-            std::sort(first, last);
-            continue;
-        }
-        for (Token *p = first + 1; p < last; ++p)  // insertion sort: ~1-2 tokens per bucket
-            for (Token *q = p; q > first && *q < q[-1]; --q) std::swap(*q, q[-1]);
-    }
-    tokens.swap(sorted);
-}
-
 void fresh_tokens(const Placement &p, const MembershipDelta &delta, std::vector<Token> &tokens) {
     const uint32_t tpw = p.tokens_per_weight;
     const uint64_t seed = p.seed;
@@ -64,7 +32,7 @@ void fresh_tokens(const Placement &p, const MembershipDelta &delta, std::vector<
         if (delta.regenerate[k]) total += size_t(delta.nodes[k].weight) * tpw;
 
     tokens.clear();
-    tokens.reserve(total);
+    reserve_huge(tokens, total);
     char buf[CHR_NODE_ID_MAX + 1 + 10];
     for (size_t k = 0; k < delta.nodes.size(); ++k) {
         if (!delta.regenerate[k]) continue;

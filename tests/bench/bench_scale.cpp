@@ -1,0 +1,193 @@
+// The documented limits at full speed: build, add and remove one node,
+// lookups against std::lower_bound and a pointer chase over as much memory,
+// index bytes per token (one snapshot, and two sharing chunks), and reader
+// throughput while a writer publishes 100 changes a second, at 1,000,
+// 10,000 and 100,000 nodes (160k, 1.6M, 16M tokens). Every figure that
+// matters is a ratio to a reference measured in the same run. White-box
+// for the memory figures (links the core, as bench_memory does).
+//
+//   bench_scale [max_nodes]      default 100000
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_support.hpp"
+#include "snapshot.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+template <class F>
+double median_seconds(int rounds, F f) {
+    std::vector<double> t;
+    for (int r = 0; r < rounds; ++r) {
+        const Clock::time_point start = Clock::now();
+        f();
+        t.push_back(seconds_since(start));
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+const chring::Snapshot &core(const chr_snapshot *s) {
+    return *reinterpret_cast<const chring::Snapshot *>(s);  // as the C API glue casts it
+}
+
+struct Keys {
+    std::vector<std::string> text;
+    std::vector<const void *> ptrs;
+    std::vector<size_t> lens;
+    std::vector<uint64_t> hashes;
+    explicit Keys(size_t n) {
+        std::mt19937_64 rng(42);
+        for (size_t i = 0; i < n; ++i) text.push_back("key:" + std::to_string(rng()));
+        for (const std::string &k : text) {
+            ptrs.push_back(k.data());
+            lens.push_back(k.size());
+            uint64_t h = 0;
+            bench::check(chr_hasher_hash("xxh3", k.data(), k.size(), 0, &h), "chr_hasher_hash");
+            hashes.push_back(h);
+        }
+    }
+};
+
+// ns per dependent load over a random cycle through `bytes` of memory.
+double pointer_chase_ns(size_t bytes, size_t steps) {
+    const size_t n = bytes / sizeof(uint64_t);
+    std::vector<uint64_t> next(n);
+    std::vector<uint64_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(7));
+    for (size_t i = 0; i < n; ++i) next[order[i]] = order[(i + 1) % n];
+    uint64_t at = order[0];
+    const Clock::time_point start = Clock::now();
+    for (size_t s = 0; s < steps; ++s) at = next[at];
+    const double t = seconds_since(start);
+    bench::consume(at);
+    return t / double(steps) * 1e9;
+}
+
+void one_size(size_t nodes) {
+    const bench::NodeBatch batch(nodes);
+    // Build: the first in this size (its memory new to the process), then
+    // the median of later ones.
+    auto build = [&] {
+        chr_ring *ring = nullptr;
+        bench::check(chr_ring_new(nullptr, &ring), "chr_ring_new");
+        bench::check(chr_ring_apply(ring, batch.changes.data(), batch.changes.size(), nullptr), "apply");
+        return ring;
+    };
+    Clock::time_point start = Clock::now();
+    chr_ring_free(build());
+    const double first_build = seconds_since(start);
+    const double warm_build = median_seconds(nodes >= 100000 ? 3 : 5, [&] { chr_ring_free(build()); });
+
+    chr_ring *ring = build();
+    const std::string extra = "node-extra";
+    std::vector<double> adds, removes;
+    for (int r = 0; r < 11; ++r) {
+        start = Clock::now();
+        bench::check(chr_ring_add(ring, extra.data(), extra.size(), 1, nullptr, 0, 0), "add");
+        adds.push_back(seconds_since(start));
+        start = Clock::now();
+        bench::check(chr_ring_remove(ring, extra.data(), extra.size()), "remove");
+        removes.push_back(seconds_since(start));
+    }
+    std::sort(adds.begin(), adds.end());
+    std::sort(removes.begin(), removes.end());
+
+    // Memory: one snapshot; two, the second one node more, sharing chunks.
+    chr_snapshot *before = nullptr, *after = nullptr;
+    bench::check(chr_ring_snapshot(ring, &before), "snapshot");
+    bench::check(chr_ring_add(ring, extra.data(), extra.size(), 1, nullptr, 0, 0), "add");
+    bench::check(chr_ring_snapshot(ring, &after), "snapshot");
+    const double T = double(core(before).token_count());
+    const double one = double(core(before).index_bytes()) / T;
+    const double two = double(core(before).index_bytes() + core(after).index_bytes_not_in(core(before))) / T;
+    chr_snapshot_release(after);
+    bench::check(chr_ring_remove(ring, extra.data(), extra.size()), "remove");
+
+    // Lookups: chr_snapshot_lookup (hashing included) and the batch,
+    // against std::lower_bound over the same tokens (hashes precomputed).
+    const Keys keys(1 << 20);
+    const bench::TokenArray tokens(before);
+    chr_node_view view;
+    const double lookup = median_seconds(3, [&] {
+        for (size_t i = 0; i < keys.text.size(); ++i) {
+            chr_snapshot_lookup(before, keys.ptrs[i], keys.lens[i], &view);
+            bench::consume(view.index);
+        }
+    }) / double(keys.text.size()) * 1e9;
+    std::vector<uint32_t> indices(1024);
+    const double batch_lookup = median_seconds(3, [&] {
+        for (size_t i = 0; i + 1024 <= keys.text.size(); i += 1024) {
+            chr_snapshot_lookup_batch(before, &keys.ptrs[i], &keys.lens[i], 1024, indices.data());
+            bench::consume(indices[0]);
+        }
+    }) / double(keys.text.size()) * 1e9;
+    const double lower_bound = median_seconds(3, [&] {
+        for (uint64_t h : keys.hashes) bench::consume(tokens.owner_at_or_after(h));
+    }) / double(keys.text.size()) * 1e9;
+    const double chase = pointer_chase_ns(size_t(T) * 8, 1 << 22);
+
+    // Readers with a writer publishing 100 changes a second.
+    auto reader_rate = [&](bool writing) {
+        std::atomic<bool> stop{false};
+        std::thread writer([&] {
+            bool present = false;
+            while (writing && !stop.load()) {
+                if (present) bench::check(chr_ring_remove(ring, extra.data(), extra.size()), "remove");
+                else bench::check(chr_ring_add(ring, extra.data(), extra.size(), 1, nullptr, 0, 0), "add");
+                present = !present;
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            if (present) bench::check(chr_ring_remove(ring, extra.data(), extra.size()), "remove");
+        });
+        chr_node_ref ref;
+        size_t done = 0;
+        start = Clock::now();
+        while (seconds_since(start) < 1.0)
+            for (size_t i = 0; i < 4096; ++i, ++done) {
+                chr_ring_lookup(ring, keys.ptrs[done % keys.text.size()], keys.lens[done % keys.text.size()], &ref);
+                bench::consume(ref.index);
+            }
+        const double rate = double(done) / seconds_since(start);
+        stop = true;
+        writer.join();
+        return rate;
+    };
+    const double quiet = reader_rate(false), busy = reader_rate(true);
+    chr_snapshot_release(before);
+    chr_ring_free(ring);
+
+    std::printf("| %zu | %.0f | %.0f / %.0f | %.3f | %.3f | %.1f | %.2fx | %.2fx | %.1f | %.2f | %.2f | %.1f%% |\n",
+                nodes, T, first_build * 1e3, warm_build * 1e3, adds[adds.size() / 2] * 1e3,
+                removes[removes.size() / 2] * 1e3, lookup, lower_bound / lookup,
+                lower_bound / batch_lookup, lookup / chase, one, two, 100.0 * busy / quiet);
+    std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    const size_t max_nodes = argc > 1 ? size_t(std::strtoull(argv[1], nullptr, 10)) : 100000;
+    std::printf("| nodes | tokens | build ms (first / warm) | add one ms | remove one ms | lookup ns | "
+                "lower_bound / lookup | lower_bound / batch | lookup / chase | bytes/token | "
+                "two snapshots bytes/token | readers with writer |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t nodes : {size_t(1000), size_t(10000), size_t(100000)})
+        if (nodes <= max_nodes) one_size(nodes);
+    return 0;
+}
