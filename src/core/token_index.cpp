@@ -93,15 +93,13 @@ uint32_t TokenIndex::exact_position(uint64_t b, uint64_t rest) const noexcept {
 }
 
 size_t TokenIndex::index_bytes() const noexcept {
-    size_t bytes = (hot_of_group_.size() + chunks_.size()) * sizeof(void *) +
-                   group_start_.size() * sizeof(uint32_t) + bucket_offset_.size() * sizeof(BucketOffset);
+    size_t bytes = array_bytes();
     for (const uint32_t *c : chunks_) bytes += chunk_bytes(header_of(c)->n);
     return bytes;
 }
 
 size_t TokenIndex::bytes_not_in(const TokenIndex &other) const noexcept {
-    size_t bytes = (hot_of_group_.size() + chunks_.size()) * sizeof(void *) +
-                   group_start_.size() * sizeof(uint32_t) + bucket_offset_.size() * sizeof(BucketOffset);
+    size_t bytes = array_bytes();
     for (size_t c = 0; c < chunks_.size(); ++c)
         if (c >= other.chunks_.size() || other.chunks_[c] != chunks_[c]) bytes += chunk_bytes(header_of(chunks_[c])->n);
     return bytes;
@@ -238,7 +236,6 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
 
     const unsigned gs = base.group_shift_, C = base.chunk_shift_;
     const size_t groups_per_chunk = size_t(1) << C, buckets_per_group = size_t(1) << gs;
-    const unsigned hot_bits = 32 - base.owner_bits_;
     // A group's new size, or UINT32_MAX for a clean group (its base size).
     std::vector<uint32_t> new_size(base.groups(), UINT32_MAX);
     std::vector<Token> merged;
@@ -311,11 +308,9 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
             release(out.chunks_[c]);
             out.chunks_[c] = chunk;
             uint32_t *cold = chunk + merged.size() + kWindow;
-            for (size_t k = 0; k < merged.size(); ++k) {
-                const uint64_t rest = merged[k].value << base.prefix_bits_;
-                chunk[k] = ((uint32_t(rest >> 32) & ~base.owner_mask_) | merged[k].owner) ^ kWindowBias;
-                cold[k] = uint32_t(rest << hot_bits >> 32);
-            }
+            for (size_t k = 0; k < merged.size(); ++k)
+                encode(merged[k].value, merged[k].owner, base.prefix_bits_, base.owner_mask_, 32 - base.owner_bits_,
+                       chunk[k], cold[k]);
             uint32_t at = 0;
             for (size_t g = g0; g < g1; ++g) {
                 out.hot_of_group_[g] = chunk + at;

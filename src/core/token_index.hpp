@@ -69,7 +69,7 @@ public:
     unsigned prefix_bits() const noexcept { return prefix_bits_; }
 
     // Position of the first token >= h in the total order (its offset may
-    // be its group's size: the end of the group, see successor()), and the
+    // be its group's size: the end of the group, see Walker), and the
     // record there, whose low O bits are the owner's slot: a lookup takes
     // the owner from the record the window compare just read (past a
     // group's last token, a pad record holding the next token's owner).
@@ -99,19 +99,13 @@ public:
             return locate_exactly(b, h);
         return {pos(uint32_t(group), lo + uint32_t(c2 / 2)), record};
     }
-    // Position of the first token >= h, wrapping to the first token.
-    // Requires T > 0.
-    Pos successor(uint64_t h) const noexcept { return settle(locate(h).pos); }
     // Slot of the owner of the first token >= h, wrapping.
     uint32_t slot_at_hash(uint64_t h) const noexcept { return locate(h).record & owner_mask_; }
     // Slot of the owner of the token at p.
     uint32_t slot_at(Pos p) const noexcept { return hot_of_group_[group_of(p)][offset_of(p)] & owner_mask_; }
-    // The position after p, wrapping from the last token to the first.
-    Pos next(Pos p) const noexcept { return settle(p + 1); }
     // The first token's position (requires T > 0).
     Pos first() const noexcept { return settle(0); }
-    // Rank in [0, T) of the token at p, and the position of rank i (O(log groups)).
-    size_t rank_of(Pos p) const noexcept { return group_start_[group_of(p)] + offset_of(p); }
+    // The position of the token of rank i in [0, T) (O(log groups)).
     Pos at_rank(size_t i) const noexcept;
     uint64_t token_value(Pos p) const noexcept;  // O(log group): rebuilt from bucket and record
 
@@ -159,7 +153,6 @@ public:
     void for_each_token(F &&f) const;
 
     // Chunks: how many, and the groups of chunk c are [c << C, (c + 1) << C).
-    size_t chunk_count() const noexcept { return chunks_.size(); }
     unsigned chunk_shift() const noexcept { return chunk_shift_; }
     // Position of the first token at or after group g (wrapping), and of
     // the last token before it (wrapping). Require T > 0.
@@ -199,6 +192,20 @@ private:
     const uint32_t *cold_of_group(size_t g) const noexcept {
         const uint32_t *base = chunks_[chunk_of(g)];
         return hot_of_group_[g] + header_of(base)->n + kWindow;
+    }
+
+    // Token (v, slot)'s hot record and cold word under P = prefix_bits,
+    // the owner mask and R = hot_bits = 32 - O.
+    static void encode(uint64_t v, uint32_t slot, unsigned prefix_bits, uint32_t owner_mask,
+                       unsigned hot_bits, uint32_t &hot, uint32_t &cold) noexcept {
+        const uint64_t rest = v << prefix_bits;
+        hot = ((uint32_t(rest >> 32) & ~owner_mask) | slot) ^ kWindowBias;
+        cold = uint32_t(rest << hot_bits >> 32);
+    }
+    // Bytes of the per-group and per-bucket arrays (each snapshot has its own).
+    size_t array_bytes() const noexcept {
+        return (hot_of_group_.size() + chunks_.size()) * sizeof(void *) +
+               group_start_.size() * sizeof(uint32_t) + bucket_offset_.size() * sizeof(BucketOffset);
     }
 
     // p, or the next group's first token (wrapping) when p is at its group's end.
@@ -358,9 +365,7 @@ public:
     // The next token; also counts its bucket. Inline: once per token of
     // every build.
     void add(uint64_t v, uint32_t o) noexcept {
-        const uint64_t rest = v << bits_;
-        hot_[k_] = ((uint32_t(rest >> 32) & ~owner_mask_) | o) ^ kWindowBias;
-        cold_[k_] = uint32_t(rest << hot_bits_ >> 32);
+        encode(v, o, bits_, owner_mask_, hot_bits_, hot_[k_], cold_[k_]);
         ++start_[(v >> shift_) + 1];
         ++k_;
     }
