@@ -995,14 +995,18 @@ class CountingBackends:
                         outer.served[self.me] += 1
                     try:
                         time.sleep(outer.delay[self.me])
-                        body = self.me.encode()
-                        self.send_response(200)
-                        self.send_header("Content-Length", str(len(body)))
-                        self.end_headers()
-                        self.wfile.write(body)
                     finally:
+                        # Before the answer leaves: once nginx has the answer it
+                        # may send this backend the next request while this
+                        # thread has not run yet, and a count decremented after
+                        # the write would see one more in flight than nginx does.
                         with outer.lock:
                             outer.in_flight[self.me] -= 1
+                    body = self.me.encode()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
 
                 def log_message(self, *args):
                     pass
