@@ -3,23 +3,32 @@
 #include <limits>
 #include <new>
 
-#include "huge_pages.hpp"
+#include "chunk_pool.hpp"
 
 namespace chring {
 
-uint32_t *TokenIndex::new_chunk(uint32_t n) {
-    void *raw = ::operator new(chunk_bytes(n));
+uint32_t *TokenIndex::new_chunk(uint32_t n, bool pooled) {
+    void *raw = pooled ? chunk_pool::allocate(chunk_bytes(n)) : ::operator new(chunk_bytes(n));
     ChunkHeader *h = new (raw) ChunkHeader;
     h->refs.store(1, std::memory_order_relaxed);
     h->n = n;
+    h->pooled = pooled;
     return reinterpret_cast<uint32_t *>(h + 1);
 }
 
 void TokenIndex::release(const uint32_t *base) noexcept {
     ChunkHeader *h = header_of(base);
     if (h->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    const bool pooled = h->pooled;
+    const size_t bytes = chunk_bytes(h->n);
     h->~ChunkHeader();
-    ::operator delete(static_cast<void *>(h));
+    if (pooled) chunk_pool::release(h, bytes);
+    else ::operator delete(static_cast<void *>(h));
+}
+
+size_t TokenIndex::chunk_footprint(const uint32_t *base) noexcept {
+    const ChunkHeader *h = header_of(base);
+    return h->pooled ? chunk_pool::block_bytes(chunk_bytes(h->n)) : chunk_bytes(h->n);
 }
 
 TokenIndex::TokenIndex(const TokenIndex &o)
@@ -94,14 +103,14 @@ uint32_t TokenIndex::exact_position(uint64_t b, uint64_t rest) const noexcept {
 
 size_t TokenIndex::index_bytes() const noexcept {
     size_t bytes = array_bytes();
-    for (const uint32_t *c : chunks_) bytes += chunk_bytes(header_of(c)->n);
+    for (const uint32_t *c : chunks_) bytes += chunk_footprint(c);
     return bytes;
 }
 
 size_t TokenIndex::bytes_not_in(const TokenIndex &other) const noexcept {
     size_t bytes = array_bytes();
     for (size_t c = 0; c < chunks_.size(); ++c)
-        if (c >= other.chunks_.size() || other.chunks_[c] != chunks_[c]) bytes += chunk_bytes(header_of(chunks_[c])->n);
+        if (c >= other.chunks_.size() || other.chunks_[c] != chunks_[c]) bytes += chunk_footprint(chunks_[c]);
     return bytes;
 }
 
@@ -186,7 +195,7 @@ void TokenIndex::Writer::finish() {
         for (size_t c = 0; c < chunks; ++c) {
             const uint32_t first = s.group_start_[c << s.chunk_shift_];
             const uint32_t n = s.group_start_[(c + 1) << s.chunk_shift_] - first;
-            uint32_t *base = new_chunk(n);
+            uint32_t *base = new_chunk(n, s.pools_chunks());
             s.chunks_.push_back(base);
             std::copy(hot_ + first, hot_ + first + n, base);
             std::copy(cold_ + first, cold_ + first + n, base + n + kWindow);
@@ -304,7 +313,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
             }
 
             // The chunk itself.
-            uint32_t *chunk = new_chunk(uint32_t(merged.size()));
+            uint32_t *chunk = new_chunk(uint32_t(merged.size()), out.pools_chunks());
             release(out.chunks_[c]);
             out.chunks_[c] = chunk;
             uint32_t *cold = chunk + merged.size() + kWindow;
@@ -371,7 +380,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                 const uint32_t *old = out.chunks_[q];
                 const uint32_t n = header_of(old)->n;
                 if (old[n] != out.pad_record(out.slot_after_chunk(q))) {
-                    uint32_t *copy = new_chunk(n);
+                    uint32_t *copy = new_chunk(n, out.pools_chunks());
                     std::copy(old, old + 2 * size_t(n) + kWindow, copy);
                     for (size_t g = q << C; g < (q + 1) << C; ++g) out.hot_of_group_[g] = copy + (out.hot_of_group_[g] - old);
                     out.chunks_[q] = copy;

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "huge_pages.hpp"
 #include "membership.hpp"
 #include "window.hpp"
 
@@ -173,13 +174,18 @@ private:
     // kWindow pads), then their cold records.
     struct ChunkHeader {
         std::atomic<uint32_t> refs;
-        uint32_t n;
+        uint32_t n : 31;      // tokens (at most 255 a group)
+        uint32_t pooled : 1;  // from chunk_pool
     };
     static ChunkHeader *header_of(const uint32_t *base) noexcept {
         return const_cast<ChunkHeader *>(reinterpret_cast<const ChunkHeader *>(base) - 1);
     }
-    // A chunk for n tokens with one reference, records unset; throws bad_alloc.
-    static uint32_t *new_chunk(uint32_t n);
+    // A chunk for n tokens with one reference, records unset, from the
+    // huge-page pool when `pooled`; throws bad_alloc.
+    static uint32_t *new_chunk(uint32_t n, bool pooled);
+    // Whether this index's new chunks come from the pool: chunks of several
+    // groups, past 2M tokens, where the ring is big enough to miss the TLB.
+    bool pools_chunks() const noexcept { return chunk_shift_ > 0; }
     static void retain(const uint32_t *base) noexcept {
         header_of(base)->refs.fetch_add(1, std::memory_order_relaxed);
     }
@@ -187,6 +193,8 @@ private:
     static size_t chunk_bytes(uint32_t n) noexcept {
         return sizeof(ChunkHeader) + (2 * size_t(n) + kWindow) * sizeof(uint32_t);
     }
+    // What a chunk takes from its allocator (a pool block is rounded up).
+    static size_t chunk_footprint(const uint32_t *base) noexcept;
     size_t chunk_of(size_t g) const noexcept { return g >> chunk_shift_; }
     // Group g's cold records.
     const uint32_t *cold_of_group(size_t g) const noexcept {
@@ -268,11 +276,11 @@ private:
     // Per group: its hot records in its chunk (sorted by (value, owner's
     // node order)), and its first token's rank (groups + 1 entries; the
     // last is T). Per chunk: its records (the chunk's reference).
-    std::vector<const uint32_t *> hot_of_group_;
-    std::vector<uint32_t> group_start_;
-    std::vector<const uint32_t *> chunks_;
+    HugeVector<const uint32_t *> hot_of_group_;
+    HugeVector<uint32_t> group_start_;
+    HugeVector<const uint32_t *> chunks_;
     unsigned chunk_shift_ = 0;  // C: 2^C groups a chunk
-    std::vector<BucketOffset> bucket_offset_;  // 2^P + 2^P / group + 1 entries
+    HugeVector<BucketOffset> bucket_offset_;  // 2^P + 2^P / group + 1 entries
     unsigned group_shift_ = 0;         // <= P - 1, so that the next one is < 64
     unsigned group_of_hash_shift_ = 63;  // 64 - P + group_shift_
     unsigned prefix_bits_ = 1;   // P
