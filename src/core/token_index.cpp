@@ -7,20 +7,26 @@
 
 namespace chring {
 
-uint32_t *TokenIndex::new_chunk(uint32_t n, bool pooled) {
-    void *raw = pooled ? chunk_pool::allocate(chunk_bytes(n)) : ::operator new(chunk_bytes(n));
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the cold records' packing reads 8 bytes little-endian");
+
+uint32_t *TokenIndex::new_chunk(uint32_t n, unsigned cold_shift, bool pooled) {
+    const size_t bytes = chunk_bytes(n, cold_shift);
+    void *raw = pooled ? chunk_pool::allocate(bytes) : ::operator new(bytes);
     ChunkHeader *h = new (raw) ChunkHeader;
     h->refs.store(1, std::memory_order_relaxed);
     h->n = n;
+    h->cold_shift = cold_shift;
     h->pooled = pooled;
-    return reinterpret_cast<uint32_t *>(h + 1);
+    uint32_t *base = reinterpret_cast<uint32_t *>(h + 1);
+    std::memset(base + n + kWindow, 0, cold_bytes(n, cold_shift));
+    return base;
 }
 
 void TokenIndex::release(const uint32_t *base) noexcept {
     ChunkHeader *h = header_of(base);
     if (h->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     const bool pooled = h->pooled;
-    const size_t bytes = chunk_bytes(h->n);
+    const size_t bytes = chunk_bytes(h->n, h->cold_shift);
     h->~ChunkHeader();
     if (pooled) chunk_pool::release(h, bytes);
     else ::operator delete(static_cast<void *>(h));
@@ -28,7 +34,8 @@ void TokenIndex::release(const uint32_t *base) noexcept {
 
 size_t TokenIndex::chunk_footprint(const uint32_t *base) noexcept {
     const ChunkHeader *h = header_of(base);
-    return h->pooled ? chunk_pool::block_bytes(chunk_bytes(h->n)) : chunk_bytes(h->n);
+    const size_t bytes = chunk_bytes(h->n, h->cold_shift);
+    return h->pooled ? chunk_pool::block_bytes(bytes) : bytes;
 }
 
 TokenIndex::TokenIndex(const TokenIndex &o)
@@ -138,11 +145,9 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots) : index_(i
     bits_ = bits;
     shift_ = 64 - bits;
     owner_mask_ = s.owner_mask_;
-    // Huge pages where the kernel offers them: at 16M tokens these buffers
-    // are 200 MB, and 4 KiB page faults cost more than filling them.
-    reserve_huge(start_vec_, (size_t(1) << bits) + 1);
-    reserve_huge(hot_vec_, T);
-    reserve_huge(cold_vec_, T);
+    // On huge pages (HugeVector) where the kernel offers them: at 16M
+    // tokens these buffers are 200 MB, and 4 KiB page faults cost more
+    // than filling them.
     start_vec_.assign((size_t(1) << bits) + 1, 0);
     hot_vec_.resize(T);
     cold_vec_.resize(T);
@@ -161,7 +166,7 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots) : index_(i
 void TokenIndex::Writer::finish() {
     TokenIndex &s = index_;
     const size_t buckets = size_t(1) << s.prefix_bits_;
-    std::vector<uint32_t> &start = start_vec_;
+    HugeVector<uint32_t> &start = start_vec_;
     for (size_t b = 1; b <= buckets; ++b) start[b] += start[b - 1];
     unsigned g = std::min(kMaxGroupShift, s.prefix_bits_ - 1);
     for (; g > 0; --g) {  // a group's end must fit too, or its last bucket's size would be cut
@@ -189,16 +194,18 @@ void TokenIndex::Writer::finish() {
     while (t_bits < 63 && (size_t(1) << (t_bits + 1)) <= T_) ++t_bits;
     s.chunk_shift_ = std::min(group_bits, t_bits > 20 ? std::min(t_bits - 20, 4u) : 0u);
     const size_t chunks = groups >> s.chunk_shift_;
+    const unsigned cold_shift = s.prefix_bits_ - s.owner_bits_;
     s.hot_of_group_.resize(groups);
     s.chunks_.reserve(chunks);
     try {
         for (size_t c = 0; c < chunks; ++c) {
             const uint32_t first = s.group_start_[c << s.chunk_shift_];
             const uint32_t n = s.group_start_[(c + 1) << s.chunk_shift_] - first;
-            uint32_t *base = new_chunk(n, s.pools_chunks());
+            uint32_t *base = new_chunk(n, cold_shift, s.pools_chunks());
             s.chunks_.push_back(base);
             std::copy(hot_ + first, hot_ + first + n, base);
-            std::copy(cold_ + first, cold_ + first + n, base + n + kWindow);
+            unsigned char *cold = const_cast<unsigned char *>(cold_of_chunk(base));
+            for (uint32_t k = 0; k < n; ++k) put_cold_word(cold, k, cold_shift, cold_[first + k]);
             for (size_t G = c << s.chunk_shift_; G < (c + 1) << s.chunk_shift_; ++G)
                 s.hot_of_group_[G] = base + (s.group_start_[G] - first);
         }
@@ -313,13 +320,17 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
             }
 
             // The chunk itself.
-            uint32_t *chunk = new_chunk(uint32_t(merged.size()), out.pools_chunks());
+            const unsigned cold_shift = base.prefix_bits_ - base.owner_bits_;
+            uint32_t *chunk = new_chunk(uint32_t(merged.size()), cold_shift, out.pools_chunks());
             release(out.chunks_[c]);
             out.chunks_[c] = chunk;
-            uint32_t *cold = chunk + merged.size() + kWindow;
-            for (size_t k = 0; k < merged.size(); ++k)
+            unsigned char *cold = const_cast<unsigned char *>(cold_of_chunk(chunk));
+            for (size_t k = 0; k < merged.size(); ++k) {
+                uint32_t word;
                 encode(merged[k].value, merged[k].owner, base.prefix_bits_, base.owner_mask_, 32 - base.owner_bits_,
-                       chunk[k], cold[k]);
+                       chunk[k], word);
+                put_cold_word(cold, k, cold_shift, word);
+            }
             uint32_t at = 0;
             for (size_t g = g0; g < g1; ++g) {
                 out.hot_of_group_[g] = chunk + at;
@@ -380,8 +391,9 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                 const uint32_t *old = out.chunks_[q];
                 const uint32_t n = header_of(old)->n;
                 if (old[n] != out.pad_record(out.slot_after_chunk(q))) {
-                    uint32_t *copy = new_chunk(n, out.pools_chunks());
-                    std::copy(old, old + 2 * size_t(n) + kWindow, copy);
+                    const unsigned cold_shift = header_of(old)->cold_shift;
+                    uint32_t *copy = new_chunk(n, cold_shift, out.pools_chunks());
+                    std::memcpy(copy, old, chunk_bytes(n, cold_shift) - sizeof(ChunkHeader));
                     for (size_t g = q << C; g < (q + 1) << C; ++g) out.hot_of_group_[g] = copy + (out.hot_of_group_[g] - old);
                     out.chunks_[q] = copy;
                     release(old);
