@@ -132,8 +132,8 @@ public:
     class Walker {
     public:
         // From p, which may be its group's end (as locate() returns it).
-        Walker(const TokenIndex &index, Pos p) noexcept : index_(index) { enter(p); }
-        uint32_t slot() const noexcept { return *rec_ & index_.owner_mask_; }
+        Walker(const TokenIndex &index, Pos p) noexcept : index_(index), mask_(index.owner_mask_) { enter(p); }
+        uint32_t slot() const noexcept { return *rec_ & mask_; }
         void next() noexcept {
             if (++rec_ == end_) enter(index_.settle(pos(group_ + 1, 0)));
         }
@@ -149,6 +149,7 @@ public:
         const TokenIndex &index_;
         const uint32_t *rec_, *end_;
         uint32_t group_;
+        const uint32_t mask_;  // a copy: the caller's stores could alias index_'s
     };
 
     // Calls f(value, slot) for every token in order.
