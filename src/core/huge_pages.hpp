@@ -36,27 +36,28 @@ inline void advise_huge_pages(void *p, size_t bytes) noexcept {
 }
 
 // For the arrays an index or a snapshot keeps (and copies at each update):
-// one of a megabyte or more is whole 2 MiB pages, aligned and advised, so
-// reading it at random does not miss the TLB on every access and copying
-// it faults a few pages instead of thousands. Smaller ones are ordinary.
+// one of 2 MiB or more starts on a 2 MiB boundary and has its whole huge
+// pages advised, so reading it at random does not miss the TLB on every
+// access and copying it faults a few pages instead of thousands. The
+// allocation is not rounded up: the tail past its last whole huge page
+// stays small pages, so a snapshot kept alive costs no more than its bytes.
+// Smaller arrays are ordinary.
 template <class T>
 struct HugePageAllocator {
     using value_type = T;
-    static constexpr size_t kThreshold = size_t(1) << 20;
     HugePageAllocator() noexcept = default;
     template <class U>
     HugePageAllocator(const HugePageAllocator<U> &) noexcept {}
     T *allocate(size_t n) {
-        if (n > (size_t(-1) - kHugePage) / sizeof(T)) throw std::bad_alloc();
+        if (n > size_t(-1) / sizeof(T)) throw std::bad_alloc();
         const size_t bytes = n * sizeof(T);
-        if (bytes < kThreshold) return static_cast<T *>(::operator new(bytes));
-        const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
-        void *p = ::operator new(rounded, std::align_val_t(kHugePage));
-        advise_huge_pages(p, rounded);
+        if (bytes < kHugePage) return static_cast<T *>(::operator new(bytes));
+        void *p = ::operator new(bytes, std::align_val_t(kHugePage));
+        advise_huge_pages(p, bytes);
         return static_cast<T *>(p);
     }
     void deallocate(T *p, size_t n) noexcept {
-        if (n * sizeof(T) < kThreshold) ::operator delete(static_cast<void *>(p));
+        if (n * sizeof(T) < kHugePage) ::operator delete(static_cast<void *>(p));
         else ::operator delete(static_cast<void *>(p), std::align_val_t(kHugePage));
     }
     template <class U>

@@ -64,7 +64,7 @@ inline void sort_tokens(std::vector<Token> &tokens) {
     // K bits in all: about one token per final range.
     unsigned K = 1;
     while (K < 24 && (size_t(1) << (K + 1)) <= n) ++K;
-    // Uninitialized (every slot is written), on huge pages from 1 MB: a
+    // Uninitialized (every slot is written), on huge pages from 2 MiB: a
     // build's scratch is new memory each time the heap was trimmed.
     struct Scratch {
         Token *p;
