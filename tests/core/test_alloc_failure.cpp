@@ -4,7 +4,8 @@
 // allocation failed must either
 //   - return CHR_ENOMEM with a fresh chr_last_error() message naming the
 //     function, give back every block it took, and leave the ring exactly
-//     as it was (fingerprint, counts, members, owners of sample keys); or
+//     as it was (fingerprint, counts, members, every token, owners of
+//     sample keys and of hashes at and just past each token); or
 //   - succeed with exactly the result a run without failures gives (a
 //     failure the core absorbed on purpose).
 // Each call is run twice over: only the k-th allocation failing, and the

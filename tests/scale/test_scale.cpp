@@ -329,8 +329,8 @@ struct Config {
 };
 Config config;
 
-// A change of membership: each member's weight before and after (0 = absent
-// for an added or removed member; `absent_after` tells a removal).
+// A change of one member: its weight before and after (0 before an add
+// and after a removal), and whether it joins or leaves.
 struct MemberChange {
     uint32_t number, from, to;
     bool added, removed;
