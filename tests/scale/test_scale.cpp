@@ -729,9 +729,11 @@ void test_chain(void **) {
         std::printf("heap: one ring %zu bytes, each update %lld on average; %lld bytes over the baseline after "
                     "release\n", one_ring, average, (long long)after_all - (long long)baseline);
         assert_true(average * 2 < (long long)one_ring);
-        // Back to the baseline but for allocator caches (tcache: at most
-        // 64 size classes x 7 blocks of <= 1 KiB).
-        assert_true(after_all <= baseline + (size_t(1) << 20));
+        // Back to the baseline but for the allocator's caches (tcache: at
+        // most 64 size classes x 7 blocks of <= 1 KiB) and the library's
+        // per-thread buffers: about 200 KB here. Leaking one chunk in a
+        // thousand of the chain's leaves 1.4 MB.
+        assert_true(after_all <= baseline + (size_t(512) << 10));
     } else {
         std::printf("heap not measured (no mallinfo2, or a sanitizer's allocator); LeakSanitizer checks leaks\n");
     }
