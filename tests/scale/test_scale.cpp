@@ -598,7 +598,7 @@ void check_same_nodes(const chr_snapshot *a, const chr_snapshot *b) {
 // tokens its update changed (and just past them and their predecessors) and at
 // random hashes, and its predecessor still answers there as before the
 // update: an update that wrote into a chunk it shares would change the
-// predecessor's answers. Every 50th snapshot and the last are also
+// predecessor's answers. Every 100th snapshot and the last are also
 // checked in full against the reference and against a fresh ring of the
 // same membership (nodes, ownerships, fingerprint). At the end every
 // snapshot is checked again, all are released with the ring, and the heap
