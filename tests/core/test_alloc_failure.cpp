@@ -4,7 +4,8 @@
 // allocation failed must either
 //   - return CHR_ENOMEM with a fresh chr_last_error() message naming the
 //     function, give back every block it took, and leave the ring exactly
-//     as it was (fingerprint, counts, members, owners of sample keys); or
+//     as it was (fingerprint, counts, members, every token, owners of
+//     sample keys and of hashes at and just past each token); or
 //   - succeed with exactly the result a run without failures gives (a
 //     failure the core absorbed on purpose).
 // Each call is run twice over: only the k-th allocation failing, and the
@@ -16,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <chring_plugin.h>
 
 #include "alloc_countdown.hpp"
 #include "chr_assert.h"
@@ -52,16 +55,57 @@ chr_ring *fixture_ring() {
     return ring;
 }
 
+// The update-path fixture's hasher. An 8-byte key hashes to its own
+// little-endian value, so a lookup can land exactly on a token (and on the
+// pad records after a group's last one). The tokens of "pad-owner" and
+// "pad-newcomer" sit at fixed places (placed_token), the others' are mixed
+// FNV-1a.
+bool placed_token(const unsigned char *p, size_t len, uint64_t *value) {
+    static const std::string owner = "pad-owner#", newcomer = "pad-newcomer#";
+    const std::string in(reinterpret_cast<const char *>(p), len);
+    const bool is_owner = in.compare(0, owner.size(), owner) == 0;
+    if (!is_owner && in.compare(0, newcomer.size(), newcomer) != 0) return false;
+    const uint64_t i = std::stoull(in.substr(is_owner ? owner.size() : newcomer.size()));
+    // Runs of 16 tokens just past a multiple of 2^61, which starts a group
+    // of the index at every prefix size this fixture uses (2^9-2^11 buckets,
+    // 64 a group): each run holds the first tokens of its group.
+    static const uint64_t owner_runs[] = {uint64_t(1) << 62, uint64_t(1) << 63, uint64_t(1) << 61, 0};
+    const uint64_t run = is_owner ? owner_runs[(i / 16) % 4] : uint64_t(3) << 62;
+    *value = run + 1 + i % 16;
+    return true;
+}
+
+uint64_t identity_hash(const void *data, size_t len, uint64_t seed) {
+    const unsigned char *p = static_cast<const unsigned char *>(data);
+    uint64_t h = 0;
+    if (len == 8) {
+        for (int i = 7; i >= 0; --i) h = h << 8 | p[i];
+        return h;
+    }
+    if (placed_token(p, len, &h)) return h;
+    h = 0xCBF29CE484222325ull ^ seed;
+    for (size_t i = 0; i < len; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    return h ^ (h >> 31);
+}
+const chr_hasher identity_hasher = {CHR_PLUGIN_ABI_VERSION, sizeof(chr_hasher), "alloc-identity",
+                                    "8-byte keys hash to themselves", identity_hash, 0, nullptr, 0};
+
 // Everything a caller can observe of a ring.
 struct RingState {
     uint64_t fingerprint = 0;
     size_t nodes = 0, tokens = 0;
     std::vector<chr_node_ref> members;  // zero-filled, so whole structs compare
     std::vector<uint64_t> owners;       // tag of each sample key's owner
+    // Every token (value, owner), and the owner of the 8-byte keys of each
+    // value and value + 1 (under "alloc-identity", exactly there).
+    std::vector<uint64_t> token_values, token_owners, at_tokens;
 
     bool operator==(const RingState &o) const {
         return fingerprint == o.fingerprint && nodes == o.nodes && tokens == o.tokens &&
-               owners == o.owners && members.size() == o.members.size() &&
+               owners == o.owners && token_values == o.token_values && token_owners == o.token_owners &&
+               at_tokens == o.at_tokens && members.size() == o.members.size() &&
                std::memcmp(members.data(), o.members.data(), members.size() * sizeof members[0]) == 0;
     }
 };
@@ -80,7 +124,53 @@ RingState capture(const chr_ring *ring) {
         assert_chr_ok(chr_ring_lookup(ring, key.data(), key.size(), &owner));
         s.owners.push_back(owner.tag);
     }
+    chr_snapshot *snap = nullptr;
+    assert_chr_ok(chr_ring_snapshot(ring, &snap));
+    for (size_t k = 0; k < s.tokens; ++k) {
+        uint64_t v = 0;
+        uint32_t node = 0;
+        assert_chr_ok(chr_snapshot_token(snap, k, &v, &node));
+        s.token_values.push_back(v);
+        s.token_owners.push_back(node);
+        for (uint64_t h : {v, v + 1}) {
+            unsigned char key[8];
+            for (int i = 0; i < 8; ++i) key[i] = static_cast<unsigned char>(h >> (8 * i));
+            chr_node_view owner;
+            assert_chr_ok(chr_snapshot_lookup(snap, key, 8, &owner));
+            s.at_tokens.push_back(owner.tag);
+        }
+    }
+    chr_snapshot_release(snap);
     return s;
+}
+
+// The update-path fixture: 40 members of weight 1..3 and "pad-owner" of
+// weight 4 (16 tokens a unit: about 1,350 tokens, 8 groups of the token
+// index, one chunk each), built in one batch. Its changes below keep the
+// token count within the index's 1-3.5 tokens a bucket, so they take the
+// incremental update (TokenIndex::Updater), not the full build. Each run
+// of pad-owner's tokens begins a chunk; removing it changes that chunk's
+// first owner, so the unchanged chunk before it (the last chunk, for the
+// run at 0) is copied to get new pads: the one allocation of the update
+// that only such a change reaches.
+chr_ring *update_fixture_ring() {
+    static bool registered = false;  // first from an Update's constructor, not armed
+    if (!registered) assert_chr_ok(chr_hasher_register(&identity_hasher));
+    registered = true;
+    chr_options opts = fixture_options();
+    opts.hasher = "alloc-identity";
+    chr_ring *ring = nullptr;
+    assert_chr_ok(chr_ring_new(&opts, &ring));
+    std::vector<std::string> ids;
+    std::vector<chr_change> adds;
+    ids.reserve(kMembers + 1);
+    for (unsigned n = 0; n <= kMembers; ++n) {
+        ids.push_back(n == kMembers ? std::string("pad-owner") : member_id(n));
+        adds.push_back({CHR_OP_ADD, n == kMembers ? 4u : 1 + n % 3, ids.back().data(), ids.back().size(),
+                        nullptr, 0, n});
+    }
+    assert_chr_ok(chr_ring_apply(ring, adds.data(), adds.size(), nullptr));
+    return ring;
 }
 
 // ---- one call under test ------------------------------------------------------
@@ -103,18 +193,19 @@ struct Scenario {
 template <class Change>
 struct Update : Scenario {
     Change change;
+    chr_ring *(*make)();
     RingState expected;
     chr_ring *ring = nullptr;
     RingState before;
 
-    Update(const char *w, Change c) : Scenario(w), change(c) {
-        chr_ring *reference = fixture_ring();
+    Update(const char *w, Change c, chr_ring *(*m)()) : Scenario(w), change(c), make(m) {
+        chr_ring *reference = make();
         assert_chr_ok(change(reference));
         expected = capture(reference);
         chr_ring_free(reference);
     }
     void prepare() override {
-        ring = fixture_ring();
+        ring = make();
         before = capture(ring);
         assert_false(before == expected);  // the change is visible
     }
@@ -127,8 +218,8 @@ struct Update : Scenario {
     }
 };
 template <class Change>
-Update<Change> update(const char *who, Change c) {
-    return Update<Change>(who, c);
+Update<Change> update(const char *who, Change c, chr_ring *(*make)() = fixture_ring) {
+    return Update<Change>(who, c, make);
 }
 
 // A read of the shared fixture ring; `read(ring, &result)` fills a
@@ -395,6 +486,54 @@ void test_apply_batch(void **) {
     countdown_both_modes(s);
 }
 
+// ---- the incremental update (TokenIndex::Updater) -------------------------------
+
+void test_update_path_add(void **) {
+    auto s = update("chr_ring_add", [](chr_ring *r) {
+        return chr_ring_add(r, "pad-newcomer", 12, 1, nullptr, 0, 99);  // a run at 3 x 2^62
+    }, update_fixture_ring);
+    countdown_both_modes(s);
+}
+
+void test_update_path_remove(void **) {
+    auto s = update("chr_ring_remove", [](chr_ring *r) {
+        return chr_ring_remove(r, "pad-owner", 9);  // four runs, one wrapping to the last chunk
+    }, update_fixture_ring);
+    countdown_both_modes(s);
+}
+
+void test_update_path_set_weight(void **) {
+    auto s = update("chr_ring_set_weight", [](chr_ring *r) {
+        return chr_ring_set_weight(r, "pad-owner", 9, 1);  // its runs at 2^63, 2^61 and 0 go
+    }, update_fixture_ring);
+    countdown_both_modes(s);
+}
+
+void test_update_path_raise_weight(void **) {
+    auto s = update("chr_ring_set_weight", [](chr_ring *r) {
+        std::string id = member_id(4);  // weight 2 -> 4: tokens added, none removed
+        return chr_ring_set_weight(r, id.data(), id.size(), 4);
+    }, update_fixture_ring);
+    countdown_both_modes(s);
+}
+
+void test_update_path_apply_batch(void **) {
+    auto s = update("chr_ring_apply", [](chr_ring *r) {
+        std::string gone = member_id(9), heavier = member_id(10), drained = member_id(12);
+        const chr_change changes[] = {
+            {CHR_OP_ADD, 1, "pad-newcomer", 12, "east", 4, 100},
+            {CHR_OP_REMOVE, 0, gone.data(), gone.size(), nullptr, 0, 0},
+            {CHR_OP_SET_WEIGHT, 3, heavier.data(), heavier.size(), nullptr, 0, 0},  // 2 -> 3
+            {CHR_OP_SET_WEIGHT, 0, drained.data(), drained.size(), nullptr, 0, 0},
+            {CHR_OP_SET_WEIGHT, 2, "pad-owner", 9, nullptr, 0, 0},
+        };
+        size_t failed_index = 0;
+        chr_status st = chr_ring_apply(r, changes, 5, &failed_index);
+        return st == CHR_ENOMEM && failed_index != 5 ? CHR_EINTERNAL : st;
+    }, update_fixture_ring);
+    countdown_both_modes(s);
+}
+
 // The replicas of one key, as node tags in order.
 struct Replicas {
     size_t count = 0;
@@ -572,6 +711,11 @@ int main(void) {
         cmocka_unit_test(test_remove),
         cmocka_unit_test(test_set_weight),
         cmocka_unit_test(test_apply_batch),
+        cmocka_unit_test(test_update_path_add),
+        cmocka_unit_test(test_update_path_remove),
+        cmocka_unit_test(test_update_path_set_weight),
+        cmocka_unit_test(test_update_path_raise_weight),
+        cmocka_unit_test(test_update_path_apply_batch),
         cmocka_unit_test(test_replicas_many),
         cmocka_unit_test(test_replicas_in_a_huge_ring),
         cmocka_unit_test(test_lookup_first_read_on_a_thread),
