@@ -31,6 +31,7 @@ public:
     void build(const std::vector<Node> &nodes, const std::vector<uint32_t> &node_slot, size_t slots);
 
     const chr_node_view &view(size_t i) const noexcept { return views_[i].view; }
+    size_t bytes() const noexcept { return (views_.capacity() + ref_lines_.capacity()) * 64; }
     const RefFields &ref_fields(size_t i) const noexcept { return ref_lines_[i].ref; }
 
 private:

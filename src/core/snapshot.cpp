@@ -63,6 +63,18 @@ void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
     for (size_t i = first_pending; i < n; ++i) owners[i] = owner_at_hash(hashes[i % kRing]);
 }
 
+size_t Snapshot::member_bytes() const noexcept {
+    size_t bytes = nodes_.capacity() * sizeof(Node) + cache_.bytes() +
+                   (slot_node_.capacity() + node_slot_.capacity() + zone_of_slot_.capacity()) * sizeof(uint32_t) +
+                   weight_before_.capacity() * sizeof(uint64_t);
+    const std::string empty;
+    for (const Node &n : nodes_) {  // heap beyond each string's own buffer
+        if (n.id.capacity() > empty.capacity()) bytes += n.id.capacity() + 1;
+        if (n.zone.capacity() > empty.capacity()) bytes += n.zone.capacity() + 1;
+    }
+    return bytes;
+}
+
 uint64_t *Snapshot::thread_bitmap(size_t bit_count) {
     static thread_local std::vector<uint64_t> bits;  // grows once per thread, then reused
     if (bits.size() < (bit_count + 63) / 64) bits.resize((bit_count + 63) / 64);

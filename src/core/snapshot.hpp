@@ -182,6 +182,10 @@ public:
     // Bytes of token array plus index (for the memory-per-token report),
     // and those not shared with `other`.
     size_t index_bytes() const noexcept { return index_.index_bytes(); }
+    // Bytes of the per-member tables every snapshot has its own copy of:
+    // the node table (ids and zones past the short-string buffer included),
+    // the lookups' node records, the slot maps.
+    size_t member_bytes() const noexcept;
     size_t index_bytes_not_in(const Snapshot &other) const noexcept { return index_.bytes_not_in(other.index_); }
 
     // Snapshots alive in this process (white-box tests check reclamation).

@@ -116,6 +116,10 @@ void one_size(size_t nodes) {
     const double T = double(core(before).token_count());
     const double one = double(core(before).index_bytes()) / T;
     const double two = double(core(before).index_bytes() + core(after).index_bytes_not_in(core(before))) / T;
+    // With the member tables each snapshot has its own (node table, node
+    // records, slot maps): one snapshot, and the two.
+    const double one_all = one + double(core(before).member_bytes()) / T;
+    const double two_all = two + double(core(before).member_bytes() + core(after).member_bytes()) / T;
     chr_snapshot_release(after);
     bench::check(chr_ring_remove(ring, extra.data(), extra.size()), "remove");
 
@@ -172,10 +176,10 @@ void one_size(size_t nodes) {
     chr_snapshot_release(before);
     chr_ring_free(ring);
 
-    std::printf("| %zu | %.0f | %.0f / %.0f | %.3f | %.3f | %.1f | %.2fx | %.2fx | %.1f | %.2f | %.2f | %.1f%% |\n",
+    std::printf("| %zu | %.0f | %.0f / %.0f | %.3f | %.3f | %.1f | %.2fx | %.2fx | %.1f | %.2f | %.2f | %.2f / %.2f | %.1f%% |\n",
                 nodes, T, first_build * 1e3, warm_build * 1e3, adds[adds.size() / 2] * 1e3,
                 removes[removes.size() / 2] * 1e3, lookup, lower_bound / lookup,
-                lower_bound / batch_lookup, lookup / chase, one, two, 100.0 * busy / quiet);
+                lower_bound / batch_lookup, lookup / chase, one, two, one_all, two_all, 100.0 * busy / quiet);
     std::fflush(stdout);
 }
 
@@ -185,8 +189,8 @@ int main(int argc, char **argv) {
     const size_t max_nodes = argc > 1 ? size_t(std::strtoull(argv[1], nullptr, 10)) : 100000;
     std::printf("| nodes | tokens | build ms (first / warm) | add one ms | remove one ms | lookup ns | "
                 "lower_bound / lookup | lower_bound / batch | lookup / chase | bytes/token | "
-                "two snapshots bytes/token | readers with writer |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                "two snapshots bytes/token | with member tables, one / two | readers with writer |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t nodes : {size_t(1000), size_t(10000), size_t(100000)})
         if (nodes <= max_nodes) one_size(nodes);
     return 0;
