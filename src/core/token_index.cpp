@@ -236,85 +236,144 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
 
     const unsigned gs = base.group_shift_, C = base.chunk_shift_;
     const size_t groups_per_chunk = size_t(1) << C, buckets_per_group = size_t(1) << gs;
-    // A group's new size, or UINT32_MAX for a clean group (its base size).
     std::vector<uint32_t> new_size(base.groups(), UINT32_MAX);
-    std::vector<Token> merged;
     std::vector<Pos> followers;
     arc_delta.assign(change.rank.size(), 0);
-    std::vector<uint32_t> bucket_count(groups_per_chunk * buckets_per_group + 1);
-    const Token *f = change.fresh.data(), *f_end = f + change.fresh.size();
-    auto before = [&](const Token &a, uint64_t value, uint32_t slot) {
-        return a.value < value || (a.value == value && change.rank[a.owner] < change.rank[slot]);
+    // A rewritten chunk is the base's records copied in runs between its
+    // change points (each fresh token's insertion point, each dropped
+    // record), as they are encoded: no token is decoded but those next to
+    // a change, whose arcs it alters.
+    const uint32_t mask = base.owner_mask_;
+    const unsigned P = base.prefix_bits_, hot_bits = 32 - base.owner_bits_;
+    std::vector<uint64_t> gone(change.dropped_values);
+    std::sort(gone.begin(), gone.end());
+    struct Insert {
+        uint32_t group, at;  // before base record `at` of the group
     };
+    std::vector<Insert> inserts;
+    std::vector<Pos> drops;  // base records that go, in order
+    const Token *f = change.fresh.data(), *f_end = f + change.fresh.size();
+    const uint64_t *d = gone.data(), *d_end = d + gone.size();
     int64_t tokens = int64_t(base.tokens_);
     try {
         for (uint32_t c : dirty) {
             const size_t g0 = size_t(c) << C, g1 = g0 + groups_per_chunk;
-            // The chunk's tokens: the base's kept ones merged with the fresh
-            // ones. Each base token's arc leaves its owner (a kept one's
-            // comes back below) and each new token's arc goes to its owner;
-            // the first new token's predecessor is known only at the end.
-            // (Fields written one by one: a Token built on the stack and
-            // copied whole stalls on store forwarding.)
-            const Token *f_chunk_end = f;
-            while (f_chunk_end != f_end && (f_chunk_end->value >> chunk_of_hash_shift) == c) ++f_chunk_end;
+            const Token *fc = f;
+            while (f != f_end && (f->value >> chunk_of_hash_shift) == c) ++f;
+            // Where each fresh token goes: before the first kept record of
+            // its bucket that it precedes (a dropped one's rank means nothing).
+            inserts.clear();
+            for (const Token *t = fc; t != f; ++t) {
+                const uint64_t b = t->value >> base.prefix_shift_;
+                const uint32_t g = uint32_t(b >> gs), end = base.bucket_end(b);
+                const uint64_t rest = t->value << P;
+                const uint32_t *hot = base.hot_of_group_[g];
+                uint32_t at = base.bucket_offset(b);
+                for (; at < end; ++at) {
+                    const uint32_t slot = hot[at] & mask;
+                    if (change.dropped[slot]) continue;
+                    const uint64_t r = base.rest_of(g, at);
+                    if (rest < r || (rest == r && change.rank[t->owner] < change.rank[slot])) break;
+                }
+                inserts.push_back({g, at});
+            }
+            // The dropped records, found from their values.
+            drops.clear();
+            for (; d != d_end && (*d >> chunk_of_hash_shift) == c; ++d) {
+                const uint64_t b = *d >> base.prefix_shift_;
+                const uint32_t g = uint32_t(b >> gs), end = base.bucket_end(b);
+                const uint32_t *hot = base.hot_of_group_[g];
+                for (uint32_t i = base.bucket_offset(b); i < end; ++i)
+                    if (change.dropped[hot[i] & mask] && base.rest_of(g, i) == *d << P) drops.push_back(pos(g, i));
+            }
+            std::sort(drops.begin(), drops.end());
+            drops.erase(std::unique(drops.begin(), drops.end()), drops.end());
+
             const uint32_t base_n = base.group_start_[g1] - base.group_start_[g0];
-            merged.resize(base_n + size_t(f_chunk_end - f));
-            Token *m = merged.data();
-            size_t count = 0;
-            uint64_t prev = base.token_value(base.last_before_group(g0));
-            for (size_t g = g0; g < g1; ++g) {
-                if (base.group_size(g) == 0) continue;
-                for (Cursor cur(base, uint32_t(g)); !cur.done() && cur.group() == g; cur.next()) {
-                    const uint64_t v = cur.value();
-                    const uint32_t slot = cur.slot();
-                    if (!change.dropped[slot]) {
-                        arc_delta[slot] -= u128(v - prev);
-                        for (; f != f_chunk_end && before(*f, v, slot); ++f) m[count++] = *f;
-                        m[count].value = v;
-                        m[count].owner = slot;
-                        ++count;
-                    }
-                    prev = v;
-                }
-            }
-            for (; f != f_chunk_end; ++f) m[count++] = *f;
-            merged.resize(count);
-            tokens += int64_t(count) - int64_t(base_n);
-            for (size_t k = 1; k < merged.size(); ++k)
-                arc_delta[merged[k].owner] += u128(merged[k].value - merged[k - 1].value);
-
-            // Its bucket offsets, which must fit a byte.
-            std::fill(bucket_count.begin(), bucket_count.end(), 0);
-            const uint64_t first_bucket = uint64_t(g0) << gs;
-            for (const Token &t : merged) ++bucket_count[(t.value >> base.prefix_shift_) - first_bucket + 1];
-            for (size_t g = g0; g < g1; ++g) {
-                uint32_t at = 0;
-                const size_t b0 = (g - g0) << gs;
-                for (size_t k = 0; k < buckets_per_group; ++k) {
-                    out.bucket_offset_[out.offset_index(first_bucket + b0 + k)] = BucketOffset(at);
-                    at += bucket_count[b0 + k + 1];
-                    if (at > kMaxOffset) {
-                        out.clear();
-                        return false;
-                    }
-                }
-                out.bucket_offset_[out.offset_index(first_bucket + b0 + buckets_per_group - 1) + 1] = BucketOffset(at);
-                new_size[g] = at;
-            }
-
-            // The chunk itself.
-            uint32_t *chunk = new_chunk(uint32_t(merged.size()));
+            const size_t n_new = base_n + size_t(f - fc) - drops.size();
+            uint32_t *chunk = new_chunk(uint32_t(n_new));
             release(out.chunks_[c]);
             out.chunks_[c] = chunk;
-            uint32_t *cold = chunk + merged.size() + kWindow;
-            for (size_t k = 0; k < merged.size(); ++k)
-                encode(merged[k].value, merged[k].owner, base.prefix_bits_, base.owner_mask_, 32 - base.owner_bits_,
-                       chunk[k], cold[k]);
-            uint32_t at = 0;
+            uint32_t *hot_out = chunk, *cold_out = chunk + n_new + kWindow;
+            tokens += int64_t(n_new) - int64_t(base_n);
+
+            // Arcs. The last record written and the last base record passed
+            // are the next kept record's new and old predecessors; when they
+            // differ (a change between them) its arc changes. Before the
+            // chunk's first record, the old one is outside the chunk, and the
+            // new arc of that first record is added at the end (its new
+            // predecessor may be in a chunk not yet rewritten).
+            bool written = false, same = true, fresh_last = false;
+            uint64_t fresh_value = 0;
+            Pos last_written = kNoPos, last_passed = kNoPos;
+            auto value_of = [&](Pos p) { return base.token_value(p); };
+            auto old_pred = [&]() {
+                return value_of(last_passed != kNoPos ? last_passed : base.last_before_group(g0));
+            };
+            auto new_pred = [&]() { return fresh_last ? fresh_value : value_of(last_written); };
+            size_t ins = 0, drp = 0, count = 0;
             for (size_t g = g0; g < g1; ++g) {
-                out.hot_of_group_[g] = chunk + at;
-                at += new_size[g];
+                const uint32_t n = base.group_size(g);
+                const uint32_t *hot = base.hot_of_group_[g], *cold = base.cold_of_group(g);
+                const size_t group_begin = count, ins_begin = ins, drp_begin = drp;
+                out.hot_of_group_[g] = chunk + group_begin;
+                uint32_t next = 0;  // the group's next base record
+                auto copy_to = [&](uint32_t to) {  // the kept records [next, to)
+                    if (next == to) return;
+                    if (!written || !same) {
+                        const uint64_t v = value_of(pos(uint32_t(g), next));
+                        const uint32_t slot = hot[next] & mask;
+                        if (!written) arc_delta[slot] -= u128(v - old_pred());
+                        else arc_delta[slot] += u128(v - new_pred()) - u128(v - old_pred());
+                    }
+                    std::copy(hot + next, hot + to, hot_out + count);
+                    std::copy(cold + next, cold + to, cold_out + count);
+                    count += to - next;
+                    last_written = last_passed = pos(uint32_t(g), to - 1);
+                    written = same = true;
+                    fresh_last = false;
+                    next = to;
+                };
+                for (;;) {
+                    const bool inserting = ins < inserts.size() && inserts[ins].group == g;
+                    const bool dropping = drp < drops.size() && group_of(drops[drp]) == g;
+                    if (!inserting && !dropping) break;
+                    if (inserting && (!dropping || inserts[ins].at <= offset_of(drops[drp]))) {
+                        copy_to(inserts[ins].at);
+                        const Token &t = fc[ins++];
+                        if (written) arc_delta[t.owner] += u128(t.value - new_pred());
+                        encode(t.value, t.owner, P, mask, hot_bits, hot_out[count], cold_out[count]);
+                        ++count;
+                        written = fresh_last = true;
+                        same = false;
+                        fresh_value = t.value;
+                    } else {
+                        const uint32_t at = offset_of(drops[drp++]);
+                        copy_to(at);
+                        last_passed = pos(uint32_t(g), at);
+                        same = false;
+                        next = at + 1;
+                    }
+                }
+                copy_to(n);
+                new_size[g] = uint32_t(count - group_begin);
+                if (new_size[g] > kMaxOffset) {
+                    out.clear();
+                    return false;
+                }
+                if (ins == ins_begin && drp == drp_begin) continue;  // its offsets as they were
+                // A bucket starts past the fresh tokens of the buckets
+                // before it, less the dropped records before its start.
+                const uint64_t b0 = uint64_t(g) << gs;
+                size_t j = ins_begin, k = drp_begin;
+                for (size_t i = 0; i < buckets_per_group; ++i) {
+                    const uint32_t start = base.bucket_offset(b0 + i);
+                    while (j < ins && (fc[j].value >> base.prefix_shift_) < b0 + i) ++j;
+                    while (k < drp && offset_of(drops[k]) < start) ++k;
+                    out.bucket_offset_[out.offset_index(b0 + i)] =
+                        BucketOffset(start + (j - ins_begin) - (k - drp_begin));
+                }
+                out.bucket_offset_[out.offset_index(b0 + buckets_per_group - 1) + 1] = BucketOffset(new_size[g]);
             }
         }
     } catch (...) {
