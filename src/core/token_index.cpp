@@ -236,6 +236,20 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
 
     const unsigned gs = base.group_shift_, C = base.chunk_shift_;
     const size_t groups_per_chunk = size_t(1) << C, buckets_per_group = size_t(1) << gs;
+    // token_value() without its binary search: a record's bucket is the
+    // number of its group's later bucket starts at or before it, a count
+    // the compiler vectorizes (an update decodes a few tokens per change).
+    auto value_at = [gs, buckets_per_group](const TokenIndex &ix, Pos p) {
+        const uint32_t g = group_of(p), off = offset_of(p);
+        const BucketOffset *start = &ix.bucket_offset_[ix.offset_index(uint64_t(g) << gs)];
+        uint32_t k = 0;
+        if (buckets_per_group == (size_t(1) << kMaxGroupShift)) {
+            for (size_t i = 1; i < (size_t(1) << kMaxGroupShift); ++i) k += start[i] <= off;
+        } else {
+            for (size_t i = 1; i < buckets_per_group; ++i) k += start[i] <= off;
+        }
+        return ((uint64_t(g) << gs) + k) << ix.prefix_shift_ | ix.rest_of(g, off) >> ix.prefix_bits_;
+    };
     std::vector<uint32_t> new_size(base.groups(), UINT32_MAX);
     std::vector<Pos> followers;
     arc_delta.assign(change.rank.size(), 0);
@@ -252,11 +266,15 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     };
     std::vector<Insert> inserts;
     std::vector<Pos> drops;  // base records that go, in order
+    // Per rewritten chunk: whether its first record is the base's, whose
+    // arc changes only if its predecessor (outside the chunk) did.
+    std::vector<uint8_t> head_kept(dirty.size(), 0);
     const Token *f = change.fresh.data(), *f_end = f + change.fresh.size();
     const uint64_t *d = gone.data(), *d_end = d + gone.size();
     int64_t tokens = int64_t(base.tokens_);
     try {
-        for (uint32_t c : dirty) {
+        for (size_t dc = 0; dc < dirty.size(); ++dc) {
+            const uint32_t c = dirty[dc];
             const size_t g0 = size_t(c) << C, g1 = g0 + groups_per_chunk;
             const Token *fc = f;
             while (f != f_end && (f->value >> chunk_of_hash_shift) == c) ++f;
@@ -306,7 +324,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
             bool written = false, same = true, fresh_last = false;
             uint64_t fresh_value = 0;
             Pos last_written = kNoPos, last_passed = kNoPos;
-            auto value_of = [&](Pos p) { return base.token_value(p); };
+            auto value_of = [&](Pos p) { return value_at(base, p); };
             auto old_pred = [&]() {
                 return value_of(last_passed != kNoPos ? last_passed : base.last_before_group(g0));
             };
@@ -320,7 +338,9 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                 uint32_t next = 0;  // the group's next base record
                 auto copy_to = [&](uint32_t to) {  // the kept records [next, to)
                     if (next == to) return;
-                    if (!written || !same) {
+                    if (!written && same) {
+                        head_kept[dc] = 1;
+                    } else if (!same) {
                         const uint64_t v = value_of(pos(uint32_t(g), next));
                         const uint32_t slot = hot[next] & mask;
                         if (!written) arc_delta[slot] -= u128(v - old_pred());
@@ -393,12 +413,21 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     // first new token, and the first token after a rewritten chunk when it
     // is in a chunk left as it was (its predecessor may have changed).
     const size_t groups = base.groups();
-    for (uint32_t c : dirty) {
+    for (size_t dc = 0; dc < dirty.size(); ++dc) {
+        const uint32_t c = dirty[dc];
         const size_t g0 = size_t(c) << C;
         const Pos first = out.first_from_group(g0);
         if (out.group_of(first) >> C == c) {  // the chunk has tokens
-            const uint64_t pred = out.token_value(out.last_before_group(g0));
-            arc_delta[out.slot_at(first)] += u128(out.token_value(first) - pred);
+            const uint64_t pred = value_at(out, out.last_before_group(g0));
+            if (!head_kept[dc]) {
+                arc_delta[out.slot_at(first)] += u128(value_at(out, first) - pred);
+            } else {
+                const uint64_t old = value_at(base, base.last_before_group(g0));
+                if (old != pred) {
+                    const uint64_t v = value_at(out, first);
+                    arc_delta[out.slot_at(first)] += u128(v - pred) - u128(v - old);
+                }
+            }
         }
         const size_t next = (size_t(c) + 1) % chunks;
         if (std::binary_search(dirty.begin(), dirty.end(), uint32_t(next))) continue;
@@ -411,9 +440,10 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     followers.erase(std::unique(followers.begin(), followers.end()), followers.end());
     for (Pos p : followers) {
         const size_t g = out.group_of(p);
-        const uint64_t base_pred = base.token_value(base.last_before_group(g));
-        const uint64_t new_pred = out.token_value(out.last_before_group(g));
-        const uint64_t v = out.token_value(p);
+        const uint64_t base_pred = value_at(base, base.last_before_group(g));
+        const uint64_t new_pred = value_at(out, out.last_before_group(g));
+        if (new_pred == base_pred) continue;
+        const uint64_t v = value_at(out, p);
         arc_delta[out.slot_at(p)] += u128(v - new_pred) - u128(v - base_pred);
     }
 

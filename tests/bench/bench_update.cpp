@@ -104,8 +104,63 @@ void batch_in_order(benchmark::State &state) {
     state.SetLabel(std::string(names[order]) + " ids, weight " + std::to_string(weight));
 }
 
+// Building a ring of n members (ids n0.., weight 1, default options) by
+// n single chr_ring_add calls against one chr_ring_apply of the same n, in
+// the same iteration (the goal: at most 5x at 1,000), and then one
+// add (and its undo, untimed) on the ring so built: the median of 21.
+// Manual time is the single adds'; the counters are per iteration.
+void single_adds_against_batch(benchmark::State &state) {
+    const size_t n = size_t(state.range(0));
+    std::vector<std::string> ids(n);
+    std::vector<chr_change> changes(n);
+    for (size_t i = 0; i < n; ++i) {
+        ids[i] = "n" + std::to_string(i);
+        changes[i] = chr_change{CHR_OP_ADD, 1, ids[i].data(), ids[i].size(), nullptr, 0, i};
+    }
+    auto ms_since = [](Clock::time_point t) {
+        return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+    };
+    double apply_ms = 0, adds_ms = 0;
+    std::vector<double> one_add_us;
+    for (auto _ : state) {
+        chr_ring *batch = nullptr, *singles = nullptr;
+        bench::check(chr_ring_new(nullptr, &batch), "chr_ring_new");
+        bench::check(chr_ring_new(nullptr, &singles), "chr_ring_new");
+        Clock::time_point t = Clock::now();
+        bench::check(chr_ring_apply(batch, changes.data(), n, nullptr), "chr_ring_apply");
+        const double a = ms_since(t);
+        t = Clock::now();
+        for (size_t i = 0; i < n; ++i)
+            bench::check(chr_ring_add(singles, ids[i].data(), ids[i].size(), 1, nullptr, 0, i), "chr_ring_add");
+        const double s = ms_since(t);
+        for (int k = 0; k < 21; ++k) {
+            t = Clock::now();
+            bench::check(add_extra(singles), "chr_ring_add");
+            one_add_us.push_back(ms_since(t) * 1e3);
+            bench::check(remove_extra(singles), "chr_ring_remove");
+        }
+        chr_ring_free(batch);
+        chr_ring_free(singles);
+        apply_ms += a;
+        adds_ms += s;
+        state.SetIterationTime(s / 1e3);
+    }
+    std::sort(one_add_us.begin(), one_add_us.end());
+    const double iterations = double(state.iterations());
+    state.counters["apply_ms"] = apply_ms / iterations;
+    state.counters["adds_ms"] = adds_ms / iterations;
+    state.counters["ratio"] = adds_ms / apply_ms;
+    state.counters["one_add_us"] = one_add_us[one_add_us.size() / 2];
+}
+
 }  // namespace
 
+BENCHMARK(single_adds_against_batch)
+    ->ArgName("members")
+    ->Arg(1000)
+    ->Iterations(5)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(batch_in_order)
     ->ArgNames({"members", "order", "weight"})
     ->ArgsProduct({{100000, 1000000}, {0, 1, 2}, {0, 1}})
