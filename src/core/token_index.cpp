@@ -383,17 +383,18 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                 }
                 if (ins == ins_begin && drp == drp_begin) continue;  // its offsets as they were
                 // A bucket starts past the fresh tokens of the buckets
-                // before it, less the dropped records before its start.
+                // before it, less the dropped records before its start
+                // (out's offsets are still the base's here; bytes wrap, and
+                // the final ones fit: the group has at most 255 records).
                 const uint64_t b0 = uint64_t(g) << gs;
-                size_t j = ins_begin, k = drp_begin;
-                for (size_t i = 0; i < buckets_per_group; ++i) {
-                    const uint32_t start = base.bucket_offset(b0 + i);
-                    while (j < ins && (fc[j].value >> base.prefix_shift_) < b0 + i) ++j;
-                    while (k < drp && offset_of(drops[k]) < start) ++k;
-                    out.bucket_offset_[out.offset_index(b0 + i)] =
-                        BucketOffset(start + (j - ins_begin) - (k - drp_begin));
-                }
-                out.bucket_offset_[out.offset_index(b0 + buckets_per_group - 1) + 1] = BucketOffset(new_size[g]);
+                const BucketOffset *was = &base.bucket_offset_[base.offset_index(b0)];
+                BucketOffset *now = &out.bucket_offset_[out.offset_index(b0)];
+                for (size_t j = ins_begin; j < ins; ++j)
+                    for (size_t i = size_t((fc[j].value >> base.prefix_shift_) - b0) + 1; i < buckets_per_group; ++i)
+                        ++now[i];
+                for (size_t k = drp_begin; k < drp; ++k)
+                    for (size_t i = 1; i < buckets_per_group; ++i) now[i] = BucketOffset(now[i] - (was[i] > offset_of(drops[k])));
+                now[buckets_per_group] = BucketOffset(new_size[g]);
             }
         }
     } catch (...) {
