@@ -5,6 +5,10 @@
 
 #include "huge_pages.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace chring {
 
 uint32_t *TokenIndex::new_chunk(uint32_t n) {
@@ -243,9 +247,18 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
         const uint32_t g = group_of(p), off = offset_of(p);
         const BucketOffset *start = &ix.bucket_offset_[ix.offset_index(uint64_t(g) << gs)];
         uint32_t k = 0;
-        if (buckets_per_group == (size_t(1) << kMaxGroupShift)) {
-            for (size_t i = 1; i < (size_t(1) << kMaxGroupShift); ++i) k += start[i] <= off;
-        } else {
+#if defined(__SSE2__)
+        if (buckets_per_group == 64) {  // start <= off where max(start, off) == off
+            const __m128i o = _mm_set1_epi8(char(off));
+            uint64_t at_or_before = 0;
+            for (int i = 0; i < 4; ++i) {
+                const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i *>(start) + i);
+                at_or_before |= uint64_t(uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(x, o), o)))) << (16 * i);
+            }
+            k = uint32_t(__builtin_popcountll(at_or_before)) - 1;  // start[0] = 0 is always counted
+        } else
+#endif
+        {
             for (size_t i = 1; i < buckets_per_group; ++i) k += start[i] <= off;
         }
         return ((uint64_t(g) << gs) + k) << ix.prefix_shift_ | ix.rest_of(g, off) >> ix.prefix_bits_;
