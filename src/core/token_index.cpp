@@ -255,7 +255,9 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                 const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i *>(start) + i);
                 at_or_before |= uint64_t(uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(x, o), o)))) << (16 * i);
             }
-            k = uint32_t(__builtin_popcountll(at_or_before)) - 1;  // start[0] = 0 is always counted
+            // Starts grow, so the bits set are a prefix, start[0] = 0 among
+            // them: its length less one (no popcount: not in baseline x86-64).
+            k = uint32_t(~at_or_before ? trailing_zeros(~at_or_before) : 64) - 1;
         } else
 #endif
         {
