@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 #if defined(__linux__)
@@ -19,10 +20,12 @@ namespace chring {
 // Advises the whole 2 MiB pages inside [p, p + bytes): a hint, so a
 // kernel without THP, a range under 4 MiB or another system leaves it
 // as it is. Memory already touched keeps its pages.
+constexpr size_t kHugePage = size_t(2) << 20;
+
 inline void advise_huge_pages(void *p, size_t bytes) noexcept {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    constexpr uintptr_t kHuge = uintptr_t(2) << 20;
-    if (bytes < 2 * kHuge) return;
+    constexpr uintptr_t kHuge = kHugePage;
+    if (bytes < kHuge) return;
     const uintptr_t first = (uintptr_t(p) + kHuge - 1) & ~(kHuge - 1);
     const uintptr_t last = (uintptr_t(p) + bytes) & ~(kHuge - 1);
     if (last > first) (void)madvise(reinterpret_cast<void *>(first), last - first, MADV_HUGEPAGE);
@@ -31,6 +34,39 @@ inline void advise_huge_pages(void *p, size_t bytes) noexcept {
     (void)bytes;
 #endif
 }
+
+// For the arrays an index or a snapshot keeps (and copies at each update):
+// one of a megabyte or more is whole 2 MiB pages, aligned and advised, so
+// reading it at random does not miss the TLB on every access and copying
+// it faults a few pages instead of thousands. Smaller ones are ordinary.
+template <class T>
+struct HugePageAllocator {
+    using value_type = T;
+    static constexpr size_t kThreshold = size_t(1) << 20;
+    HugePageAllocator() noexcept = default;
+    template <class U>
+    HugePageAllocator(const HugePageAllocator<U> &) noexcept {}
+    T *allocate(size_t n) {
+        if (n > (size_t(-1) - kHugePage) / sizeof(T)) throw std::bad_alloc();
+        const size_t bytes = n * sizeof(T);
+        if (bytes < kThreshold) return static_cast<T *>(::operator new(bytes));
+        const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+        void *p = ::operator new(rounded, std::align_val_t(kHugePage));
+        advise_huge_pages(p, rounded);
+        return static_cast<T *>(p);
+    }
+    void deallocate(T *p, size_t n) noexcept {
+        if (n * sizeof(T) < kThreshold) ::operator delete(static_cast<void *>(p));
+        else ::operator delete(static_cast<void *>(p), std::align_val_t(kHugePage));
+    }
+    template <class U>
+    bool operator==(const HugePageAllocator<U> &) const noexcept { return true; }
+    template <class U>
+    bool operator!=(const HugePageAllocator<U> &) const noexcept { return false; }
+};
+
+template <class T>
+using HugeVector = std::vector<T, HugePageAllocator<T>>;
 
 // v.reserve(n), with the new capacity advised before anything touches it.
 template <class T>

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "chring.h"
+#include "huge_pages.hpp"
 #include "membership.hpp"
 
 namespace chring {
@@ -44,8 +45,8 @@ private:
         RefFields ref;
     };
     static_assert(sizeof(ViewLine) == 64 && sizeof(RefLine) == 64, "one line each");
-    std::vector<ViewLine> views_;
-    std::vector<RefLine> ref_lines_;
+    HugeVector<ViewLine> views_;
+    HugeVector<RefLine> ref_lines_;
 };
 
 }  // namespace chring

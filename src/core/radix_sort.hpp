@@ -12,7 +12,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "huge_pages.hpp"
@@ -65,9 +64,14 @@ inline void sort_tokens(std::vector<Token> &tokens) {
     // K bits in all: about one token per final range.
     unsigned K = 1;
     while (K < 24 && (size_t(1) << (K + 1)) <= n) ++K;
-    std::unique_ptr<Token[]> scratch(new Token[n]);  // uninitialized: every slot is written
-    advise_huge_pages(scratch.get(), n * sizeof(Token));
-    Token *a = tokens.data(), *tmp = scratch.get();
+    // Uninitialized (every slot is written), on huge pages from 1 MB: a
+    // build's scratch is new memory each time the heap was trimmed.
+    struct Scratch {
+        Token *p;
+        size_t n;
+        ~Scratch() { HugePageAllocator<Token>().deallocate(p, n); }
+    } scratch{HugePageAllocator<Token>().allocate(n), n};
+    Token *a = tokens.data(), *tmp = scratch.p;
     constexpr unsigned kFirstBits = 11;
     if (K <= 16) {  // at most 2 MB of tokens: one pass, then back
         std::vector<size_t> count((size_t(1) << K) + 1), next;

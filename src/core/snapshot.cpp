@@ -20,17 +20,47 @@ int64_t Snapshot::live_count() noexcept {
 
 void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
                          uint32_t *owners) const noexcept {
-    constexpr size_t kGroup = 16;
-    uint64_t hashes[kGroup];
-    for (size_t first = 0; first < n; first += kGroup) {
-        const size_t m = std::min(kGroup, n - first);
-        for (size_t j = 0; j < m; ++j) {
-            hashes[j] = hash_key(keys[first + j], lens[first + j]);
-            index_.prefetch_bucket(hashes[j]);
+    // A ring whose index fits the caches: hash and prefetch a group of
+    // keys, then look them up (the pipeline below costs more than it saves).
+    if (index_.token_count() < kPipelinedBatchTokens) {
+        constexpr size_t kGroup = 16;
+        uint64_t hashes[kGroup];
+        for (size_t first = 0; first < n; first += kGroup) {
+            const size_t m = std::min(kGroup, n - first);
+            for (size_t j = 0; j < m; ++j) {
+                hashes[j] = hash_key(keys[first + j], lens[first + j]);
+                index_.prefetch_bucket(hashes[j]);
+            }
+            for (size_t j = 0; j < m; ++j) index_.prefetch_window(hashes[j]);
+            for (size_t j = 0; j < m; ++j) owners[first + j] = owner_at_hash(hashes[j]);
         }
-        for (size_t j = 0; j < m; ++j) index_.prefetch_window(hashes[j]);
-        for (size_t j = 0; j < m; ++j) owners[first + j] = owner_at_hash(hashes[j]);
+        return;
     }
+    // Bigger, each stage's reads miss: a pipeline kDistance keys deep a
+    // stage. Key i is hashed and its index entries prefetched, key
+    // i - kDistance's window prefetched (its index entries have arrived),
+    // and key i - 2 kDistance looked up (its window has). A key's stages
+    // are about one memory latency apart, so its misses overlap the work
+    // on other keys instead of a group waiting for its slowest miss.
+    constexpr size_t kDistance = 16, kRing = 64;  // kRing >= 2 kDistance + 1, a power of two
+    uint64_t hashes[kRing];
+    const size_t lead = std::min(n, 2 * kDistance);
+    for (size_t i = 0; i < lead; ++i) {
+        hashes[i] = hash_key(keys[i], lens[i]);
+        index_.prefetch_bucket(hashes[i]);
+        if (i >= kDistance) index_.prefetch_window(hashes[i - kDistance]);
+    }
+    for (size_t i = lead; i < n; ++i) {
+        const uint64_t h = hash_key(keys[i], lens[i]);
+        hashes[i % kRing] = h;
+        index_.prefetch_bucket(h);
+        index_.prefetch_window(hashes[(i - kDistance) % kRing]);
+        owners[i - 2 * kDistance] = owner_at_hash(hashes[(i - 2 * kDistance) % kRing]);
+    }
+    // Drain: the last keys' windows, then their lookups.
+    const size_t first_pending = n > 2 * kDistance ? n - 2 * kDistance : 0;
+    for (size_t i = n > kDistance ? n - kDistance : 0; i < n; ++i) index_.prefetch_window(hashes[i % kRing]);
+    for (size_t i = first_pending; i < n; ++i) owners[i] = owner_at_hash(hashes[i % kRing]);
 }
 
 uint64_t *Snapshot::thread_bitmap(size_t bit_count) {

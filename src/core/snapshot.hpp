@@ -47,11 +47,14 @@ public:
     uint32_t owner_of(const void *key, size_t len) const noexcept {
         return owner_at_hash(hash_key(key, len));
     }
-    // Owners of n keys (validated by the caller). Hashes a group of keys,
-    // prefetches their index buckets, then their token windows, so the cache
-    // misses of a group overlap instead of queueing one behind another.
+    // Owners of n keys (validated by the caller). Prefetches each key's
+    // index entries, then its token window, ahead of its lookup, so the
+    // cache misses of many keys overlap instead of queueing one behind
+    // another: a group at a time for rings under kPipelinedBatchTokens,
+    // a pipeline over the keys above (where every read misses).
     void owners_of(const void *const *keys, const size_t *lens, size_t n,
                    uint32_t *owners) const noexcept;
+    static constexpr size_t kPipelinedBatchTokens = size_t(1) << 20;
     // Up to n distinct owners clockwise from the successor of hash h,
     // coordinator first: calls emit(i, node_index) for each and returns how
     // many. Never allocates for rings of up to kStackBitmapNodes members;

@@ -3,7 +3,7 @@
 #include <limits>
 #include <new>
 
-#include "huge_pages.hpp"
+#include "chunk_pool.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -11,19 +11,35 @@
 
 namespace chring {
 
-uint32_t *TokenIndex::new_chunk(uint32_t n) {
-    void *raw = ::operator new(chunk_bytes(n));
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the cold records' packing reads 8 bytes little-endian");
+
+uint32_t *TokenIndex::new_chunk(uint32_t n, unsigned cold_shift, bool pooled) {
+    const size_t bytes = chunk_bytes(n, cold_shift);
+    void *raw = pooled ? chunk_pool::allocate(bytes) : ::operator new(bytes);
     ChunkHeader *h = new (raw) ChunkHeader;
     h->refs.store(1, std::memory_order_relaxed);
     h->n = n;
-    return reinterpret_cast<uint32_t *>(h + 1);
+    h->cold_shift = cold_shift;
+    h->pooled = pooled;
+    uint32_t *base = reinterpret_cast<uint32_t *>(h + 1);
+    std::memset(base + n + kWindow, 0, cold_bytes(n, cold_shift));
+    return base;
 }
 
 void TokenIndex::release(const uint32_t *base) noexcept {
     ChunkHeader *h = header_of(base);
     if (h->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    const bool pooled = h->pooled;
+    const size_t bytes = chunk_bytes(h->n, h->cold_shift);
     h->~ChunkHeader();
-    ::operator delete(static_cast<void *>(h));
+    if (pooled) chunk_pool::release(h, bytes);
+    else ::operator delete(static_cast<void *>(h));
+}
+
+size_t TokenIndex::chunk_footprint(const uint32_t *base) noexcept {
+    const ChunkHeader *h = header_of(base);
+    const size_t bytes = chunk_bytes(h->n, h->cold_shift);
+    return h->pooled ? chunk_pool::block_bytes(bytes) : bytes;
 }
 
 TokenIndex::TokenIndex(const TokenIndex &o)
@@ -98,14 +114,14 @@ uint32_t TokenIndex::exact_position(uint64_t b, uint64_t rest) const noexcept {
 
 size_t TokenIndex::index_bytes() const noexcept {
     size_t bytes = array_bytes();
-    for (const uint32_t *c : chunks_) bytes += chunk_bytes(header_of(c)->n);
+    for (const uint32_t *c : chunks_) bytes += chunk_footprint(c);
     return bytes;
 }
 
 size_t TokenIndex::bytes_not_in(const TokenIndex &other) const noexcept {
     size_t bytes = array_bytes();
     for (size_t c = 0; c < chunks_.size(); ++c)
-        if (c >= other.chunks_.size() || other.chunks_[c] != chunks_[c]) bytes += chunk_bytes(header_of(chunks_[c])->n);
+        if (c >= other.chunks_.size() || other.chunks_[c] != chunks_[c]) bytes += chunk_footprint(chunks_[c]);
     return bytes;
 }
 
@@ -133,11 +149,9 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots) : index_(i
     bits_ = bits;
     shift_ = 64 - bits;
     owner_mask_ = s.owner_mask_;
-    // Huge pages where the kernel offers them: at 16M tokens these buffers
-    // are 200 MB, and 4 KiB page faults cost more than filling them.
-    reserve_huge(start_vec_, (size_t(1) << bits) + 1);
-    reserve_huge(hot_vec_, T);
-    reserve_huge(cold_vec_, T);
+    // On huge pages (HugeVector) where the kernel offers them: at 16M
+    // tokens these buffers are 200 MB, and 4 KiB page faults cost more
+    // than filling them.
     start_vec_.assign((size_t(1) << bits) + 1, 0);
     hot_vec_.resize(T);
     cold_vec_.resize(T);
@@ -156,7 +170,7 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots) : index_(i
 void TokenIndex::Writer::finish() {
     TokenIndex &s = index_;
     const size_t buckets = size_t(1) << s.prefix_bits_;
-    std::vector<uint32_t> &start = start_vec_;
+    HugeVector<uint32_t> &start = start_vec_;
     for (size_t b = 1; b <= buckets; ++b) start[b] += start[b - 1];
     unsigned g = std::min(kMaxGroupShift, s.prefix_bits_ - 1);
     for (; g > 0; --g) {  // a group's end must fit too, or its last bucket's size would be cut
@@ -184,16 +198,18 @@ void TokenIndex::Writer::finish() {
     while (t_bits < 63 && (size_t(1) << (t_bits + 1)) <= T_) ++t_bits;
     s.chunk_shift_ = std::min(group_bits, t_bits > 20 ? std::min(t_bits - 20, 4u) : 0u);
     const size_t chunks = groups >> s.chunk_shift_;
+    const unsigned cold_shift = s.prefix_bits_ - s.owner_bits_;
     s.hot_of_group_.resize(groups);
     s.chunks_.reserve(chunks);
     try {
         for (size_t c = 0; c < chunks; ++c) {
             const uint32_t first = s.group_start_[c << s.chunk_shift_];
             const uint32_t n = s.group_start_[(c + 1) << s.chunk_shift_] - first;
-            uint32_t *base = new_chunk(n);
+            uint32_t *base = new_chunk(n, cold_shift, s.pools_chunks());
             s.chunks_.push_back(base);
             std::copy(hot_ + first, hot_ + first + n, base);
-            std::copy(cold_ + first, cold_ + first + n, base + n + kWindow);
+            unsigned char *cold = const_cast<unsigned char *>(cold_of_chunk(base));
+            for (uint32_t k = 0; k < n; ++k) put_cold_word(cold, k, cold_shift, cold_[first + k]);
             for (size_t G = c << s.chunk_shift_; G < (c + 1) << s.chunk_shift_; ++G)
                 s.hot_of_group_[G] = base + (s.group_start_[G] - first);
         }
@@ -206,6 +222,29 @@ void TokenIndex::Writer::finish() {
     hot_vec_ = {};
     cold_vec_ = {};
 }
+
+namespace {
+
+// ORs bits [from, from + n) of the packed stream `src` into `dst` at bit
+// `to`, whose bits from there on are still zero (a new chunk's cold part is
+// zeroed), up to 56 bits a step: a run of kept cold words, whose bit offset
+// moves with the changes before it. Reads and writes 8 bytes at a time
+// within the streams' 8 bytes of slack (cold_bytes()).
+void copy_cold_bits(const unsigned char *src, size_t from, unsigned char *dst, size_t to, size_t n) noexcept {
+    while (n) {
+        const unsigned take = unsigned(std::min<size_t>(n, 56));
+        uint64_t in, out;
+        std::memcpy(&in, src + from / 8, sizeof in);
+        std::memcpy(&out, dst + to / 8, sizeof out);
+        out |= ((in >> (from % 8)) & ((uint64_t(1) << take) - 1)) << (to % 8);
+        std::memcpy(dst + to / 8, &out, sizeof out);
+        from += take;
+        to += take;
+        n -= take;
+    }
+}
+
+}  // namespace
 
 bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, TokenIndex &out,
                                 std::vector<uint32_t> &dirty, std::vector<u128> &arc_delta) {
@@ -273,7 +312,8 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     // record), as they are encoded: no token is decoded but those next to
     // a change, whose arcs it alters.
     const uint32_t mask = base.owner_mask_;
-    const unsigned P = base.prefix_bits_, hot_bits = 32 - base.owner_bits_;
+    const unsigned P = base.prefix_bits_, hot_bits = 32 - base.owner_bits_, cold_shift = P - base.owner_bits_;
+    const size_t cold_bits = 32 - cold_shift;  // a packed cold word's width
     std::vector<uint64_t> gone(change.dropped_values);
     std::sort(gone.begin(), gone.end());
     struct Insert {
@@ -324,10 +364,12 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
 
             const uint32_t base_n = base.group_start_[g1] - base.group_start_[g0];
             const size_t n_new = base_n + size_t(f - fc) - drops.size();
-            uint32_t *chunk = new_chunk(uint32_t(n_new));
+            uint32_t *chunk = new_chunk(uint32_t(n_new), cold_shift, out.pools_chunks());
             release(out.chunks_[c]);
             out.chunks_[c] = chunk;
-            uint32_t *hot_out = chunk, *cold_out = chunk + n_new + kWindow;
+            uint32_t *hot_out = chunk;
+            unsigned char *cold_out = const_cast<unsigned char *>(cold_of_chunk(chunk));
+            const unsigned char *cold_in = cold_of_chunk(base.chunks_[c]);
             tokens += int64_t(n_new) - int64_t(base_n);
 
             // Arcs. The last record written and the last base record passed
@@ -347,7 +389,8 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
             size_t ins = 0, drp = 0, count = 0;
             for (size_t g = g0; g < g1; ++g) {
                 const uint32_t n = base.group_size(g);
-                const uint32_t *hot = base.hot_of_group_[g], *cold = base.cold_of_group(g);
+                const uint32_t *hot = base.hot_of_group_[g];
+                const size_t cold_first = base.chunk_index_of_group(g);  // the group's first cold word
                 const size_t group_begin = count, ins_begin = ins, drp_begin = drp;
                 out.hot_of_group_[g] = chunk + group_begin;
                 uint32_t next = 0;  // the group's next base record
@@ -362,7 +405,8 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                         else arc_delta[slot] += u128(v - new_pred()) - u128(v - old_pred());
                     }
                     std::copy(hot + next, hot + to, hot_out + count);
-                    std::copy(cold + next, cold + to, cold_out + count);
+                    copy_cold_bits(cold_in, (cold_first + next) * cold_bits, cold_out, count * cold_bits,
+                                   size_t(to - next) * cold_bits);
                     count += to - next;
                     last_written = last_passed = pos(uint32_t(g), to - 1);
                     written = same = true;
@@ -377,7 +421,9 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                         copy_to(inserts[ins].at);
                         const Token &t = fc[ins++];
                         if (written) arc_delta[t.owner] += u128(t.value - new_pred());
-                        encode(t.value, t.owner, P, mask, hot_bits, hot_out[count], cold_out[count]);
+                        uint32_t word;
+                        encode(t.value, t.owner, P, mask, hot_bits, hot_out[count], word);
+                        put_cold_word(cold_out, count, cold_shift, word);
                         ++count;
                         written = fresh_last = true;
                         same = false;
@@ -476,8 +522,9 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                 const uint32_t *old = out.chunks_[q];
                 const uint32_t n = header_of(old)->n;
                 if (old[n] != out.pad_record(out.slot_after_chunk(q))) {
-                    uint32_t *copy = new_chunk(n);
-                    std::copy(old, old + 2 * size_t(n) + kWindow, copy);
+                    const unsigned cold_shift = header_of(old)->cold_shift;
+                    uint32_t *copy = new_chunk(n, cold_shift, out.pools_chunks());
+                    std::memcpy(copy, old, chunk_bytes(n, cold_shift) - sizeof(ChunkHeader));
                     for (size_t g = q << C; g < (q + 1) << C; ++g) out.hot_of_group_[g] = copy + (out.hot_of_group_[g] - old);
                     out.chunks_[q] = copy;
                     release(old);

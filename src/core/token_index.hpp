@@ -7,7 +7,8 @@
 // token. The prefix index already says a token's top P value bits (its
 // bucket); of the other 64 - P bits, the top R = 32 - O go in a hot record
 // with the owner's slot in its low O bits (O = bits of the slot count,
-// P >= O), the rest in a cold record. A lookup compares hot records only:
+// P >= O), the rest in a cold word (packed: its low P - O bits are always
+// zero and not stored). A lookup compares hot records only:
 // hot < key(h) (key with zero owner bits) proves value < h, and the first
 // record that fails is the answer unless its R bits equal h's (probability
 // 2^-R: 2^-22 at 1,000 nodes), when the cold bits decide, off the fast path.
@@ -41,8 +42,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
+#include "huge_pages.hpp"
 #include "membership.hpp"
 #include "window.hpp"
 
@@ -170,28 +173,59 @@ public:
 
 private:
     // A chunk: its header, then the hot records of its groups (n, then
-    // kWindow pads), then their cold records.
+    // kWindow pads), then their cold records packed W = 32 - (P - O) bits
+    // each (the cold word's low P - O bits are always zero: the value's
+    // bits below those are the bucket's), plus slack for 8-byte reads.
     struct ChunkHeader {
         std::atomic<uint32_t> refs;
-        uint32_t n;
+        uint32_t n : 24;          // tokens (at most 255 a group)
+        uint32_t cold_shift : 7;  // P - O
+        uint32_t pooled : 1;      // from chunk_pool
     };
     static ChunkHeader *header_of(const uint32_t *base) noexcept {
         return const_cast<ChunkHeader *>(reinterpret_cast<const ChunkHeader *>(base) - 1);
     }
-    // A chunk for n tokens with one reference, records unset; throws bad_alloc.
-    static uint32_t *new_chunk(uint32_t n);
+    // A chunk for n tokens with one reference, hot records unset, cold
+    // ones zero, from the huge-page pool when `pooled`; throws bad_alloc.
+    static uint32_t *new_chunk(uint32_t n, unsigned cold_shift, bool pooled);
+    // Whether this index's new chunks come from the pool: chunks of several
+    // groups, past 2M tokens, where the ring is big enough to miss the TLB.
+    bool pools_chunks() const noexcept { return chunk_shift_ > 0; }
     static void retain(const uint32_t *base) noexcept {
         header_of(base)->refs.fetch_add(1, std::memory_order_relaxed);
     }
     static void release(const uint32_t *base) noexcept;
-    static size_t chunk_bytes(uint32_t n) noexcept {
-        return sizeof(ChunkHeader) + (2 * size_t(n) + kWindow) * sizeof(uint32_t);
+    static size_t cold_bytes(uint32_t n, unsigned cold_shift) noexcept {
+        return (size_t(n) * (32 - cold_shift) + 7) / 8 + 8;
     }
+    static size_t chunk_bytes(uint32_t n, unsigned cold_shift) noexcept {
+        return sizeof(ChunkHeader) + (size_t(n) + kWindow) * sizeof(uint32_t) + cold_bytes(n, cold_shift);
+    }
+    static const unsigned char *cold_of_chunk(const uint32_t *base) noexcept {
+        return reinterpret_cast<const unsigned char *>(base + header_of(base)->n + kWindow);
+    }
+    // The cold word of a chunk's token j, and storing it (OR-ing into the
+    // zeroed stream, in any order). Little-endian: one 8-byte load holds
+    // the 32 bits at any bit offset.
+    static uint32_t cold_word(const unsigned char *cold, size_t j, unsigned cold_shift) noexcept {
+        const size_t bit = j * (32 - cold_shift);
+        uint64_t w;
+        std::memcpy(&w, cold + bit / 8, sizeof w);
+        return uint32_t(w >> (bit % 8)) << cold_shift;  // bits past the W are the next words: shifted out
+    }
+    static void put_cold_word(unsigned char *cold, size_t j, unsigned cold_shift, uint32_t word) noexcept {
+        const size_t bit = j * (32 - cold_shift);
+        uint64_t w;
+        std::memcpy(&w, cold + bit / 8, sizeof w);
+        w |= uint64_t(word >> cold_shift) << (bit % 8);
+        std::memcpy(cold + bit / 8, &w, sizeof w);
+    }
+    // What a chunk takes from its allocator (a pool block is rounded up).
+    static size_t chunk_footprint(const uint32_t *base) noexcept;
     size_t chunk_of(size_t g) const noexcept { return g >> chunk_shift_; }
-    // Group g's cold records.
-    const uint32_t *cold_of_group(size_t g) const noexcept {
-        const uint32_t *base = chunks_[chunk_of(g)];
-        return hot_of_group_[g] + header_of(base)->n + kWindow;
+    // Group g's first token's index in its chunk.
+    size_t chunk_index_of_group(size_t g) const noexcept {
+        return size_t(hot_of_group_[g] - chunks_[chunk_of(g)]);
     }
 
     // Token (v, slot)'s hot record and cold word under P = prefix_bits,
@@ -230,8 +264,9 @@ private:
     size_t offset_index(uint64_t b) const noexcept { return size_t(b + (b >> group_shift_)); }
     // Token i of group g's value without its bucket bits: (value << P), exactly.
     uint64_t rest_of(size_t g, uint32_t i) const noexcept {
-        return uint64_t((hot_of_group_[g][i] ^ kWindowBias) & ~owner_mask_) << 32 |
-               uint64_t(cold_of_group(g)[i]) << owner_bits_;
+        const uint32_t cold = cold_word(cold_of_chunk(chunks_[chunk_of(g)]), chunk_index_of_group(g) + i,
+                                        prefix_bits_ - owner_bits_);
+        return uint64_t((hot_of_group_[g][i] ^ kWindowBias) & ~owner_mask_) << 32 | uint64_t(cold) << owner_bits_;
     }
     // The end of bucket b in its group: the next bucket's offset, or the
     // group's size after its last bucket (whose stored end may be capped).
@@ -268,11 +303,11 @@ private:
     // Per group: its hot records in its chunk (sorted by (value, owner's
     // node order)), and its first token's rank (groups + 1 entries; the
     // last is T). Per chunk: its records (the chunk's reference).
-    std::vector<const uint32_t *> hot_of_group_;
-    std::vector<uint32_t> group_start_;
-    std::vector<const uint32_t *> chunks_;
+    HugeVector<const uint32_t *> hot_of_group_;
+    HugeVector<uint32_t> group_start_;
+    HugeVector<const uint32_t *> chunks_;
     unsigned chunk_shift_ = 0;  // C: 2^C groups a chunk
-    std::vector<BucketOffset> bucket_offset_;  // 2^P + 2^P / group + 1 entries
+    HugeVector<BucketOffset> bucket_offset_;  // 2^P + 2^P / group + 1 entries
     unsigned group_shift_ = 0;         // <= P - 1, so that the next one is < 64
     unsigned group_of_hash_shift_ = 63;  // 64 - P + group_shift_
     unsigned prefix_bits_ = 1;   // P
@@ -316,7 +351,8 @@ private:
         }
         group_ = g;
         hot_ = index_.hot_of_group_[g];
-        cold_ = index_.cold_of_group(g);
+        cold_ = cold_of_chunk(index_.chunks_[index_.chunk_of(g)]);
+        cold_first_ = index_.chunk_index_of_group(g);
         n_ = index_.group_size(g);
         i_ = 0;
         bucket_base_ = uint64_t(g) << index_.group_shift_;
@@ -337,13 +373,16 @@ private:
         settle();
     }
     void settle() noexcept {
+        const uint32_t cold = cold_word(cold_, cold_first_ + i_, index_.prefix_bits_ - index_.owner_bits_);
         const uint64_t rest = uint64_t((hot_[i_] ^ kWindowBias) & ~index_.owner_mask_) << 32 |
-                              uint64_t(cold_[i_]) << index_.owner_bits_;
+                              uint64_t(cold) << index_.owner_bits_;
         const uint32_t bucket = bucket_in_group_[std::min<uint32_t>(i_, kMaxOffset)];
         value_ = (bucket_base_ + bucket) << index_.prefix_shift_ | rest >> index_.prefix_bits_;
     }
     const TokenIndex &index_;
-    const uint32_t *hot_ = nullptr, *cold_ = nullptr;
+    const uint32_t *hot_ = nullptr;
+    const unsigned char *cold_ = nullptr;  // the group's chunk's cold stream
+    size_t cold_first_ = 0;                // the group's first token's index in it
     uint32_t group_ = 0, i_ = 0, n_ = 0;
     uint64_t bucket_base_ = 0;  // the group's first bucket
     uint64_t value_ = 0;
@@ -380,8 +419,8 @@ private:
     TokenIndex &index_;
     const size_t T_;
     size_t k_ = 0;
-    std::vector<uint32_t> start_vec_;  // tokens per bucket, then first token per bucket
-    std::vector<uint32_t> hot_vec_, cold_vec_;  // the records in one array, before the split
+    HugeVector<uint32_t> start_vec_;  // tokens per bucket, then first token per bucket
+    HugeVector<uint32_t> hot_vec_, cold_vec_;  // the records in one array, before the split
     // Raw pointers and copies: add() stores through uint32_t pointers,
     // which could alias uint32_t members and force reloads.
     uint32_t *start_, *hot_, *cold_;

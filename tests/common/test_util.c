@@ -111,7 +111,19 @@ double node_ownership(const chr_ring *ring, unsigned number) {
 chr_ring *ring_with_nodes(const chr_options *opts, unsigned count, uint32_t weight) {
     chr_ring *ring = NULL;
     assert_chr_ok(chr_ring_new(opts, &ring));
-    for (unsigned n = 0; n < count; ++n) assert_chr_ok(add_node(ring, n, weight));
+    /* One batch, as the library documents building (the same ring as
+     * adding them one by one, without a rebuild per node). */
+    char (*ids)[TEST_ID_BUF] = malloc((count ? count : 1) * sizeof *ids);
+    chr_change *changes = calloc(count ? count : 1, sizeof *changes);
+    assert_non_null(ids);
+    assert_non_null(changes);
+    for (unsigned n = 0; n < count; ++n) {
+        chr_change c = {CHR_OP_ADD, weight, ids[n], node_id(n, ids[n]), NULL, 0, n};
+        changes[n] = c;
+    }
+    assert_chr_ok(chr_ring_apply(ring, changes, count, NULL));
+    free(changes);
+    free(ids);
     return ring;
 }
 

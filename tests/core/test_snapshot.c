@@ -186,6 +186,45 @@ static void test_lookup_batch_agrees(void **state) {
     }
 }
 
+/* A ring of over 2^20 tokens takes the batch's pipelined path: every
+ * batch size around its depths (16 keys a stage, two stages ahead) and
+ * every offset of the batch in the keys agrees with single lookups. */
+static void test_lookup_batch_pipelined_agrees(void **state) {
+    (void)state;
+    chr_ring *ring = ring_with_nodes(NULL, 7000, 1); /* 1.12M tokens at 160 a node */
+    chr_snapshot *snap = NULL;
+    assert_chr_ok(chr_ring_snapshot(ring, &snap));
+    size_t tokens = 0;
+    assert_chr_ok(chr_snapshot_token_count(snap, &tokens));
+    assert_true(tokens > ((size_t)1 << 20));
+    key_set *keys = key_set_new(4000, 99);
+    uint32_t *single = calloc(keys->count, sizeof *single);
+    uint32_t *batch = calloc(keys->count + 1, sizeof *batch);
+    assert_non_null(single);
+    assert_non_null(batch);
+    for (size_t k = 0; k < keys->count; ++k) {
+        chr_node_view view;
+        assert_chr_ok(chr_snapshot_lookup(snap, keys->keys[k], keys->lens[k], &view));
+        single[k] = view.index;
+    }
+    const size_t sizes[] = {0, 1, 2, 15, 16, 17, 31, 32, 33, 47, 48, 49, 64, 65, 1000, 3999};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
+        const size_t n = sizes[i], first = (i * 37) % (keys->count - n);
+        batch[n] = 0xdeadbeef; /* nothing written past the n-th index */
+        assert_chr_ok(chr_snapshot_lookup_batch(snap, keys->keys + first, keys->lens + first, n, batch));
+        for (size_t k = 0; k < n; ++k)
+            if (batch[k] != single[first + k])
+                fail_msg("batch of %zu at %zu: key %zu owner %u, single lookup %u", n, first, k,
+                         batch[k], single[first + k]);
+        assert_int_equal(batch[n], 0xdeadbeef);
+    }
+    free(single);
+    free(batch);
+    key_set_free(keys);
+    chr_snapshot_release(snap);
+    chr_ring_free(ring);
+}
+
 /* Token order is (value, node index), ties included. */
 static void assert_tokens_sorted(const chr_snapshot *snap) {
     token_dump dump;
@@ -409,6 +448,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_borrowed_views_stay_valid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outlives_ring, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_batch_agrees, setup, teardown),
+        cmocka_unit_test(test_lookup_batch_pipelined_agrees),
         cmocka_unit_test_setup_teardown(test_tokens_sorted, setup, teardown),
         cmocka_unit_test(test_successor_matches_reference),
         cmocka_unit_test(test_crowded_bucket_matches_reference),

@@ -1,0 +1,150 @@
+#include "chunk_pool.hpp"
+
+#include <cstdint>
+#include <mutex>
+#include <new>
+
+#include "huge_pages.hpp"
+
+namespace chring::chunk_pool {
+namespace {
+
+constexpr size_t kSlab = kHugePage;      // one huge page, aligned to its size
+constexpr size_t kSlabHeader = 64;
+constexpr size_t kBlockHeader = 16;      // keeps payloads 16-byte aligned
+constexpr size_t kMaxPayload = kSlab / 8;  // bigger: straight from the heap
+constexpr unsigned kClasses = 16 * 12;   // classes up to 2^18 bytes
+
+// Payload sizes: multiples of 16 up to 256, then 16 steps a power of two.
+size_t class_size(size_t bytes) noexcept {
+    bytes = (bytes + 15) & ~size_t(15);
+    if (bytes <= 256) return bytes;
+    const unsigned top = 63 - unsigned(__builtin_clzll(bytes));  // 2^top <= bytes
+    const size_t step = size_t(1) << (top - 4);
+    return (bytes + step - 1) & ~(step - 1);
+}
+unsigned class_index(size_t size) noexcept {  // size: a class_size()
+    if (size <= 256) return unsigned(size / 16);
+    const unsigned top = 63 - unsigned(__builtin_clzll(size));
+    return 16 * (top - 7) + unsigned(size >> (top - 4)) - 16;
+}
+size_t size_of_class(unsigned c) noexcept {
+    if (c <= 16) return size_t(c) * 16;
+    const unsigned top = c / 16 + 7;
+    return (size_t(16) + c % 16) << (top - 4);
+}
+
+struct alignas(16) BlockHeader {
+    uint32_t cls;  // its size, for walking an empty slab
+};
+static_assert(sizeof(BlockHeader) == kBlockHeader, "payloads stay 16-byte aligned");
+struct FreeBlock {  // a free block's payload
+    FreeBlock *prev, *next;
+};
+struct Slab {  // at the start of each slab
+    size_t live;  // blocks in use
+    size_t bump;  // where the next new block goes
+};
+
+struct Pool {
+    std::mutex mu;
+    FreeBlock *free[kClasses] = {};
+    Slab *current = nullptr;  // where new blocks are carved
+    size_t slabs = 0;
+};
+
+// Never destroyed: a ring destroyed by a static destructor may still give
+// back its chunks after this file's statics are gone.
+Pool &pool() noexcept {
+    alignas(Pool) static unsigned char storage[sizeof(Pool)];
+    static Pool *p = new (storage) Pool;
+    return *p;
+}
+
+BlockHeader *header_of(void *payload) noexcept {
+    return reinterpret_cast<BlockHeader *>(static_cast<unsigned char *>(payload) - kBlockHeader);
+}
+Slab *slab_of(void *payload) noexcept {
+    return reinterpret_cast<Slab *>(uintptr_t(payload) & ~uintptr_t(kSlab - 1));
+}
+void push(Pool &p, unsigned c, void *payload) noexcept {
+    FreeBlock *f = static_cast<FreeBlock *>(payload);
+    f->prev = nullptr;
+    f->next = p.free[c];
+    if (f->next) f->next->prev = f;
+    p.free[c] = f;
+}
+void unlink(Pool &p, unsigned c, FreeBlock *f) noexcept {
+    if (f->prev) f->prev->next = f->next;
+    else p.free[c] = f->next;
+    if (f->next) f->next->prev = f->prev;
+}
+
+// Every block of an empty slab is on a free list: take them off, then
+// give the slab back.
+void drop_slab(Pool &p, Slab *slab) noexcept {
+    unsigned char *base = reinterpret_cast<unsigned char *>(slab);
+    for (size_t at = kSlabHeader; at < slab->bump;) {
+        BlockHeader *h = reinterpret_cast<BlockHeader *>(base + at);
+        unlink(p, h->cls, reinterpret_cast<FreeBlock *>(h + 1));
+        at += kBlockHeader + size_of_class(h->cls);
+    }
+    if (p.current == slab) p.current = nullptr;
+    --p.slabs;
+    ::operator delete(static_cast<void *>(slab), std::align_val_t(kSlab));
+}
+
+}  // namespace
+
+size_t block_bytes(size_t bytes) noexcept {
+    const size_t size = class_size(bytes);
+    return size > kMaxPayload ? bytes : kBlockHeader + size;
+}
+
+void *allocate(size_t bytes) {
+    const size_t size = class_size(bytes);
+    if (size > kMaxPayload) return ::operator new(bytes);
+    const unsigned c = class_index(size);
+    Pool &p = pool();
+    std::lock_guard<std::mutex> lock(p.mu);
+    // A free block of the class, or of the next (at most 1/16 bigger).
+    for (unsigned k = c; k < kClasses && k <= c + 1; ++k) {
+        if (FreeBlock *f = p.free[k]) {
+            unlink(p, k, f);
+            ++slab_of(f)->live;
+            return f;
+        }
+    }
+    if (!p.current || p.current->bump + kBlockHeader + size > kSlab) {
+        void *raw = ::operator new(kSlab, std::align_val_t(kSlab));  // may throw: nothing changed
+        advise_huge_pages(raw, kSlab);
+        p.current = new (raw) Slab{0, kSlabHeader};
+        ++p.slabs;
+    }
+    Slab *slab = p.current;
+    BlockHeader *h = reinterpret_cast<BlockHeader *>(reinterpret_cast<unsigned char *>(slab) + slab->bump);
+    h->cls = c;
+    slab->bump += kBlockHeader + size;
+    ++slab->live;
+    return h + 1;
+}
+
+void release(void *block, size_t bytes) noexcept {
+    if (class_size(bytes) > kMaxPayload) {
+        ::operator delete(block);
+        return;
+    }
+    Pool &p = pool();
+    std::lock_guard<std::mutex> lock(p.mu);
+    push(p, header_of(block)->cls, block);
+    Slab *slab = slab_of(block);
+    if (--slab->live == 0) drop_slab(p, slab);
+}
+
+size_t slab_count() noexcept {
+    Pool &p = pool();
+    std::lock_guard<std::mutex> lock(p.mu);
+    return p.slabs;
+}
+
+}  // namespace chring::chunk_pool
