@@ -26,6 +26,7 @@ struct MembershipDelta {
     std::vector<Node> nodes;           // sorted by id
     std::vector<int64_t> old_index;    // per node: index in the old snapshot, or -1
     std::vector<uint8_t> regenerate;   // per node: 1 if added or reweighted
+    uint64_t token_bound = 0;          // the placement's point_bound summed over `nodes`
 };
 
 // A point on the circle and the node (index in the node table) it belongs

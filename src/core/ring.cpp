@@ -102,25 +102,39 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
     const Placement &placement = *base.placement();
     const PlacementOps &ops = *placement.ops;
 
-    // The batch runs change by change against a working membership without
-    // moving any element: the base table (sorted by id) is edited in place
-    // (weights; a removed slot is marked dead; a remove-then-add refills its
-    // slot as a new node), nodes new to the ring go to `added` with a hash
-    // index, and one sort and one merge at the end build the sorted table.
-    // So a batch of n changes costs O(n log n) however its ids are ordered
-    // (inserting into the sorted vector was O(n) per change).
+    // The batch runs change by change against a working membership that
+    // leaves the base table (sorted by id) as it is: a base slot the batch
+    // touches gets an entry in `edited` (its working node; a removed slot
+    // is marked dead; a remove-then-add refills it as a new node), nodes new
+    // to the ring go to `added` with a hash index, and one sort and one
+    // merge at the end build the sorted table, copying each untouched base
+    // node once. So a batch of n changes costs O(n log n) plus that copy,
+    // however its ids are ordered (inserting into the sorted vector was O(n)
+    // per change), and a single change copies the table once, not twice.
     MembershipDelta d;
-    std::vector<Node> table = base.nodes();
-    std::vector<int64_t> table_old(table.size());  // old index, or -1 for a refilled slot
-    std::vector<bool> table_live(table.size(), true);
-    for (size_t k = 0; k < table.size(); ++k) table_old[k] = int64_t(k);
+    const std::vector<Node> &table = base.nodes();
+    struct Edited {
+        size_t pos;  // in the base table
+        Node node;
+        bool live, refilled;
+    };
+    std::vector<Edited> edited;
+    std::unordered_map<size_t, size_t> edited_at;  // base position -> its entry in `edited`
+    // The working entry of base slot pos, made on first use.
+    auto edit = [&](size_t pos) -> Edited & {
+        auto it = edited_at.find(pos);
+        if (it != edited_at.end()) return edited[it->second];
+        edited.reserve(edited.size() + 1);  // may throw: nothing changed yet
+        edited_at.emplace(pos, edited.size());
+        edited.push_back({pos, table[pos], true, false});
+        return edited.back();
+    };
     std::vector<Node> added;
     std::vector<bool> added_live;
     std::unordered_map<std::string, size_t> added_at;  // id -> its live entry in `added`
     size_t live = table.size();
     // Running bound on the tokens of the working membership (exact for native).
-    uint64_t total_tokens = 0;
-    for (const Node &n : table) total_tokens += ops.point_bound(placement, n.weight);
+    uint64_t total_tokens = base.token_bound();
 
     for (size_t c = 0; c < count; ++c) {
         auto reject = [&](chr_status st) {
@@ -133,13 +147,16 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
         if (ch.op != CHR_OP_REMOVE && ops.check_weight)
             if (chr_status st = ops.check_weight(ch.weight, who)) return reject(st);
         std::string id(static_cast<const char *>(ch.id), ch.id_len);
-        // The id's node in the working membership, if any: a base slot or an added entry.
+        // The id's node in the working membership, if any: a base slot
+        // (as edited, if it was) or an added entry.
         size_t pos = position(table, id);
         const bool in_table = pos < table.size() && table[pos].id == id;
-        Node *node = nullptr;
+        const Node *node = nullptr;
         auto found = in_table ? added_at.end() : added_at.find(id);
         if (in_table) {
-            if (table_live[pos]) node = &table[pos];
+            auto e = edited_at.find(pos);
+            if (e == edited_at.end()) node = &table[pos];
+            else if (edited[e->second].live) node = &edited[e->second].node;
         } else if (found != added_at.end()) {
             node = &added[found->second];
         }
@@ -158,9 +175,9 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
             n.tag = ch.tag;
             n.weight = ch.weight;
             if (in_table) {  // removed earlier in this batch: back as a new node
-                table[pos] = std::move(n);
-                table_old[pos] = -1;
-                table_live[pos] = true;
+                Edited &e = edit(pos);
+                e.node = std::move(n);
+                e.live = e.refilled = true;
             } else {
                 std::string key = n.id;
                 added_at[std::move(key)] = added.size();
@@ -176,14 +193,14 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
             total_tokens -= ops.point_bound(placement, node->weight);
             if (ch.op == CHR_OP_REMOVE) {
                 if (in_table) {
-                    table_live[pos] = false;
+                    edit(pos).live = false;
                 } else {
                     added_live[found->second] = false;
                     added_at.erase(found);
                 }
                 --live;
             } else {
-                node->weight = ch.weight;
+                (in_table ? edit(pos).node : added[found->second]).weight = ch.weight;
                 total_tokens += ops.point_bound(placement, ch.weight);
             }
         }
@@ -195,25 +212,37 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
                                placement.tokens_per_weight));
     }
 
-    // New ids in id order, then one merge with the live base slots.
+    // New ids in id order, then one merge with the base slots, edited ones
+    // (in position order) as the batch left them.
     std::vector<size_t> order;
     order.reserve(added_at.size());
     for (size_t a = 0; a < added.size(); ++a)
         if (added_live[a]) order.push_back(a);
     std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return added[x].id < added[y].id; });
+    std::vector<size_t> by_pos(edited.size());
+    for (size_t e = 0; e < edited.size(); ++e) by_pos[e] = e;
+    std::sort(by_pos.begin(), by_pos.end(), [&](size_t x, size_t y) { return edited[x].pos < edited[y].pos; });
     d.nodes.reserve(live);
     d.old_index.reserve(live);
-    size_t pending = 0;
+    size_t pending = 0, next_edit = 0;
     for (size_t k = 0; k <= table.size(); ++k) {
         while (pending < order.size() && (k == table.size() || added[order[pending]].id < table[k].id)) {
             d.nodes.push_back(std::move(added[order[pending++]]));
             d.old_index.push_back(-1);
         }
-        if (k == table.size() || !table_live[k]) continue;
-        d.nodes.push_back(std::move(table[k]));
-        d.old_index.push_back(table_old[k]);
+        if (k == table.size()) break;
+        if (next_edit < by_pos.size() && edited[by_pos[next_edit]].pos == k) {
+            Edited &e = edited[by_pos[next_edit++]];
+            if (!e.live) continue;
+            d.nodes.push_back(std::move(e.node));
+            d.old_index.push_back(e.refilled ? -1 : int64_t(k));
+            continue;
+        }
+        d.nodes.push_back(table[k]);
+        d.old_index.push_back(int64_t(k));
     }
 
+    d.token_bound = total_tokens;
     d.regenerate.resize(d.nodes.size());
     for (size_t k = 0; k < d.nodes.size(); ++k)
         d.regenerate[k] = d.old_index[k] < 0 || base.node(size_t(d.old_index[k])).weight != d.nodes[k].weight;

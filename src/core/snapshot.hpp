@@ -177,6 +177,9 @@ public:
     // thread may call it.
     uint64_t fingerprint() const noexcept;
     const PlacementPtr &placement() const noexcept { return placement_; }
+    // The placement's point_bound summed over the nodes (the ring's token
+    // limit is checked against it; kept so a change need not sum it again).
+    uint64_t token_bound() const noexcept { return token_bound_; }
     // Index of the node with this id, or -1.
     int64_t find(const std::string &id) const noexcept;
     // Bytes of token array plus index (for the memory-per-token report),
@@ -296,6 +299,7 @@ private:
     // index (UINT32_MAX for a free slot), and each node's slot.
     std::vector<uint32_t> slot_node_, node_slot_;
     size_t eligible_ = 0;
+    uint64_t token_bound_ = 0;
     std::vector<uint64_t> weight_before_;  // node_count() + 1 prefix sums of candidate_weight
     std::vector<uint32_t> zone_of_slot_;  // per slot: its node's zone's number (0 when free)
     size_t zone_count_ = 0;          // distinct zone labels among the members

@@ -141,7 +141,7 @@ Snapshot::Snapshot(PlacementPtr placement)
 }
 
 Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
-    : placement_(base.placement_), key_hash_(base.key_hash_) {
+    : placement_(base.placement_), key_hash_(base.key_hash_), token_bound_(delta.token_bound) {
     const PlacementOps &ops = *placement_->ops;
     if (ops.all_points) {
         nodes_ = std::move(delta.nodes);

@@ -5,6 +5,10 @@
 
 #include "chunk_pool.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace chring {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the cold records' packing reads 8 bytes little-endian");
@@ -219,6 +223,29 @@ void TokenIndex::Writer::finish() {
     cold_vec_ = {};
 }
 
+namespace {
+
+// ORs bits [from, from + n) of the packed stream `src` into `dst` at bit
+// `to`, whose bits from there on are still zero (a new chunk's cold part is
+// zeroed), up to 56 bits a step: a run of kept cold words, whose bit offset
+// moves with the changes before it. Reads and writes 8 bytes at a time
+// within the streams' 8 bytes of slack (cold_bytes()).
+void copy_cold_bits(const unsigned char *src, size_t from, unsigned char *dst, size_t to, size_t n) noexcept {
+    while (n) {
+        const unsigned take = unsigned(std::min<size_t>(n, 56));
+        uint64_t in, out;
+        std::memcpy(&in, src + from / 8, sizeof in);
+        std::memcpy(&out, dst + to / 8, sizeof out);
+        out |= ((in >> (from % 8)) & ((uint64_t(1) << take) - 1)) << (to % 8);
+        std::memcpy(dst + to / 8, &out, sizeof out);
+        from += take;
+        to += take;
+        n -= take;
+    }
+}
+
+}  // namespace
+
 bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, TokenIndex &out,
                                 std::vector<uint32_t> &dirty, std::vector<u128> &arc_delta) {
     const unsigned chunk_of_hash_shift = base.group_of_hash_shift_ + base.chunk_shift_;
@@ -252,89 +279,183 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
 
     const unsigned gs = base.group_shift_, C = base.chunk_shift_;
     const size_t groups_per_chunk = size_t(1) << C, buckets_per_group = size_t(1) << gs;
-    // A group's new size, or UINT32_MAX for a clean group (its base size).
+    // token_value() without its binary search: a record's bucket is the
+    // number of its group's later bucket starts at or before it, a count
+    // the compiler vectorizes (an update decodes a few tokens per change).
+    auto value_at = [gs, buckets_per_group](const TokenIndex &ix, Pos p) {
+        const uint32_t g = group_of(p), off = offset_of(p);
+        const BucketOffset *start = &ix.bucket_offset_[ix.offset_index(uint64_t(g) << gs)];
+        uint32_t k = 0;
+#if defined(__SSE2__)
+        if (buckets_per_group == 64) {  // start <= off where max(start, off) == off
+            const __m128i o = _mm_set1_epi8(char(off));
+            uint64_t at_or_before = 0;
+            for (int i = 0; i < 4; ++i) {
+                const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i *>(start) + i);
+                at_or_before |= uint64_t(uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(x, o), o)))) << (16 * i);
+            }
+            // Starts grow, so the bits set are a prefix, start[0] = 0 among
+            // them: its length less one (no popcount: not in baseline x86-64).
+            k = uint32_t(~at_or_before ? trailing_zeros(~at_or_before) : 64) - 1;
+        } else
+#endif
+        {
+            for (size_t i = 1; i < buckets_per_group; ++i) k += start[i] <= off;
+        }
+        return ((uint64_t(g) << gs) + k) << ix.prefix_shift_ | ix.rest_of(g, off) >> ix.prefix_bits_;
+    };
     std::vector<uint32_t> new_size(base.groups(), UINT32_MAX);
-    std::vector<Token> merged;
     std::vector<Pos> followers;
     arc_delta.assign(change.rank.size(), 0);
-    std::vector<uint32_t> bucket_count(groups_per_chunk * buckets_per_group + 1);
-    const Token *f = change.fresh.data(), *f_end = f + change.fresh.size();
-    auto before = [&](const Token &a, uint64_t value, uint32_t slot) {
-        return a.value < value || (a.value == value && change.rank[a.owner] < change.rank[slot]);
+    // A rewritten chunk is the base's records copied in runs between its
+    // change points (each fresh token's insertion point, each dropped
+    // record), as they are encoded: no token is decoded but those next to
+    // a change, whose arcs it alters.
+    const uint32_t mask = base.owner_mask_;
+    const unsigned P = base.prefix_bits_, hot_bits = 32 - base.owner_bits_, cold_shift = P - base.owner_bits_;
+    const size_t cold_bits = 32 - cold_shift;  // a packed cold word's width
+    std::vector<uint64_t> gone(change.dropped_values);
+    std::sort(gone.begin(), gone.end());
+    struct Insert {
+        uint32_t group, at;  // before base record `at` of the group
     };
+    std::vector<Insert> inserts;
+    std::vector<Pos> drops;  // base records that go, in order
+    // Per rewritten chunk: whether its first record is the base's, whose
+    // arc changes only if its predecessor (outside the chunk) did.
+    std::vector<uint8_t> head_kept(dirty.size(), 0);
+    const Token *f = change.fresh.data(), *f_end = f + change.fresh.size();
+    const uint64_t *d = gone.data(), *d_end = d + gone.size();
     int64_t tokens = int64_t(base.tokens_);
     try {
-        for (uint32_t c : dirty) {
+        for (size_t dc = 0; dc < dirty.size(); ++dc) {
+            const uint32_t c = dirty[dc];
             const size_t g0 = size_t(c) << C, g1 = g0 + groups_per_chunk;
-            // The chunk's tokens: the base's kept ones merged with the fresh
-            // ones. Each base token's arc leaves its owner (a kept one's
-            // comes back below) and each new token's arc goes to its owner;
-            // the first new token's predecessor is known only at the end.
-            // (Fields written one by one: a Token built on the stack and
-            // copied whole stalls on store forwarding.)
-            const Token *f_chunk_end = f;
-            while (f_chunk_end != f_end && (f_chunk_end->value >> chunk_of_hash_shift) == c) ++f_chunk_end;
+            const Token *fc = f;
+            while (f != f_end && (f->value >> chunk_of_hash_shift) == c) ++f;
+            // Where each fresh token goes: before the first kept record of
+            // its bucket that it precedes (a dropped one's rank means nothing).
+            inserts.clear();
+            for (const Token *t = fc; t != f; ++t) {
+                const uint64_t b = t->value >> base.prefix_shift_;
+                const uint32_t g = uint32_t(b >> gs), end = base.bucket_end(b);
+                const uint64_t rest = t->value << P;
+                const uint32_t *hot = base.hot_of_group_[g];
+                uint32_t at = base.bucket_offset(b);
+                for (; at < end; ++at) {
+                    const uint32_t slot = hot[at] & mask;
+                    if (change.dropped[slot]) continue;
+                    const uint64_t r = base.rest_of(g, at);
+                    if (rest < r || (rest == r && change.rank[t->owner] < change.rank[slot])) break;
+                }
+                inserts.push_back({g, at});
+            }
+            // The dropped records, found from their values.
+            drops.clear();
+            for (; d != d_end && (*d >> chunk_of_hash_shift) == c; ++d) {
+                const uint64_t b = *d >> base.prefix_shift_;
+                const uint32_t g = uint32_t(b >> gs), end = base.bucket_end(b);
+                const uint32_t *hot = base.hot_of_group_[g];
+                for (uint32_t i = base.bucket_offset(b); i < end; ++i)
+                    if (change.dropped[hot[i] & mask] && base.rest_of(g, i) == *d << P) drops.push_back(pos(g, i));
+            }
+            std::sort(drops.begin(), drops.end());
+            drops.erase(std::unique(drops.begin(), drops.end()), drops.end());
+
             const uint32_t base_n = base.group_start_[g1] - base.group_start_[g0];
-            merged.resize(base_n + size_t(f_chunk_end - f));
-            Token *m = merged.data();
-            size_t count = 0;
-            uint64_t prev = base.token_value(base.last_before_group(g0));
-            for (size_t g = g0; g < g1; ++g) {
-                if (base.group_size(g) == 0) continue;
-                for (Cursor cur(base, uint32_t(g)); !cur.done() && cur.group() == g; cur.next()) {
-                    const uint64_t v = cur.value();
-                    const uint32_t slot = cur.slot();
-                    if (!change.dropped[slot]) {
-                        arc_delta[slot] -= u128(v - prev);
-                        for (; f != f_chunk_end && before(*f, v, slot); ++f) m[count++] = *f;
-                        m[count].value = v;
-                        m[count].owner = slot;
-                        ++count;
-                    }
-                    prev = v;
-                }
-            }
-            for (; f != f_chunk_end; ++f) m[count++] = *f;
-            merged.resize(count);
-            tokens += int64_t(count) - int64_t(base_n);
-            for (size_t k = 1; k < merged.size(); ++k)
-                arc_delta[merged[k].owner] += u128(merged[k].value - merged[k - 1].value);
-
-            // Its bucket offsets, which must fit a byte.
-            std::fill(bucket_count.begin(), bucket_count.end(), 0);
-            const uint64_t first_bucket = uint64_t(g0) << gs;
-            for (const Token &t : merged) ++bucket_count[(t.value >> base.prefix_shift_) - first_bucket + 1];
-            for (size_t g = g0; g < g1; ++g) {
-                uint32_t at = 0;
-                const size_t b0 = (g - g0) << gs;
-                for (size_t k = 0; k < buckets_per_group; ++k) {
-                    out.bucket_offset_[out.offset_index(first_bucket + b0 + k)] = BucketOffset(at);
-                    at += bucket_count[b0 + k + 1];
-                    if (at > kMaxOffset) {
-                        out.clear();
-                        return false;
-                    }
-                }
-                out.bucket_offset_[out.offset_index(first_bucket + b0 + buckets_per_group - 1) + 1] = BucketOffset(at);
-                new_size[g] = at;
-            }
-
-            // The chunk itself.
-            const unsigned cold_shift = base.prefix_bits_ - base.owner_bits_;
-            uint32_t *chunk = new_chunk(uint32_t(merged.size()), cold_shift, out.pools_chunks());
+            const size_t n_new = base_n + size_t(f - fc) - drops.size();
+            uint32_t *chunk = new_chunk(uint32_t(n_new), cold_shift, out.pools_chunks());
             release(out.chunks_[c]);
             out.chunks_[c] = chunk;
-            unsigned char *cold = const_cast<unsigned char *>(cold_of_chunk(chunk));
-            for (size_t k = 0; k < merged.size(); ++k) {
-                uint32_t word;
-                encode(merged[k].value, merged[k].owner, base.prefix_bits_, base.owner_mask_, 32 - base.owner_bits_,
-                       chunk[k], word);
-                put_cold_word(cold, k, cold_shift, word);
-            }
-            uint32_t at = 0;
+            uint32_t *hot_out = chunk;
+            unsigned char *cold_out = const_cast<unsigned char *>(cold_of_chunk(chunk));
+            const unsigned char *cold_in = cold_of_chunk(base.chunks_[c]);
+            tokens += int64_t(n_new) - int64_t(base_n);
+
+            // Arcs. The last record written and the last base record passed
+            // are the next kept record's new and old predecessors; when they
+            // differ (a change between them) its arc changes. Before the
+            // chunk's first record, the old one is outside the chunk, and the
+            // new arc of that first record is added at the end (its new
+            // predecessor may be in a chunk not yet rewritten).
+            bool written = false, same = true, fresh_last = false;
+            uint64_t fresh_value = 0;
+            Pos last_written = kNoPos, last_passed = kNoPos;
+            auto value_of = [&](Pos p) { return value_at(base, p); };
+            auto old_pred = [&]() {
+                return value_of(last_passed != kNoPos ? last_passed : base.last_before_group(g0));
+            };
+            auto new_pred = [&]() { return fresh_last ? fresh_value : value_of(last_written); };
+            size_t ins = 0, drp = 0, count = 0;
             for (size_t g = g0; g < g1; ++g) {
-                out.hot_of_group_[g] = chunk + at;
-                at += new_size[g];
+                const uint32_t n = base.group_size(g);
+                const uint32_t *hot = base.hot_of_group_[g];
+                const size_t cold_first = base.chunk_index_of_group(g);  // the group's first cold word
+                const size_t group_begin = count, ins_begin = ins, drp_begin = drp;
+                out.hot_of_group_[g] = chunk + group_begin;
+                uint32_t next = 0;  // the group's next base record
+                auto copy_to = [&](uint32_t to) {  // the kept records [next, to)
+                    if (next == to) return;
+                    if (!written && same) {
+                        head_kept[dc] = 1;
+                    } else if (!same) {
+                        const uint64_t v = value_of(pos(uint32_t(g), next));
+                        const uint32_t slot = hot[next] & mask;
+                        if (!written) arc_delta[slot] -= u128(v - old_pred());
+                        else arc_delta[slot] += u128(v - new_pred()) - u128(v - old_pred());
+                    }
+                    std::copy(hot + next, hot + to, hot_out + count);
+                    copy_cold_bits(cold_in, (cold_first + next) * cold_bits, cold_out, count * cold_bits,
+                                   size_t(to - next) * cold_bits);
+                    count += to - next;
+                    last_written = last_passed = pos(uint32_t(g), to - 1);
+                    written = same = true;
+                    fresh_last = false;
+                    next = to;
+                };
+                for (;;) {
+                    const bool inserting = ins < inserts.size() && inserts[ins].group == g;
+                    const bool dropping = drp < drops.size() && group_of(drops[drp]) == g;
+                    if (!inserting && !dropping) break;
+                    if (inserting && (!dropping || inserts[ins].at <= offset_of(drops[drp]))) {
+                        copy_to(inserts[ins].at);
+                        const Token &t = fc[ins++];
+                        if (written) arc_delta[t.owner] += u128(t.value - new_pred());
+                        uint32_t word;
+                        encode(t.value, t.owner, P, mask, hot_bits, hot_out[count], word);
+                        put_cold_word(cold_out, count, cold_shift, word);
+                        ++count;
+                        written = fresh_last = true;
+                        same = false;
+                        fresh_value = t.value;
+                    } else {
+                        const uint32_t at = offset_of(drops[drp++]);
+                        copy_to(at);
+                        last_passed = pos(uint32_t(g), at);
+                        same = false;
+                        next = at + 1;
+                    }
+                }
+                copy_to(n);
+                new_size[g] = uint32_t(count - group_begin);
+                if (new_size[g] > kMaxOffset) {
+                    out.clear();
+                    return false;
+                }
+                if (ins == ins_begin && drp == drp_begin) continue;  // its offsets as they were
+                // A bucket starts past the fresh tokens of the buckets
+                // before it, less the dropped records before its start
+                // (out's offsets are still the base's here; bytes wrap, and
+                // the final ones fit: the group has at most 255 records).
+                const uint64_t b0 = uint64_t(g) << gs;
+                const BucketOffset *was = &base.bucket_offset_[base.offset_index(b0)];
+                BucketOffset *now = &out.bucket_offset_[out.offset_index(b0)];
+                for (size_t j = ins_begin; j < ins; ++j)
+                    for (size_t i = size_t((fc[j].value >> base.prefix_shift_) - b0) + 1; i < buckets_per_group; ++i)
+                        ++now[i];
+                for (size_t k = drp_begin; k < drp; ++k)
+                    for (size_t i = 1; i < buckets_per_group; ++i) now[i] = BucketOffset(now[i] - (was[i] > offset_of(drops[k])));
+                now[buckets_per_group] = BucketOffset(new_size[g]);
             }
         }
     } catch (...) {
@@ -354,12 +475,21 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     // first new token, and the first token after a rewritten chunk when it
     // is in a chunk left as it was (its predecessor may have changed).
     const size_t groups = base.groups();
-    for (uint32_t c : dirty) {
+    for (size_t dc = 0; dc < dirty.size(); ++dc) {
+        const uint32_t c = dirty[dc];
         const size_t g0 = size_t(c) << C;
         const Pos first = out.first_from_group(g0);
         if (out.group_of(first) >> C == c) {  // the chunk has tokens
-            const uint64_t pred = out.token_value(out.last_before_group(g0));
-            arc_delta[out.slot_at(first)] += u128(out.token_value(first) - pred);
+            const uint64_t pred = value_at(out, out.last_before_group(g0));
+            if (!head_kept[dc]) {
+                arc_delta[out.slot_at(first)] += u128(value_at(out, first) - pred);
+            } else {
+                const uint64_t old = value_at(base, base.last_before_group(g0));
+                if (old != pred) {
+                    const uint64_t v = value_at(out, first);
+                    arc_delta[out.slot_at(first)] += u128(v - pred) - u128(v - old);
+                }
+            }
         }
         const size_t next = (size_t(c) + 1) % chunks;
         if (std::binary_search(dirty.begin(), dirty.end(), uint32_t(next))) continue;
@@ -372,9 +502,10 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     followers.erase(std::unique(followers.begin(), followers.end()), followers.end());
     for (Pos p : followers) {
         const size_t g = out.group_of(p);
-        const uint64_t base_pred = base.token_value(base.last_before_group(g));
-        const uint64_t new_pred = out.token_value(out.last_before_group(g));
-        const uint64_t v = out.token_value(p);
+        const uint64_t base_pred = value_at(base, base.last_before_group(g));
+        const uint64_t new_pred = value_at(out, out.last_before_group(g));
+        if (new_pred == base_pred) continue;
+        const uint64_t v = value_at(out, p);
         arc_delta[out.slot_at(p)] += u128(v - new_pred) - u128(v - base_pred);
     }
 
