@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "chring.h"
-#include "huge_pages.hpp"
 #include "membership.hpp"
 
 namespace chring {
@@ -46,8 +45,8 @@ private:
         RefFields ref;
     };
     static_assert(sizeof(ViewLine) == 64 && sizeof(RefLine) == 64, "one line each");
-    HugeVector<ViewLine> views_;
-    HugeVector<RefLine> ref_lines_;
+    std::vector<ViewLine> views_;
+    std::vector<RefLine> ref_lines_;
 };
 
 }  // namespace chring
