@@ -69,6 +69,36 @@ struct HugePageAllocator {
 template <class T>
 using HugeVector = std::vector<T, HugePageAllocator<T>>;
 
+// n elements left uninitialized (every one is written before it is read),
+// from HugePageAllocator: a build's scratch, which would otherwise be
+// zeroed only to be overwritten.
+template <class T>
+class HugeBuffer {
+public:
+    HugeBuffer() noexcept = default;
+    explicit HugeBuffer(size_t n) : p_(HugePageAllocator<T>().allocate(n)), n_(n) {}
+    HugeBuffer(HugeBuffer &&o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
+    HugeBuffer &operator=(HugeBuffer &&o) noexcept {
+        if (this != &o) {
+            reset();
+            p_ = o.p_, n_ = o.n_;
+            o.p_ = nullptr, o.n_ = 0;
+        }
+        return *this;
+    }
+    ~HugeBuffer() { reset(); }
+    T *data() const noexcept { return p_; }
+    void reset() noexcept {
+        if (p_) HugePageAllocator<T>().deallocate(p_, n_);
+        p_ = nullptr;
+        n_ = 0;
+    }
+
+private:
+    T *p_ = nullptr;
+    size_t n_ = 0;
+};
+
 // v.reserve(n), with the new capacity advised before anything touches it.
 template <class T>
 void reserve_huge(std::vector<T> &v, size_t n) {

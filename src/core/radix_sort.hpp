@@ -66,12 +66,8 @@ inline void sort_tokens(std::vector<Token> &tokens) {
     while (K < 24 && (size_t(1) << (K + 1)) <= n) ++K;
     // Uninitialized (every slot is written), on huge pages from 2 MiB: a
     // build's scratch is new memory each time the heap was trimmed.
-    struct Scratch {
-        Token *p;
-        size_t n;
-        ~Scratch() { HugePageAllocator<Token>().deallocate(p, n); }
-    } scratch{HugePageAllocator<Token>().allocate(n), n};
-    Token *a = tokens.data(), *tmp = scratch.p;
+    const HugeBuffer<Token> scratch(n);
+    Token *a = tokens.data(), *tmp = scratch.data();
     constexpr unsigned kFirstBits = 11;
     if (K <= 16) {  // at most 2 MB of tokens: one pass, then back
         std::vector<size_t> count((size_t(1) << K) + 1), next;

@@ -13,6 +13,32 @@ namespace chring {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the cold records' packing reads 8 bytes little-endian");
 
+namespace {
+
+// Packs n cold words into a chunk's stream, in order, through a 64-bit
+// accumulator stored 4 bytes at a time: put_cold_word() per token reloads
+// the 8 bytes the previous one stored at another offset, a failed store
+// forward each (the build's packing took 4x as long).
+void pack_cold_words(const uint32_t *words, uint32_t n, unsigned cold_shift, unsigned char *cold) noexcept {
+    const unsigned bits = 32 - cold_shift;
+    uint64_t acc = 0;
+    unsigned filled = 0;
+    for (uint32_t k = 0; k < n; ++k) {
+        acc |= uint64_t(words[k] >> cold_shift) << filled;
+        filled += bits;
+        if (filled >= 32) {
+            const uint32_t low = uint32_t(acc);
+            std::memcpy(cold, &low, sizeof low);
+            cold += 4;
+            acc >>= 32;
+            filled -= 32;
+        }
+    }
+    std::memcpy(cold, &acc, sizeof acc);  // the rest, within the stream's slack
+}
+
+}  // namespace
+
 uint32_t *TokenIndex::new_chunk(uint32_t n, unsigned cold_shift, bool pooled) {
     const size_t bytes = chunk_bytes(n, cold_shift);
     void *raw = pooled ? chunk_pool::allocate(bytes) : ::operator new(bytes);
@@ -153,8 +179,8 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots) : index_(i
     // tokens these buffers are 200 MB, and 4 KiB page faults cost more
     // than filling them.
     start_vec_.assign((size_t(1) << bits) + 1, 0);
-    hot_vec_.resize(T);
-    cold_vec_.resize(T);
+    hot_vec_ = HugeBuffer<uint32_t>(T);
+    cold_vec_ = HugeBuffer<uint32_t>(T);
     start_ = start_vec_.data();
     hot_ = hot_vec_.data();
     cold_ = cold_vec_.data();
@@ -209,7 +235,7 @@ void TokenIndex::Writer::finish() {
             s.chunks_.push_back(base);
             std::copy(hot_ + first, hot_ + first + n, base);
             unsigned char *cold = const_cast<unsigned char *>(cold_of_chunk(base));
-            for (uint32_t k = 0; k < n; ++k) put_cold_word(cold, k, cold_shift, cold_[first + k]);
+            pack_cold_words(cold_ + first, n, cold_shift, cold);
             for (size_t G = c << s.chunk_shift_; G < (c + 1) << s.chunk_shift_; ++G)
                 s.hot_of_group_[G] = base + (s.group_start_[G] - first);
         }
@@ -219,8 +245,8 @@ void TokenIndex::Writer::finish() {
     }
     for (size_t c = 0; c < chunks; ++c) s.set_pads(c);
     start_vec_ = {};
-    hot_vec_ = {};
-    cold_vec_ = {};
+    hot_vec_.reset();
+    cold_vec_.reset();
 }
 
 namespace {

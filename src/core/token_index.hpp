@@ -421,7 +421,7 @@ private:
     const size_t T_;
     size_t k_ = 0;
     HugeVector<uint32_t> start_vec_;  // tokens per bucket, then first token per bucket
-    HugeVector<uint32_t> hot_vec_, cold_vec_;  // the records in one array, before the split
+    HugeBuffer<uint32_t> hot_vec_, cold_vec_;  // the records in one array, before the split
     // Raw pointers and copies: add() stores through uint32_t pointers,
     // which could alias uint32_t members and force reloads.
     uint32_t *start_, *hot_, *cold_;
