@@ -132,23 +132,33 @@ public:
     class Walker {
     public:
         // From p, which may be its group's end (as locate() returns it).
-        Walker(const TokenIndex &index, Pos p) noexcept : index_(index), mask_(index.owner_mask_) { enter(p); }
+        Walker(const TokenIndex &index, Pos p) noexcept
+            : index_(index), rec_(index.hot_of_group_[group_of(p)] + offset_of(p)),
+              chunk_(index.chunk_of(group_of(p))), mask_(index.owner_mask_) {
+            if (__builtin_expect(looks_like_pad(), 0)) skip_pads();
+        }
         uint32_t slot() const noexcept { return *rec_ & mask_; }
         void next() noexcept {
-            if (++rec_ == end_) enter(index_.settle(pos(group_ + 1, 0)));
+            ++rec_;
+            if (__builtin_expect(looks_like_pad(), 0)) skip_pads();
         }
 
     private:
-        void enter(Pos p) noexcept {
-            group_ = group_of(p);
-            const uint32_t *hot = index_.hot_of_group_[group_];
-            rec_ = hot + offset_of(p);
-            end_ = hot + index_.group_size(group_);
-            if (__builtin_expect(rec_ == end_, 0)) enter(index_.settle(pos(group_ + 1, 0)));
+        // A chunk's groups are contiguous, so a walk only stops at the
+        // chunk's end, on its pads, whose value bits are all ones: no end
+        // pointer to load and compare. A token whose value bits are all
+        // ones looks the same, and is told apart by the chunk's size.
+        bool looks_like_pad() const noexcept { return ((*rec_ ^ kWindowBias) | mask_) == ~uint32_t(0); }
+        void skip_pads() noexcept {
+            const uint32_t *base = index_.chunks_[chunk_];
+            if (rec_ < base + header_of(base)->n) return;  // a token
+            do chunk_ = chunk_ + 1 < index_.chunks_.size() ? chunk_ + 1 : 0;  // the next chunk with tokens
+            while (header_of(index_.chunks_[chunk_])->n == 0);
+            rec_ = index_.chunks_[chunk_];
         }
         const TokenIndex &index_;
-        const uint32_t *rec_, *end_;
-        uint32_t group_;
+        const uint32_t *rec_;
+        size_t chunk_;
         const uint32_t mask_;  // a copy: the caller's stores could alias index_'s
     };
 
