@@ -111,15 +111,30 @@ TokenIndex::Pos TokenIndex::last_before_group(size_t g) const noexcept {
 
 uint64_t TokenIndex::token_value(Pos p) const noexcept {
     // The token's bucket is the last b of its group whose start is <= its
-    // offset (empty buckets before it share its start).
+    // offset (empty buckets before it share its start): starts grow, so
+    // it is the number of the group's later bucket starts at or before
+    // the offset, a count of 64 bytes compared at once.
     const uint32_t g = group_of(p), off = offset_of(p);
-    uint64_t lo = uint64_t(g) << group_shift_, hi = uint64_t(g + 1) << group_shift_;
-    while (hi - lo > 1) {  // bucket_offset(lo) <= off < start of hi (or the group's end)
-        const uint64_t mid = lo + (hi - lo) / 2;
-        if (bucket_offset(mid) <= off) lo = mid;
-        else hi = mid;
+    const size_t buckets_per_group = size_t(1) << group_shift_;
+    const BucketOffset *start = &bucket_offset_[offset_index(uint64_t(g) << group_shift_)];
+    uint32_t k = 0;
+#if defined(__SSE2__)
+    if (buckets_per_group == 64) {  // start <= off where max(start, off) == off
+        const __m128i o = _mm_set1_epi8(char(off));
+        uint64_t at_or_before = 0;
+        for (int i = 0; i < 4; ++i) {
+            const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i *>(start) + i);
+            at_or_before |= uint64_t(uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(x, o), o)))) << (16 * i);
+        }
+        // The bits set are a prefix, start[0] = 0 among them: its length
+        // less one (no popcount: not in baseline x86-64).
+        k = uint32_t(~at_or_before ? trailing_zeros(~at_or_before) : 64) - 1;
+    } else
+#endif
+    {
+        for (size_t i = 1; i < buckets_per_group; ++i) k += start[i] <= off;
     }
-    return lo << prefix_shift_ | rest_of(g, off) >> prefix_bits_;
+    return ((uint64_t(g) << group_shift_) + k) << prefix_shift_ | rest_of(g, off) >> prefix_bits_;
 }
 
 uint32_t TokenIndex::exact_position(uint64_t b, uint64_t rest) const noexcept {
@@ -305,31 +320,6 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
 
     const unsigned gs = base.group_shift_, C = base.chunk_shift_;
     const size_t groups_per_chunk = size_t(1) << C, buckets_per_group = size_t(1) << gs;
-    // token_value() without its binary search: a record's bucket is the
-    // number of its group's later bucket starts at or before it, a count
-    // the compiler vectorizes (an update decodes a few tokens per change).
-    auto value_at = [gs, buckets_per_group](const TokenIndex &ix, Pos p) {
-        const uint32_t g = group_of(p), off = offset_of(p);
-        const BucketOffset *start = &ix.bucket_offset_[ix.offset_index(uint64_t(g) << gs)];
-        uint32_t k = 0;
-#if defined(__SSE2__)
-        if (buckets_per_group == 64) {  // start <= off where max(start, off) == off
-            const __m128i o = _mm_set1_epi8(char(off));
-            uint64_t at_or_before = 0;
-            for (int i = 0; i < 4; ++i) {
-                const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i *>(start) + i);
-                at_or_before |= uint64_t(uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(x, o), o)))) << (16 * i);
-            }
-            // Starts grow, so the bits set are a prefix, start[0] = 0 among
-            // them: its length less one (no popcount: not in baseline x86-64).
-            k = uint32_t(~at_or_before ? trailing_zeros(~at_or_before) : 64) - 1;
-        } else
-#endif
-        {
-            for (size_t i = 1; i < buckets_per_group; ++i) k += start[i] <= off;
-        }
-        return ((uint64_t(g) << gs) + k) << ix.prefix_shift_ | ix.rest_of(g, off) >> ix.prefix_bits_;
-    };
     std::vector<uint32_t> new_size(base.groups(), UINT32_MAX);
     std::vector<Pos> followers;
     arc_delta.assign(change.rank.size(), 0);
@@ -407,11 +397,10 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
             bool written = false, same = true, fresh_last = false;
             uint64_t fresh_value = 0;
             Pos last_written = kNoPos, last_passed = kNoPos;
-            auto value_of = [&](Pos p) { return value_at(base, p); };
             auto old_pred = [&]() {
-                return value_of(last_passed != kNoPos ? last_passed : base.last_before_group(g0));
+                return base.token_value(last_passed != kNoPos ? last_passed : base.last_before_group(g0));
             };
-            auto new_pred = [&]() { return fresh_last ? fresh_value : value_of(last_written); };
+            auto new_pred = [&]() { return fresh_last ? fresh_value : base.token_value(last_written); };
             size_t ins = 0, drp = 0, count = 0;
             for (size_t g = g0; g < g1; ++g) {
                 const uint32_t n = base.group_size(g);
@@ -425,7 +414,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                     if (!written && same) {
                         head_kept[dc] = 1;
                     } else if (!same) {
-                        const uint64_t v = value_of(pos(uint32_t(g), next));
+                        const uint64_t v = base.token_value(pos(uint32_t(g), next));
                         const uint32_t slot = hot[next] & mask;
                         if (!written) arc_delta[slot] -= u128(v - old_pred());
                         else arc_delta[slot] += u128(v - new_pred()) - u128(v - old_pred());
@@ -506,13 +495,13 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
         const size_t g0 = size_t(c) << C;
         const Pos first = out.first_from_group(g0);
         if (out.group_of(first) >> C == c) {  // the chunk has tokens
-            const uint64_t pred = value_at(out, out.last_before_group(g0));
+            const uint64_t pred = out.token_value(out.last_before_group(g0));
             if (!head_kept[dc]) {
-                arc_delta[out.slot_at(first)] += u128(value_at(out, first) - pred);
+                arc_delta[out.slot_at(first)] += u128(out.token_value(first) - pred);
             } else {
-                const uint64_t old = value_at(base, base.last_before_group(g0));
+                const uint64_t old = base.token_value(base.last_before_group(g0));
                 if (old != pred) {
-                    const uint64_t v = value_at(out, first);
+                    const uint64_t v = out.token_value(first);
                     arc_delta[out.slot_at(first)] += u128(v - pred) - u128(v - old);
                 }
             }
@@ -528,10 +517,10 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     followers.erase(std::unique(followers.begin(), followers.end()), followers.end());
     for (Pos p : followers) {
         const size_t g = out.group_of(p);
-        const uint64_t base_pred = value_at(base, base.last_before_group(g));
-        const uint64_t new_pred = value_at(out, out.last_before_group(g));
+        const uint64_t base_pred = base.token_value(base.last_before_group(g));
+        const uint64_t new_pred = out.token_value(out.last_before_group(g));
         if (new_pred == base_pred) continue;
-        const uint64_t v = value_at(out, p);
+        const uint64_t v = out.token_value(p);
         arc_delta[out.slot_at(p)] += u128(v - new_pred) - u128(v - base_pred);
     }
 
