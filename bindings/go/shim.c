@@ -1,5 +1,8 @@
 #include "shim.h"
 
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,45 +149,61 @@ gochr_index gochr_ring_lookup_index(const void *ring, const void *key, size_t ke
     return out;
 }
 
-/* Replica out-structs: on the stack for the usual few, else malloc'd. */
+/* Replica out-structs: on the stack for the usual few, else malloc'd.
+ * The ring's call fills chr_node_ref and the snapshot's chr_node_view;
+ * one helper serves both, given the call, the struct's size and where
+ * its index field is. */
 enum { REPLICAS_ON_STACK = 8 };
 
-gochr_count gochr_ring_replicas_index(const void *ring, const void *key, size_t key_len,
-                                      size_t n, uint32_t *indices) {
-    chr_node_ref stack[REPLICAS_ON_STACK];
-    chr_node_ref *refs = stack;
+typedef chr_status (*replicas_call)(const void *handle, const void *key, size_t key_len, size_t n,
+                                    void *out, size_t *count);
+
+static chr_status ring_replicas(const void *ring, const void *key, size_t key_len, size_t n,
+                                void *out, size_t *count) {
+    return chr_ring_replicas(ring, key, key_len, n, out, count);
+}
+
+static chr_status snapshot_replicas(const void *snap, const void *key, size_t key_len, size_t n,
+                                    void *out, size_t *count) {
+    return chr_snapshot_replicas(snap, key, key_len, n, out, count);
+}
+
+static gochr_count replicas_index(replicas_call call, const char *who, size_t size,
+                                  size_t index_offset, const void *handle, const void *key,
+                                  size_t key_len, size_t n, uint32_t *indices) {
+    union {
+        chr_node_ref refs[REPLICAS_ON_STACK];
+        chr_node_view views[REPLICAS_ON_STACK];
+    } stack;
+    unsigned char *buf = (unsigned char *)&stack;
     gochr_count out = {CHR_OK, 0, NULL};
-    if (n > REPLICAS_ON_STACK && !(refs = malloc(n * sizeof *refs))) {
+    if (n > REPLICAS_ON_STACK && (n > SIZE_MAX / size || !(buf = malloc(n * size)))) {
+        char message[128];
+        snprintf(message, sizeof message, "%s: out of memory for the Go binding's buffer", who);
         out.status = CHR_ENOMEM;
-        out.message = strdup("chr_ring_replicas: out of memory for the Go binding's buffer");
+        out.message = strdup(message);
         return out;
     }
-    gochr_result r = finish(chr_ring_replicas(ring, key, key_len, n, refs, &out.count));
+    gochr_result r = finish(call(handle, key, key_len, n, buf, &out.count));
     out.status = r.status;
     out.message = r.message;
     if (r.status == CHR_OK)
-        for (size_t i = 0; i < out.count; i++) indices[i] = refs[i].index;
-    if (refs != stack) free(refs);
+        for (size_t i = 0; i < out.count; i++)
+            memcpy(&indices[i], buf + i * size + index_offset, sizeof indices[i]);
+    if (buf != (unsigned char *)&stack) free(buf);
     return out;
+}
+
+gochr_count gochr_ring_replicas_index(const void *ring, const void *key, size_t key_len,
+                                      size_t n, uint32_t *indices) {
+    return replicas_index(ring_replicas, "chr_ring_replicas", sizeof(chr_node_ref),
+                          offsetof(chr_node_ref, index), ring, key, key_len, n, indices);
 }
 
 gochr_count gochr_snapshot_replicas_index(const void *snap, const void *key, size_t key_len,
                                           size_t n, uint32_t *indices) {
-    chr_node_view stack[REPLICAS_ON_STACK];
-    chr_node_view *views = stack;
-    gochr_count out = {CHR_OK, 0, NULL};
-    if (n > REPLICAS_ON_STACK && !(views = malloc(n * sizeof *views))) {
-        out.status = CHR_ENOMEM;
-        out.message = strdup("chr_snapshot_replicas: out of memory for the Go binding's buffer");
-        return out;
-    }
-    gochr_result r = finish(chr_snapshot_replicas(snap, key, key_len, n, views, &out.count));
-    out.status = r.status;
-    out.message = r.message;
-    if (r.status == CHR_OK)
-        for (size_t i = 0; i < out.count; i++) indices[i] = views[i].index;
-    if (views != stack) free(views);
-    return out;
+    return replicas_index(snapshot_replicas, "chr_snapshot_replicas", sizeof(chr_node_view),
+                          offsetof(chr_node_view, index), snap, key, key_len, n, indices);
 }
 
 gochr_result gochr_snapshot_lookup_packed(const void *snap, const void *data, const size_t *lens,
