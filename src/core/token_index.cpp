@@ -268,20 +268,46 @@ namespace {
 
 // ORs bits [from, from + n) of the packed stream `src` into `dst` at bit
 // `to`, whose bits from there on are still zero (a new chunk's cold part is
-// zeroed), up to 56 bits a step: a run of kept cold words, whose bit offset
-// moves with the changes before it. Reads and writes 8 bytes at a time
-// within the streams' 8 bytes of slack (cold_bytes()).
+// zeroed, and runs are written in order): a run of kept cold words, whose
+// bit offset moves with the changes before it. Once `to` reaches a 32-bit
+// boundary, each output word is one unaligned load of `src` shifted by a
+// shift that stays the same for the whole run, with no read of `dst` (ORing
+// 8 bytes into `dst` a step loaded bytes the previous step had just stored
+// at another offset, which store forwarding cannot serve: it stalled every
+// step). Reads 8 bytes at a time within the streams' 8 bytes of slack
+// (cold_bytes()).
 void copy_cold_bits(const unsigned char *src, size_t from, unsigned char *dst, size_t to, size_t n) noexcept {
-    while (n) {
-        const unsigned take = unsigned(std::min<size_t>(n, 56));
-        uint64_t in, out;
-        std::memcpy(&in, src + from / 8, sizeof in);
-        std::memcpy(&out, dst + to / 8, sizeof out);
-        out |= ((in >> (from % 8)) & ((uint64_t(1) << take) - 1)) << (to % 8);
-        std::memcpy(dst + to / 8, &out, sizeof out);
-        from += take;
-        to += take;
-        n -= take;
+    auto bits_at = [src](size_t bit) {
+        uint64_t in;
+        std::memcpy(&in, src + bit / 8, sizeof in);
+        return in >> (bit % 8);  // at least 56 bits
+    };
+    auto low_bits = [](uint64_t x, size_t k) { return uint32_t(x & ((uint64_t(1) << k) - 1)); };
+    // Up to dst's next 32-bit word: ORed into the word the bits share.
+    const size_t head = std::min<size_t>(n, (32 - to % 32) % 32);
+    if (head) {
+        unsigned char *at = dst + to / 32 * 4;
+        uint32_t word;
+        std::memcpy(&word, at, sizeof word);
+        word |= low_bits(bits_at(from), head) << (to % 32);
+        std::memcpy(at, &word, sizeof word);
+        from += head;
+        to += head;
+        n -= head;
+    }
+    unsigned char *out = dst + to / 8;
+    const unsigned char *in = src + from / 8;
+    const unsigned shift = unsigned(from % 8);
+    const size_t words = n / 32;
+    for (size_t k = 0; k < words; ++k) {
+        uint64_t x;
+        std::memcpy(&x, in + 4 * k, sizeof x);
+        const uint32_t word = uint32_t(x >> shift);
+        std::memcpy(out + 4 * k, &word, sizeof word);
+    }
+    if (const size_t rest = n % 32) {  // the bits past it stay zero
+        const uint32_t word = low_bits(bits_at(from + 32 * words), rest);
+        std::memcpy(out + 4 * words, &word, sizeof word);
     }
 }
 
