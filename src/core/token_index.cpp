@@ -85,7 +85,8 @@ TokenIndex::TokenIndex(const TokenIndex &o)
 TokenIndex::~TokenIndex() { clear(); }
 
 void TokenIndex::clear() noexcept {
-    for (const uint32_t *c : chunks_) release(c);
+    for (const uint32_t *c : chunks_)
+        if (c) release(c);  // null: a chunk an update had not yet rewritten
     chunks_.clear();
     hot_of_group_.clear();
     group_start_.clear();
@@ -299,7 +300,20 @@ void copy_cold_bits(const unsigned char *src, size_t from, unsigned char *dst, s
     const unsigned char *in = src + from / 8;
     const unsigned shift = unsigned(from % 8);
     const size_t words = n / 32;
-    for (size_t k = 0; k < words; ++k) {
+    size_t k = 0;
+#if defined(__SSE2__)
+    // Four words a step: each 64-bit lane is its 8 bytes shifted down, ORed
+    // with the next 8 shifted up (by 64 when shift is 0: zero, as SSE2
+    // defines it). The second load ends at most 8 bytes past the bits read.
+    const __m128i down = _mm_cvtsi32_si128(int(shift)), up = _mm_cvtsi32_si128(int(64 - shift));
+    for (; k + 4 <= words; k += 4) {
+        const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + 4 * k));
+        const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + 4 * k + 8));
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(out + 4 * k),
+                         _mm_or_si128(_mm_srl_epi64(lo, down), _mm_sll_epi64(hi, up)));
+    }
+#endif
+    for (; k < words; ++k) {
         uint64_t x;
         std::memcpy(&x, in + 4 * k, sizeof x);
         const uint32_t word = uint32_t(x >> shift);
@@ -338,10 +352,15 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     out.hot_of_group_ = base.hot_of_group_;
     out.bucket_offset_ = base.bucket_offset_;
     out.group_start_.resize(base.group_start_.size());
-    out.chunks_.reserve(chunks);
-    for (const uint32_t *c : base.chunks_) {
-        retain(c);
-        out.chunks_.push_back(c);
+    // The chunks kept are shared; a rewritten one is null until its copy is
+    // made (so that clearing `out` on failure releases only what it holds).
+    std::vector<uint8_t> is_dirty(chunks, 0);
+    for (uint32_t c : dirty) is_dirty[c] = 1;
+    out.chunks_.resize(chunks);
+    for (size_t c = 0; c < chunks; ++c) {
+        const uint32_t *chunk = is_dirty[c] ? nullptr : base.chunks_[c];
+        if (chunk) retain(chunk);
+        out.chunks_[c] = chunk;
     }
 
     const unsigned gs = base.group_shift_, C = base.chunk_shift_;
@@ -366,6 +385,9 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     // Per rewritten chunk: whether its first record is the base's, whose
     // arc changes only if its predecessor (outside the chunk) did.
     std::vector<uint8_t> head_kept(dirty.size(), 0);
+    // Per chunk: rewritten with its last record the base's, kept, so the
+    // token after it keeps its predecessor.
+    std::vector<uint8_t> tail_kept(chunks, 0);
     const Token *f = change.fresh.data(), *f_end = f + change.fresh.size();
     const uint64_t *d = gone.data(), *d_end = d + gone.size();
     int64_t tokens = int64_t(base.tokens_);
@@ -407,7 +429,6 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
             const uint32_t base_n = base.group_start_[g1] - base.group_start_[g0];
             const size_t n_new = base_n + size_t(f - fc) - drops.size();
             uint32_t *chunk = new_chunk(uint32_t(n_new), cold_shift, out.pools_chunks());
-            release(out.chunks_[c]);
             out.chunks_[c] = chunk;
             uint32_t *hot_out = chunk;
             unsigned char *cold_out = const_cast<unsigned char *>(cold_of_chunk(chunk));
@@ -420,13 +441,25 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
             // chunk's first record, the old one is outside the chunk, and the
             // new arc of that first record is added at the end (its new
             // predecessor may be in a chunk not yet rewritten).
-            bool written = false, same = true, fresh_last = false;
+            // Only fresh tokens between two kept records (no drop): the
+            // second one's arc shrinks by exactly what the fresh ones took,
+            // with no need to decode its value.
+            bool written = false, same = true, fresh_last = false, dropped_since = false;
             uint64_t fresh_value = 0;
             Pos last_written = kNoPos, last_passed = kNoPos;
-            auto old_pred = [&]() {
-                return base.token_value(last_passed != kNoPos ? last_passed : base.last_before_group(g0));
+            // The record a run ends on is the next fresh token's predecessor
+            // and then the next kept record's old one: decoded once.
+            Pos decoded = kNoPos;
+            uint64_t decoded_value = 0;
+            auto value_at = [&](Pos p) {
+                if (p != decoded) {
+                    decoded = p;
+                    decoded_value = base.token_value(p);
+                }
+                return decoded_value;
             };
-            auto new_pred = [&]() { return fresh_last ? fresh_value : base.token_value(last_written); };
+            auto old_pred = [&]() { return value_at(last_passed != kNoPos ? last_passed : base.last_before_group(g0)); };
+            auto new_pred = [&]() { return fresh_last ? fresh_value : value_at(last_written); };
             size_t ins = 0, drp = 0, count = 0;
             for (size_t g = g0; g < g1; ++g) {
                 const uint32_t n = base.group_size(g);
@@ -440,10 +473,14 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                     if (!written && same) {
                         head_kept[dc] = 1;
                     } else if (!same) {
-                        const uint64_t v = base.token_value(pos(uint32_t(g), next));
                         const uint32_t slot = hot[next] & mask;
-                        if (!written) arc_delta[slot] -= u128(v - old_pred());
-                        else arc_delta[slot] += u128(v - new_pred()) - u128(v - old_pred());
+                        if (written && !dropped_since) {  // new_pred() is the last fresh value
+                            arc_delta[slot] -= u128(uint64_t(fresh_value - old_pred()));
+                        } else {
+                            const uint64_t v = base.token_value(pos(uint32_t(g), next));
+                            if (!written) arc_delta[slot] -= u128(v - old_pred());
+                            else arc_delta[slot] += u128(v - new_pred()) - u128(v - old_pred());
+                        }
                     }
                     std::copy(hot + next, hot + to, hot_out + count);
                     copy_cold_bits(cold_in, (cold_first + next) * cold_bits, cold_out, count * cold_bits,
@@ -451,7 +488,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                     count += to - next;
                     last_written = last_passed = pos(uint32_t(g), to - 1);
                     written = same = true;
-                    fresh_last = false;
+                    fresh_last = dropped_since = false;
                     next = to;
                 };
                 for (;;) {
@@ -474,6 +511,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                         copy_to(at);
                         last_passed = pos(uint32_t(g), at);
                         same = false;
+                        dropped_since = true;
                         next = at + 1;
                     }
                 }
@@ -498,6 +536,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                     for (size_t i = 1; i < buckets_per_group; ++i) now[i] = BucketOffset(now[i] - (was[i] > offset_of(drops[k])));
                 now[buckets_per_group] = BucketOffset(new_size[g]);
             }
+            tail_kept[c] = written && same;
         }
     } catch (...) {
         out.clear();
@@ -515,12 +554,19 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     // The arcs whose predecessor is in another chunk: each rewritten chunk's
     // first new token, and the first token after a rewritten chunk when it
     // is in a chunk left as it was (its predecessor may have changed).
+    // The token before chunk c is the same in base and out (no decoding)
+    // when the chunk before has tokens and is shared, or was rewritten with
+    // its last record kept.
+    auto pred_kept = [&](size_t c) {
+        const size_t prev = (c ? c : chunks) - 1;
+        return header_of(out.chunks_[prev])->n != 0 && (!is_dirty[prev] || tail_kept[prev]);
+    };
     const size_t groups = base.groups();
     for (size_t dc = 0; dc < dirty.size(); ++dc) {
         const uint32_t c = dirty[dc];
         const size_t g0 = size_t(c) << C;
         const Pos first = out.first_from_group(g0);
-        if (out.group_of(first) >> C == c) {  // the chunk has tokens
+        if (out.group_of(first) >> C == c && !(head_kept[dc] && pred_kept(c))) {  // tokens, maybe a new arc
             const uint64_t pred = out.token_value(out.last_before_group(g0));
             if (!head_kept[dc]) {
                 arc_delta[out.slot_at(first)] += u128(out.token_value(first) - pred);
@@ -533,10 +579,10 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
             }
         }
         const size_t next = (size_t(c) + 1) % chunks;
-        if (std::binary_search(dirty.begin(), dirty.end(), uint32_t(next))) continue;
+        if (is_dirty[next]) continue;
         const Pos after = out.first_from_group((next << C) % groups);
         const size_t after_chunk = out.group_of(after) >> C;
-        if (std::binary_search(dirty.begin(), dirty.end(), uint32_t(after_chunk))) continue;
+        if (is_dirty[after_chunk] || (after_chunk == next && pred_kept(next))) continue;
         followers.push_back(after);  // once, though several chunks may precede it
     }
     std::sort(followers.begin(), followers.end());
@@ -559,7 +605,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
             size_t q = c;
             for (size_t steps = 0; steps < chunks; ++steps) {
                 q = q ? q - 1 : chunks - 1;
-                if (std::binary_search(dirty.begin(), dirty.end(), uint32_t(q))) break;
+                if (is_dirty[q]) break;
                 const uint32_t *old = out.chunks_[q];
                 const uint32_t n = header_of(old)->n;
                 if (old[n] != out.pad_record(out.slot_after_chunk(q))) {
