@@ -224,9 +224,13 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
     std::sort(by_pos.begin(), by_pos.end(), [&](size_t x, size_t y) { return edited[x].pos < edited[y].pos; });
     d.nodes.reserve(live);
     d.old_index.reserve(live);
+    // Where each added node goes: before the first base entry after it
+    // (found once, not compared at every entry).
+    std::vector<size_t> added_pos(order.size());
+    for (size_t j = 0; j < order.size(); ++j) added_pos[j] = position(table, added[order[j]].id);
     size_t pending = 0, next_edit = 0;
     for (size_t k = 0; k <= table.size(); ++k) {
-        while (pending < order.size() && (k == table.size() || added[order[pending]].id < table[k].id)) {
+        while (pending < order.size() && added_pos[pending] <= k) {
             d.nodes.push_back(std::move(added[order[pending++]]));
             d.old_index.push_back(-1);
         }

@@ -557,11 +557,13 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     // The token before chunk c is the same in base and out (no decoding)
     // when the chunk before has tokens and is shared, or was rewritten with
     // its last record kept.
+    const size_t groups = base.groups();
     auto pred_kept = [&](size_t c) {
         const size_t prev = (c ? c : chunks) - 1;
-        return header_of(out.chunks_[prev])->n != 0 && (!is_dirty[prev] || tail_kept[prev]);
+        const bool has_tokens =
+            out.group_start_[std::min((prev + 1) << C, groups)] != out.group_start_[prev << C];
+        return has_tokens && (!is_dirty[prev] || tail_kept[prev]);
     };
-    const size_t groups = base.groups();
     for (size_t dc = 0; dc < dirty.size(); ++dc) {
         const uint32_t c = dirty[dc];
         const size_t g0 = size_t(c) << C;
@@ -598,11 +600,13 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
 
     // Pads: each rewritten chunk's own, and any chunk before one whose pads
     // now name another owner (back over empty chunks to the first with
-    // tokens), copied first if shared.
+    // tokens), copied first if shared. A chunk whose first record was kept
+    // leaves those pads as they were.
     for (uint32_t c : dirty) out.set_pads(c);
     try {
-        for (uint32_t c : dirty) {
-            size_t q = c;
+        for (size_t dc = 0; dc < dirty.size(); ++dc) {
+            if (head_kept[dc]) continue;
+            size_t q = dirty[dc];
             for (size_t steps = 0; steps < chunks; ++steps) {
                 q = q ? q - 1 : chunks - 1;
                 if (is_dirty[q]) break;
