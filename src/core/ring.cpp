@@ -228,28 +228,31 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
     // (found once, not compared at every entry).
     std::vector<size_t> added_pos(order.size());
     for (size_t j = 0; j < order.size(); ++j) added_pos[j] = position(table, added[order[j]].id);
+    // The base table in runs between the places an added or edited node
+    // goes: a run is copied as it is (kept tokens, nothing regenerated).
+    d.regenerate.reserve(live);
+    auto push = [&](Node &&n, int64_t old) {
+        d.regenerate.push_back(old < 0 || base.node(size_t(old)).weight != n.weight);
+        d.nodes.push_back(std::move(n));
+        d.old_index.push_back(old);
+    };
     size_t pending = 0, next_edit = 0;
-    for (size_t k = 0; k <= table.size(); ++k) {
-        while (pending < order.size() && added_pos[pending] <= k) {
-            d.nodes.push_back(std::move(added[order[pending++]]));
-            d.old_index.push_back(-1);
-        }
+    for (size_t k = 0;;) {
+        size_t stop = table.size();
+        if (pending < order.size()) stop = std::min(stop, added_pos[pending]);
+        if (next_edit < by_pos.size()) stop = std::min(stop, edited[by_pos[next_edit]].pos);
+        d.nodes.insert(d.nodes.end(), table.begin() + ptrdiff_t(k), table.begin() + ptrdiff_t(stop));
+        for (; k < stop; ++k) d.old_index.push_back(int64_t(k));
+        d.regenerate.resize(d.nodes.size(), 0);
+        while (pending < order.size() && added_pos[pending] <= k) push(std::move(added[order[pending++]]), -1);
         if (k == table.size()) break;
         if (next_edit < by_pos.size() && edited[by_pos[next_edit]].pos == k) {
             Edited &e = edited[by_pos[next_edit++]];
-            if (!e.live) continue;
-            d.nodes.push_back(std::move(e.node));
-            d.old_index.push_back(e.refilled ? -1 : int64_t(k));
-            continue;
+            if (e.live) push(std::move(e.node), e.refilled ? -1 : int64_t(k));
+            ++k;
         }
-        d.nodes.push_back(table[k]);
-        d.old_index.push_back(int64_t(k));
     }
-
     d.token_bound = total_tokens;
-    d.regenerate.resize(d.nodes.size());
-    for (size_t k = 0; k < d.nodes.size(); ++k)
-        d.regenerate[k] = d.old_index[k] < 0 || base.node(size_t(d.old_index[k])).weight != d.nodes[k].weight;
 
     retired_.reserve(retired_.size() + 1);  // so publishing cannot fail after the swap
     *next = new Snapshot(base, std::move(d));
