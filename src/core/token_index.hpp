@@ -134,12 +134,13 @@ public:
         // From p, which may be its group's end (as locate() returns it).
         Walker(const TokenIndex &index, Pos p) noexcept
             : index_(index), rec_(index.hot_of_group_[group_of(p)] + offset_of(p)),
-              chunk_(index.chunk_of(group_of(p))), mask_(index.owner_mask_) {
+              chunk_(index.chunk_of(group_of(p))), mask_(index.owner_mask_),
+              pad_bits_(~kWindowBias | index.owner_mask_), record_(*rec_) {
             if (__builtin_expect(looks_like_pad(), 0)) skip_pads();
         }
-        uint32_t slot() const noexcept { return *rec_ & mask_; }
+        uint32_t slot() const noexcept { return record_ & mask_; }
         void next() noexcept {
-            ++rec_;
+            record_ = *++rec_;
             if (__builtin_expect(looks_like_pad(), 0)) skip_pads();
         }
 
@@ -148,18 +149,22 @@ public:
         // chunk's end, on its pads, whose value bits are all ones: no end
         // pointer to load and compare. A token whose value bits are all
         // ones looks the same, and is told apart by the chunk's size.
-        bool looks_like_pad() const noexcept { return ((*rec_ ^ kWindowBias) | mask_) == ~uint32_t(0); }
+        // ((r ^ bias) | mask) == ~0, one operation shorter.
+        bool looks_like_pad() const noexcept { return (record_ | mask_) == pad_bits_; }
         void skip_pads() noexcept {
             const uint32_t *base = index_.chunks_[chunk_];
             if (rec_ < base + header_of(base)->n) return;  // a token
             do chunk_ = chunk_ + 1 < index_.chunks_.size() ? chunk_ + 1 : 0;  // the next chunk with tokens
             while (header_of(index_.chunks_[chunk_])->n == 0);
             rec_ = index_.chunks_[chunk_];
+            record_ = *rec_;
         }
         const TokenIndex &index_;
         const uint32_t *rec_;
         size_t chunk_;
         const uint32_t mask_;  // a copy: the caller's stores could alias index_'s
+        const uint32_t pad_bits_;  // a pad record's bits, its slot's set
+        uint32_t record_;  // *rec_, loaded once a step
     };
 
     // Calls f(value, slot) for every token in order.
