@@ -17,14 +17,38 @@ struct Registry {
     std::vector<HasherPtr> hashers;
 };
 
+// A plugin's strings are read as bytes of its mapped segment (room_at()
+// proved them readable), not as C objects: in a corrupted plugin built with
+// AddressSanitizer, a string whose terminator was overwritten runs into the
+// redzone the plugin's runtime poisons after it. So these reads are not
+// instrumented (nor done with strnlen or memcpy, which ASan intercepts).
+#if defined(__clang__) || defined(__GNUC__)
+#define CHR_SEGMENT_READ __attribute__((no_sanitize_address))
+#else
+#define CHR_SEGMENT_READ
+#endif
+
+// Length of the string at s, reading at most `limit` bytes.
+CHR_SEGMENT_READ size_t segment_strnlen(const char *s, size_t limit) noexcept {
+    size_t n = 0;
+    while (n < limit && s[n] != '\0') ++n;
+    return n;
+}
+
+// The string at s, at most `limit` bytes of it (throws bad_alloc).
+CHR_SEGMENT_READ std::string segment_string(const char *s, size_t limit) {
+    std::string out;
+    for (size_t n = 0; n < limit && s[n] != '\0'; ++n) out.push_back(s[n]);
+    return out;
+}
+
 // Only called on validated descriptors, whose strings are terminated
 // within the bounds validate_descriptor() checked.
 HasherPtr make_hasher(const chr_hasher *desc, const std::string &origin,
                       std::shared_ptr<const void> module) {
     auto h = std::make_shared<Hasher>();
-    h->name.assign(desc->name, strnlen(desc->name, CHR_HASHER_NAME_MAX));
-    if (desc->description)
-        h->description.assign(desc->description, strnlen(desc->description, kDescriptionMax));
+    h->name = segment_string(desc->name, CHR_HASHER_NAME_MAX);
+    if (desc->description) h->description = segment_string(desc->description, kDescriptionMax);
     h->origin = origin;
     h->hash64 = desc->hash64;
     h->digest_size = desc->digest_size;
@@ -53,6 +77,7 @@ bool valid_name_char(char c) {
 size_t room_at(const AddressBounds *bounds, const void *p) {
     return bounds ? bounds->readable_from(p) : SIZE_MAX;
 }
+
 
 }  // namespace
 
@@ -83,7 +108,7 @@ chr_status validate_descriptor(const chr_hasher *d, const char *who, const Addre
         return fail(CHR_EPLUGIN_DESC, "%s: name pointer 0x%llx is outside the plugin's readable segments",
                     who, address_of(d->name));
     size_t limit = room < CHR_HASHER_NAME_MAX + 1 ? room : CHR_HASHER_NAME_MAX + 1;
-    size_t len = strnlen(d->name, limit);
+    size_t len = segment_strnlen(d->name, limit);
     if (len == room)
         return fail(CHR_EPLUGIN_DESC, "%s: hasher name at 0x%llx runs off the end of its segment", who,
                     address_of(d->name));
@@ -102,7 +127,7 @@ chr_status validate_descriptor(const chr_hasher *d, const char *who, const Addre
                         "%s: hasher '%.*s' description pointer 0x%llx is outside the plugin's readable "
                         "segments", who, n, d->name, address_of(d->description));
         size_t dlimit = droom < kDescriptionMax + 1 ? droom : kDescriptionMax + 1;
-        size_t dlen = strnlen(d->description, dlimit);
+        size_t dlen = segment_strnlen(d->description, dlimit);
         if (dlen == droom)
             return fail(CHR_EPLUGIN_DESC, "%s: hasher '%.*s' description runs off the end of its segment",
                         who, n, d->name);
