@@ -5,18 +5,8 @@
 namespace chring {
 
 void NodeCache::build(const std::vector<Node> &nodes, const std::vector<uint32_t> &node_slot, size_t slots) {
-    // Lines left uninitialized (new[] of trivial types), then every one
-    // written: a member's, or zeros for a free slot (never read by a lookup).
-    views_.reset(new ViewLine[slots]);
-    ref_lines_.reset(new RefLine[slots]);
-    slots_ = slots;
-    std::vector<uint8_t> taken(slots, 0);
-    for (size_t i = 0; i < nodes.size(); ++i) taken[node_slot[i]] = 1;
-    for (size_t s = 0; s < slots; ++s)
-        if (!taken[s]) {
-            views_[s] = ViewLine{};
-            ref_lines_[s] = RefLine{};
-        }
+    views_.resize(slots);
+    ref_lines_.resize(slots);
     for (size_t i = 0; i < nodes.size(); ++i) {
         const Node &n = nodes[i];
         const size_t s = node_slot[i];

@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "chring.h"
@@ -31,7 +30,7 @@ public:
     void build(const std::vector<Node> &nodes, const std::vector<uint32_t> &node_slot, size_t slots);
 
     const chr_node_view &view(size_t i) const noexcept { return views_[i].view; }
-    size_t bytes() const noexcept { return slots_ * 2 * 64; }
+    size_t bytes() const noexcept { return (views_.capacity() + ref_lines_.capacity()) * 64; }
     const RefFields &ref_fields(size_t i) const noexcept { return ref_lines_[i].ref; }
 
 private:
@@ -46,11 +45,8 @@ private:
         RefFields ref;
     };
     static_assert(sizeof(ViewLine) == 64 && sizeof(RefLine) == 64, "one line each");
-    // Arrays, not vectors: a vector would zero every line before build()
-    // writes it (every snapshot builds its own, one per update).
-    std::unique_ptr<ViewLine[]> views_;
-    std::unique_ptr<RefLine[]> ref_lines_;
-    size_t slots_ = 0;
+    std::vector<ViewLine> views_;
+    std::vector<RefLine> ref_lines_;
 };
 
 }  // namespace chring

@@ -383,17 +383,15 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     std::vector<Insert> inserts;
     std::vector<Pos> drops;  // base records that go, in order
     // Per rewritten chunk: whether its first record is the base's, whose
-    // arc changes only if its predecessor (outside the chunk) did.
-    std::vector<uint8_t> head_kept(dirty.size(), 0);
-    // Per chunk: rewritten with its last record the base's, kept, so the
-    // token after it keeps its predecessor.
-    std::vector<uint8_t> tail_kept(chunks, 0);
+    // arc changes only if its predecessor (outside the chunk) did; whether
+    // its last record is the base's, kept, so the token after it keeps its
+    // predecessor.
+    std::vector<uint8_t> head_kept(chunks, 0), tail_kept(chunks, 0);
     const Token *f = change.fresh.data(), *f_end = f + change.fresh.size();
     const uint64_t *d = gone.data(), *d_end = d + gone.size();
     int64_t tokens = int64_t(base.tokens_);
     try {
-        for (size_t dc = 0; dc < dirty.size(); ++dc) {
-            const uint32_t c = dirty[dc];
+        for (uint32_t c : dirty) {
             const size_t g0 = size_t(c) << C, g1 = g0 + groups_per_chunk;
             const Token *fc = f;
             while (f != f_end && (f->value >> chunk_of_hash_shift) == c) ++f;
@@ -471,7 +469,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                 auto copy_to = [&](uint32_t to) {  // the kept records [next, to)
                     if (next == to) return;
                     if (!written && same) {
-                        head_kept[dc] = 1;
+                        head_kept[c] = 1;
                     } else if (!same) {
                         const uint32_t slot = hot[next] & mask;
                         if (written && !dropped_since) {  // new_pred() is the last fresh value
@@ -564,13 +562,12 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
             out.group_start_[std::min((prev + 1) << C, groups)] != out.group_start_[prev << C];
         return has_tokens && (!is_dirty[prev] || tail_kept[prev]);
     };
-    for (size_t dc = 0; dc < dirty.size(); ++dc) {
-        const uint32_t c = dirty[dc];
+    for (uint32_t c : dirty) {
         const size_t g0 = size_t(c) << C;
         const Pos first = out.first_from_group(g0);
-        if (out.group_of(first) >> C == c && !(head_kept[dc] && pred_kept(c))) {  // tokens, maybe a new arc
+        if (out.group_of(first) >> C == c && !(head_kept[c] && pred_kept(c))) {  // tokens, maybe a new arc
             const uint64_t pred = out.token_value(out.last_before_group(g0));
-            if (!head_kept[dc]) {
+            if (!head_kept[c]) {
                 arc_delta[out.slot_at(first)] += u128(out.token_value(first) - pred);
             } else {
                 const uint64_t old = base.token_value(base.last_before_group(g0));
@@ -604,9 +601,9 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     // leaves those pads as they were.
     for (uint32_t c : dirty) out.set_pads(c);
     try {
-        for (size_t dc = 0; dc < dirty.size(); ++dc) {
-            if (head_kept[dc]) continue;
-            size_t q = dirty[dc];
+        for (uint32_t c : dirty) {
+            if (head_kept[c]) continue;
+            size_t q = c;
             for (size_t steps = 0; steps < chunks; ++steps) {
                 q = q ? q - 1 : chunks - 1;
                 if (is_dirty[q]) break;

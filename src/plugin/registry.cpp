@@ -37,8 +37,8 @@ CHR_SEGMENT_READ size_t segment_strnlen(const char *s, size_t limit) noexcept {
 
 // The string at s, at most `limit` bytes of it (throws bad_alloc).
 CHR_SEGMENT_READ std::string segment_string(const char *s, size_t limit) {
-    std::string out;
-    for (size_t n = 0; n < limit && s[n] != '\0'; ++n) out.push_back(s[n]);
+    std::string out(segment_strnlen(s, limit), '\0');
+    for (size_t i = 0; i < out.size(); ++i) out[i] = s[i];
     return out;
 }
 
