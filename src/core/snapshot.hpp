@@ -81,28 +81,18 @@ public:
     size_t replicas_from_token(Pos k, size_t n, Emit &&emit) const {
         n = std::min(n, eligible_);
         if (n == 0) return 0;
-        if (n <= kLinearScanReplicas) {
-            // Walk first, then emit: the walk stays a tight loop and the
-            // results are filled by straight-line, independent copies.
-            uint32_t chosen[kLinearScanReplicas];
-            const size_t found = walk_distinct(k, n, [&](uint32_t o, size_t f) {
-                for (size_t j = 0; j < f; ++j)
-                    if (chosen[j] == o) return false;
-                chosen[f] = o;
-                return true;
-            });
-            for (size_t i = 0; i < found; ++i) emit(i, as_emitted<kSlots>(chosen[i]));
-            return found;
-        }
-        const size_t slots = slot_node_.size();
-        uint64_t stack_bits[kStackBitmapNodes / 64];
-        uint64_t *bits = slots <= kStackBitmapNodes ? stack_bits : thread_bitmap(slots);
-        std::fill(bits, bits + (slots + 63) / 64, 0);
-        return walk_distinct(k, n, [&](uint32_t o, size_t found) {
-            if (!test_and_set(bits, o)) return false;
-            emit(found, as_emitted<kSlots>(o));  // n may exceed any fixed buffer: emitted as found
+        if (__builtin_expect(n > kLinearScanReplicas, 0)) return replicas_by_bitmap<kSlots>(k, n, emit);
+        // Walk first, then emit: the walk stays a tight loop and the
+        // results are filled by straight-line, independent copies.
+        uint32_t chosen[kLinearScanReplicas];
+        const size_t found = walk_distinct(k, n, [&](uint32_t o, size_t f) {
+            for (size_t j = 0; j < f; ++j)
+                if (chosen[j] == o) return false;
+            chosen[f] = o;
             return true;
         });
+        for (size_t i = 0; i < found; ++i) emit(i, as_emitted<kSlots>(chosen[i]));
+        return found;
     }
     template <bool kSlots = false, class Emit>
     size_t replicas_from_token(Pos k, size_t n, ReplicaPolicy policy, Emit &&emit) const {
@@ -201,14 +191,29 @@ private:
     // Walks tokens clockwise from `k`, offering each owner to
     // first_time(owner, found so far), which records the ones it accepts,
     // until n are accepted or every token was seen; returns how many were.
+    // Requires n <= eligible_: every node with tokens has one on the way
+    // round, so the walk ends within one turn and needs no step count.
     template <class FirstTime>
     size_t walk_distinct(Pos k, size_t n, FirstTime &&first_time) const {
-        const size_t tokens = index_.token_count();
         TokenIndex::Walker w(index_, k);
         size_t found = 0;
-        for (size_t steps = 0; found < n && steps < tokens; ++steps, w.next())
-            found += first_time(w.slot(), found);
+        for (; found < n; w.next()) found += first_time(w.slot(), found);
         return found;
+    }
+    // replicas_from_token for n > kLinearScanReplicas: a bitmap of the
+    // slots seen (on the stack up to kStackBitmapNodes), results emitted as
+    // found. Out of line, so the linear path's frame holds no bitmap.
+    template <bool kSlots, class Emit>
+    __attribute__((noinline)) size_t replicas_by_bitmap(Pos k, size_t n, Emit &emit) const {
+        const size_t slots = slot_node_.size();
+        uint64_t stack_bits[kStackBitmapNodes / 64];
+        uint64_t *bits = slots <= kStackBitmapNodes ? stack_bits : thread_bitmap(slots);
+        std::fill(bits, bits + (slots + 63) / 64, 0);
+        return walk_distinct(k, n, [&](uint32_t o, size_t found) {
+            if (!test_and_set(bits, o)) return false;
+            emit(found, as_emitted<kSlots>(o));  // n may exceed any fixed buffer: emitted as found
+            return true;
+        });
     }
     // Sets bit i; false if it was set already.
     static bool test_and_set(uint64_t *bits, uint32_t i) noexcept {
