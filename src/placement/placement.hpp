@@ -13,6 +13,7 @@
 #include "chring.h"
 #include "plugin/registry.hpp"
 #include "membership.hpp"
+#include "xxh3_inline.hpp"
 
 namespace chring {
 
@@ -72,10 +73,9 @@ chr_status make_placement(const chr_options *opts, PlacementPtr *out, const char
 // placement it points to must outlive it.
 class KeyHasher {
 public:
-    explicit KeyHasher(const Placement &p) noexcept
-        : hash64_(p.hasher->hash64), seed_(p.seed), native_(p.ops == &native_placement),
-          placement_(&p) {}
+    explicit KeyHasher(const Placement &p) noexcept;  // placement.cpp
     uint64_t operator()(const void *key, size_t len) const noexcept {
+        if (__builtin_expect(inline_xxh3_ && len <= kInlineXxh3MaxKey, 1)) return xxh3_inline(key, len, seed_);
         if (__builtin_expect(native_, 1)) return hash64_(key, len, seed_);
         return compat_position(key, len);
     }
@@ -84,7 +84,8 @@ private:
     uint64_t compat_position(const void *key, size_t len) const noexcept;  // placement.cpp
     chr_hash64_fn hash64_;
     uint64_t seed_;
-    bool native_;  // native placement: keys hash with hash64_ directly
+    bool native_;       // native placement: keys hash with hash64_ directly
+    bool inline_xxh3_;  // native with the built-in xxh3: short keys hash inline
     const Placement *placement_;
 };
 

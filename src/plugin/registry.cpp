@@ -6,9 +6,6 @@
 
 #include "errors.hpp"
 
-// builtin_xxh3.c: the default hasher, compiled in (no dlopen for a default ring).
-extern "C" const chr_hasher chr_builtin_xxh3;
-
 namespace chring {
 namespace {
 

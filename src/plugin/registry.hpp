@@ -10,6 +10,10 @@
 
 #include "chring.h"
 
+// builtin_xxh3.c: the default hasher, compiled in (no dlopen for a default
+// ring); key hashers compare against its function to inline it.
+extern "C" const chr_hasher chr_builtin_xxh3;
+
 namespace chring {
 
 // An immutable, validated copy of a descriptor. Rings and snapshots hold a
