@@ -2,6 +2,7 @@
 // H(id "#" i, seed) with the ring's hasher, keys at H(key, seed). Changing
 // one node regenerates only its tokens, which the snapshot merges with the
 // kept ones: exact minimal disruption.
+#include <algorithm>
 #include <cstring>
 
 #include "huge_pages.hpp"
@@ -11,16 +12,70 @@
 namespace chring {
 namespace {
 
-// Writes the decimal digits of v at p; returns the number written.
-size_t put_decimal(char *p, uint32_t v) noexcept {
-    char tmp[10];
-    size_t n = 0;
-    do {
-        tmp[n++] = char('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; ++i) p[i] = tmp[n - 1 - i];
-    return n;
+// The decimal string of a token number, counted up in place by a step
+// below ten: the carry touches only the digits that change, instead of
+// dividing by ten for every digit of every token.
+class DecimalCounter {
+public:
+    // Starts at `first` (< 10), written at p (room for 10 digits).
+    void start(char *p, uint32_t first) noexcept {
+        p_ = p;
+        p_[0] = char('0' + first);
+        n_ = 1;
+    }
+    size_t size() const noexcept { return n_; }
+    void add(uint32_t step) noexcept {  // step < 10
+        p_[n_ - 1] = char(p_[n_ - 1] + step);
+        for (size_t i = n_ - 1; p_[i] > '9'; --i) {
+            p_[i] = char(p_[i] - 10);
+            if (i == 0) {  // all nines carried out: one digit more
+                std::memmove(p_ + 1, p_, n_++);
+                p_[0] = '1';
+                return;
+            }
+            ++p_[i - 1];
+        }
+    }
+
+private:
+    char *p_ = nullptr;
+    size_t n_ = 0;
+};
+
+// Appends the tokens of the nodes `delta` regenerates to `out` (reserved
+// for them), hashing each "id#i" with `hash`.
+//
+// Token i's name is written kLanes tokens before it is hashed, each lane
+// its own buffer: a hash read right after the name's byte stores would
+// wait for them (a wide load cannot be forwarded from narrower stores),
+// which took a third of a build's hashing.
+template <class Hash>
+void generate(const MembershipDelta &delta, uint32_t tpw, std::vector<Token> &out, Hash &&hash) {
+    constexpr uint32_t kLanes = 8;
+    struct Lane {
+        char name[CHR_NODE_ID_MAX + 1 + 10];
+    };
+    Lane lanes[kLanes];
+    DecimalCounter digits[kLanes];
+    for (size_t k = 0; k < delta.nodes.size(); ++k) {
+        if (!delta.regenerate[k]) continue;
+        const Node &node = delta.nodes[k];
+        const uint32_t count = node.weight * tpw;  // bounded by CHR_TOKENS_MAX (checked by the ring)
+        const size_t prefix = node.id.size() + 1;
+        const uint32_t lanes_used = std::min(count, kLanes);
+        for (uint32_t j = 0; j < lanes_used; ++j) {
+            std::memcpy(lanes[j].name, node.id.data(), node.id.size());
+            lanes[j].name[node.id.size()] = '#';
+            digits[j].start(lanes[j].name + prefix, j);
+        }
+        for (uint32_t t = 0; t < count; ++t) {
+            const uint32_t j = t % kLanes;
+            Token &token = out.emplace_back();  // fields stored one by one: no 16-byte reload
+            token.value = hash(lanes[j].name, prefix + digits[j].size());
+            token.owner = uint32_t(k);
+            digits[j].add(kLanes);
+        }
+    }
 }
 
 void fresh_tokens(const Placement &p, const MembershipDelta &delta, std::vector<Token> &tokens) {
@@ -33,19 +88,14 @@ void fresh_tokens(const Placement &p, const MembershipDelta &delta, std::vector<
 
     tokens.clear();
     reserve_huge(tokens, total);
-    char buf[CHR_NODE_ID_MAX + 1 + 10];
-    for (size_t k = 0; k < delta.nodes.size(); ++k) {
-        if (!delta.regenerate[k]) continue;
-        const Node &node = delta.nodes[k];
-        const uint32_t count = node.weight * tpw;  // bounded by CHR_TOKENS_MAX (checked by the ring)
-        std::memcpy(buf, node.id.data(), node.id.size());
-        buf[node.id.size()] = '#';
-        char *digits = buf + node.id.size() + 1;
-        for (uint32_t t = 0; t < count; ++t) {
-            size_t len = node.id.size() + 1 + put_decimal(digits, t);
-            tokens.push_back({hash64(buf, len, seed), uint32_t(k)});
-        }
-    }
+    // The built-in xxh3 inline for names that fit its short path, as key
+    // lookups do (xxh3_inline.hpp); the same values.
+    if (hash64 == chr_builtin_xxh3.hash64)
+        generate(delta, tpw, tokens, [&](const char *b, size_t len) {
+            return len <= kInlineXxh3MaxKey ? xxh3_inline(b, len, seed) : hash64(b, len, seed);
+        });
+    else
+        generate(delta, tpw, tokens, [&](const char *b, size_t len) { return hash64(b, len, seed); });
     sort_tokens(tokens);
 }
 

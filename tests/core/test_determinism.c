@@ -437,6 +437,24 @@ static void test_tokens_are_xxh3_of_id_and_index(void **state) {
     free(expected);
 }
 
+/* Token numbers of up to six digits (every carry from 9 to 100000 and the
+ * step to a new digit), for an id whose names fit the inline hash's short
+ * path and one whose names do not (over 32 bytes). */
+static void test_long_token_numbers(void **state) {
+    ring_pool *pool = *state;
+    static const node_spec wide[] = {
+        SPEC("n", 2),
+        SPEC("an-id-that-is-longer-than-32-bytes-by-itself", 1),
+    };
+    chr_options opts = CHR_OPTIONS_INIT;
+    opts.tokens_per_weight = CHR_TOKENS_PER_WEIGHT_MAX;
+    size_t total = 0;
+    expected_token *expected = expected_tokens(wide, 2, CHR_TOKENS_PER_WEIGHT_MAX, xxh3, opts.seed, &total);
+    chr_ring *ring = ring_in_order(pool, &opts, wide, 2, NULL);
+    assert_tokens_equal(ring, expected, total);
+    free(expected);
+}
+
 /* A compatibility placement ignores seed and tokens_per_weight: rings that
  * differ only in those route alike and fingerprint equal; a native ring
  * with the same members does not. */
@@ -470,6 +488,7 @@ int main(void) {
         cmocka_unit_test(test_xxh3_known_answers),
         cmocka_unit_test(test_compat_fingerprint_ignores_seed),
         cmocka_unit_test_setup_teardown(test_tokens_are_xxh3_of_id_and_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_token_numbers, setup, teardown),
     };
     return run_core_tests(tests);
 }
