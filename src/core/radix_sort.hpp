@@ -56,6 +56,34 @@ inline void counting_pass(const Token *src, size_t n, Token *dst, unsigned shift
         for (size_t b = 0; b < buckets; ++b) finish_range(dst + count[b], dst + count[b + 1]);
 }
 
+// Sorts one range of a first pass, m tokens sharing the bits above
+// `shift + bits`, from src into out: a counting pass on the next `bits`
+// bits, then, while no range of it is longer than kInsertionRun (a
+// uniform hash: ~2 tokens each), one insertion sort over all of out,
+// every token then at most that far from its place (one loop, instead of
+// one call per range, most of them empty); a longer range (a skewed
+// hasher) takes finish_range per range.
+inline void sort_range(const Token *src, size_t m, Token *out, unsigned shift, unsigned bits,
+                       std::vector<size_t> &count, std::vector<size_t> &next) {
+    constexpr size_t kInsertionRun = 32;
+    counting_pass(src, m, out, shift, bits, count, next, false);
+    const size_t buckets = size_t(1) << bits;
+    size_t longest = 0;
+    for (size_t b = 0; b < buckets; ++b) longest = std::max(longest, count[b + 1] - count[b]);
+    if (longest > kInsertionRun) {
+        for (size_t b = 0; b < buckets; ++b) finish_range(out + count[b], out + count[b + 1]);
+        return;
+    }
+    for (Token *p = out + 1; p < out + m; ++p) {
+        if (!(*p < p[-1])) continue;
+        const Token x = *p;
+        Token *q = p;
+        do *q = q[-1];
+        while (--q > out && x < q[-1]);
+        *q = x;
+    }
+}
+
 #if defined(__SSE2__)
 // The first pass of a big sort: n tokens from src into dst by their top
 // `bits` value bits (count as counting_pass leaves it, no finish). Every
@@ -136,14 +164,25 @@ inline void sort_tokens(std::vector<Token> &tokens) {
     else
 #endif
         radix::counting_pass(a, n, tmp, 64 - kFirstBits, kFirstBits, first_count, next, false);
+    // Each range is sorted in a buffer that stays in cache from one range
+    // to the next, then copied back in order: scattered into `a` directly,
+    // every line of it would be a miss (it was last read by the first
+    // pass). Ranges past the buffer (a skewed hasher) sort in place.
+    size_t longest = 0;
+    for (size_t b = 0; b + 1 < first_count.size(); ++b) longest = std::max(longest, first_count[b + 1] - first_count[b]);
+    constexpr size_t kBufferedRange = size_t(1) << 16;  // 1 MiB of tokens
+    const HugeBuffer<Token> buffer(std::min(longest, kBufferedRange));
     for (size_t b = 0; b + 1 < first_count.size(); ++b) {
         const size_t lo = first_count[b], m = first_count[b + 1] - lo;
         if (m <= 32) {
             std::memcpy(a + lo, tmp + lo, m * sizeof(Token));
             radix::finish_range(a + lo, a + lo + m);
-            continue;
+        } else if (m <= kBufferedRange) {
+            radix::sort_range(tmp + lo, m, buffer.data(), 64 - K, second, count, next);
+            std::memcpy(a + lo, buffer.data(), m * sizeof(Token));
+        } else {
+            radix::sort_range(tmp + lo, m, a + lo, 64 - K, second, count, next);
         }
-        radix::counting_pass(tmp + lo, m, a + lo, 64 - K, second, count, next, true);
     }
 }
 
