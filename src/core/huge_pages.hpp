@@ -88,6 +88,7 @@ public:
     }
     ~HugeBuffer() { reset(); }
     T *data() const noexcept { return p_; }
+    size_t size() const noexcept { return n_; }
     void reset() noexcept {
         if (p_) HugePageAllocator<T>().deallocate(p_, n_);
         p_ = nullptr;

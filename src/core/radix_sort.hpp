@@ -135,8 +135,10 @@ inline void scatter_by_top_bits(const Token *src, size_t n, Token *dst, unsigned
 
 }  // namespace radix
 
-// Sorts `tokens` by (value, owner). May allocate a scratch copy.
-inline void sort_tokens(std::vector<Token> &tokens) {
+// Sorts `tokens` by (value, owner). May allocate a scratch copy, which it
+// leaves in *spare when given one (memory already faulted in, for a build
+// to reuse) and frees otherwise.
+inline void sort_tokens(std::vector<Token> &tokens, HugeBuffer<Token> *spare = nullptr) {
     const size_t n = tokens.size();
     if (n < 4096) {
         std::sort(tokens.begin(), tokens.end());
@@ -147,7 +149,13 @@ inline void sort_tokens(std::vector<Token> &tokens) {
     while (K < 24 && (size_t(1) << (K + 1)) <= n) ++K;
     // Uninitialized (every slot is written), on huge pages from 2 MiB: a
     // build's scratch is new memory each time the heap was trimmed.
-    const HugeBuffer<Token> scratch(n);
+    HugeBuffer<Token> scratch(n);
+    struct Handoff {
+        HugeBuffer<Token> &scratch, *spare;
+        ~Handoff() {
+            if (spare) *spare = std::move(scratch);
+        }
+    } handoff{scratch, spare};
     Token *a = tokens.data(), *tmp = scratch.data();
     constexpr unsigned kFirstBits = 11;
     if (K <= 16) {  // at most 2 MB of tokens: one pass, then back

@@ -289,7 +289,8 @@ private:
     // Takes the tokens in order and builds everything derived from them
     // (snapshot_build.cpp).
     class Builder;
-    void build_merged(const Snapshot &base, const MembershipDelta &delta, const std::vector<Token> &fresh);
+    void build_merged(const Snapshot &base, const MembershipDelta &delta, const std::vector<Token> &fresh,
+                      HugeBuffer<Token> spare);
     bool update(const Snapshot &base, const MembershipDelta &delta, const std::vector<Token> &fresh);
     void derive_from_nodes();
     void number_zones();

@@ -30,8 +30,9 @@ class Snapshot::Builder {
 public:
     // Sizes the snapshot's layout for T tokens over its (final) node
     // table, whose indices are its slots.
-    Builder(Snapshot &s, size_t T)
-        : s_(s), T_(T), index_(s.index_, T, s.nodes_.size()), tokens_vec_(s.nodes_.size(), 0),
+    // `spare`: memory the index writer may take for its buffers.
+    Builder(Snapshot &s, size_t T, HugeBuffer<Token> spare = {})
+        : s_(s), T_(T), index_(s.index_, T, s.nodes_.size(), std::move(spare)), tokens_vec_(s.nodes_.size(), 0),
           arcs_vec_(s.nodes_.size(), 0) {
         tokens_of_ = tokens_vec_.data();
         arcs_ = arcs_vec_.data();
@@ -154,15 +155,16 @@ Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
         return;
     }
     std::vector<Token> fresh;
-    ops.fresh_tokens(*placement_, delta, fresh);
+    HugeBuffer<Token> spare;  // the sort's scratch: the writer's buffers if the change builds afresh
+    ops.fresh_tokens(*placement_, delta, fresh, &spare);
     nodes_ = std::move(delta.nodes);
-    if (!update(base, delta, fresh)) build_merged(base, delta, fresh);
+    if (!update(base, delta, fresh)) build_merged(base, delta, fresh, std::move(spare));
     detail::live_snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 
 // The full build: the base's kept tokens merged with the fresh ones.
 void Snapshot::build_merged(const Snapshot &base, const MembershipDelta &delta,
-                            const std::vector<Token> &fresh) {
+                            const std::vector<Token> &fresh, HugeBuffer<Token> spare) {
     // Old slot -> new index, for nodes whose tokens are kept as they are;
     // their tokens plus the fresh ones are the new count.
     std::vector<uint32_t> remap(base.slot_node_.size(), kFreeSlot);
@@ -177,7 +179,7 @@ void Snapshot::build_merged(const Snapshot &base, const MembershipDelta &delta,
     // Merge two sequences sorted by (value, node order) straight into the
     // new layout: one pass, no intermediate array. Remapping preserves the
     // order of surviving owners because both node tables are sorted by id.
-    Builder build(*this, T);
+    Builder build(*this, T, std::move(spare));
     const Token *f = fresh.data(), *f_end = f + fresh.size();
     base.index_.for_each_token([&](uint64_t value, uint32_t slot) {
         const uint32_t mapped = remap[slot];
@@ -241,7 +243,7 @@ bool Snapshot::update(const Snapshot &base, const MembershipDelta &delta, const 
     gone.regenerate.assign(gone.nodes.size(), 1);
     gone.old_index.assign(gone.nodes.size(), -1);
     std::vector<Token> gone_tokens;
-    placement_->ops->fresh_tokens(*placement_, gone, gone_tokens);
+    placement_->ops->fresh_tokens(*placement_, gone, gone_tokens, nullptr);
     std::vector<uint64_t> gone_values(gone_tokens.size());
     for (size_t j = 0; j < gone_tokens.size(); ++j) gone_values[j] = gone_tokens[j].value;
     gone_tokens = {};

@@ -167,7 +167,8 @@ size_t TokenIndex::bytes_not_in(const TokenIndex &other) const noexcept {
     return bytes;
 }
 
-TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots) : index_(index), T_(T) {
+TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots, HugeBuffer<Token> spare)
+    : index_(index), T_(T) {
     // Owner field: O bits for the slots. Prefix index on the top P bits
     // of a hash: 1.5-3 tokens per bucket (the largest P with 2^P <=
     // T / 1.5), so a bucket overflows the 8-record window with
@@ -195,11 +196,11 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots) : index_(i
     // tokens these buffers are 200 MB, and 4 KiB page faults cost more
     // than filling them.
     start_vec_.assign((size_t(1) << bits) + 1, 0);
-    hot_vec_ = HugeBuffer<uint32_t>(T);
-    cold_vec_ = HugeBuffer<uint32_t>(T);
+    const size_t record_tokens = (2 * T + 3) / 4;  // 2T words, in Token units
+    records_ = spare.size() >= record_tokens ? std::move(spare) : HugeBuffer<Token>(record_tokens);
     start_ = start_vec_.data();
-    hot_ = hot_vec_.data();
-    cold_ = cold_vec_.data();
+    hot_ = reinterpret_cast<uint32_t *>(records_.data());
+    cold_ = hot_ + T;
 }
 
 // start_ counted tokens per bucket; summed, start[b] = the first token of
@@ -261,8 +262,7 @@ void TokenIndex::Writer::finish() {
     }
     for (size_t c = 0; c < chunks; ++c) s.set_pads(c);
     start_vec_ = {};
-    hot_vec_.reset();
-    cold_vec_.reset();
+    records_.reset();
 }
 
 namespace {

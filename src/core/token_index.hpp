@@ -414,8 +414,11 @@ void TokenIndex::for_each_token(F &&f) const {
 // Fills a TokenIndex with T tokens given in (value, owner) order.
 class TokenIndex::Writer {
 public:
-    // Sizes the layout for T tokens over owners < `slots`.
-    Writer(TokenIndex &index, size_t T, size_t slots);
+    // Sizes the layout for T tokens over owners < `slots`. Takes `spare`
+    // for its record buffers when it holds 8 bytes a token (a sort's
+    // scratch: its pages are faulted in already, and at 16M tokens new
+    // ones cost more than filling them).
+    Writer(TokenIndex &index, size_t T, size_t slots, HugeBuffer<Token> spare = {});
 
     // The next token; also counts its bucket. Inline: once per token of
     // every build.
@@ -436,7 +439,7 @@ private:
     const size_t T_;
     size_t k_ = 0;
     HugeVector<uint32_t> start_vec_;  // tokens per bucket, then first token per bucket
-    HugeBuffer<uint32_t> hot_vec_, cold_vec_;  // the records in one array, before the split
+    HugeBuffer<Token> records_;  // hot then cold words (T each), before the split into chunks
     // Raw pointers and copies: add() stores through uint32_t pointers,
     // which could alias uint32_t members and force reloads.
     uint32_t *start_, *hot_, *cold_;

@@ -78,7 +78,8 @@ void generate(const MembershipDelta &delta, uint32_t tpw, std::vector<Token> &ou
     }
 }
 
-void fresh_tokens(const Placement &p, const MembershipDelta &delta, std::vector<Token> &tokens) {
+void fresh_tokens(const Placement &p, const MembershipDelta &delta, std::vector<Token> &tokens,
+                  HugeBuffer<Token> *spare) {
     const uint32_t tpw = p.tokens_per_weight;
     const uint64_t seed = p.seed;
     const chr_hash64_fn hash64 = p.hasher->hash64;
@@ -96,7 +97,7 @@ void fresh_tokens(const Placement &p, const MembershipDelta &delta, std::vector<
         });
     else
         generate(delta, tpw, tokens, [&](const char *b, size_t len) { return hash64(b, len, seed); });
-    sort_tokens(tokens);
+    sort_tokens(tokens, spare);
 }
 
 uint64_t native_bound(const Placement &p, uint32_t weight) noexcept {

@@ -12,6 +12,7 @@
 
 #include "chring.h"
 #include "plugin/registry.hpp"
+#include "huge_pages.hpp"
 #include "membership.hpp"
 #include "xxh3_inline.hpp"
 
@@ -38,7 +39,10 @@ struct PlacementOps {
     // point of the membership, in the order the original system sorts them,
     // duplicates removed where it removes them (the systems reproduced
     // rebuild every point on any change, and so does this).
-    void (*fresh_tokens)(const Placement &p, const MembershipDelta &delta, std::vector<Token> &out);
+    // `spare`, when not null, receives the sort's scratch memory, already
+    // faulted in, for the build to reuse (it may stay empty).
+    void (*fresh_tokens)(const Placement &p, const MembershipDelta &delta, std::vector<Token> &out,
+                         HugeBuffer<Token> *spare);
     void (*all_points)(const Placement &p, const std::vector<Node> &nodes, std::vector<Token> &out);
 };
 
