@@ -3,9 +3,10 @@
 // Hash values are close to uniform, so counting passes on their top bits
 // leave ranges of one or two tokens that an insertion sort finishes: O(T)
 // expected instead of O(T log T). Large arrays take two passes: the first
-// scatters into 2^11 ranges (few enough write streams for the caches), the
-// second sorts each range, by then small enough for L2, on its next bits.
-// A skewed hasher only leaves bigger ranges, which std::sort finishes.
+// scatters into 2^11 ranges (a line buffer each, streamed out whole), the
+// second sorts each range, by then small enough for L2, on its next bits
+// in a buffer that stays in cache. A skewed hasher only leaves bigger
+// ranges, which std::sort finishes.
 #pragma once
 
 #include <algorithm>
