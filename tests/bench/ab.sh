@@ -11,7 +11,12 @@
 # (ninja -C BUILD tests/bench/bench_lookup tests/bench/bench_update).
 #
 # Environment: AB_PROGRAMS (default "lookup update"), AB_FILTER (a
-# --benchmark_filter regex, default all), AB_MIN_TIME (default 0.3).
+# --benchmark_filter regex, default all), AB_MIN_TIME (default 0.3),
+# AB_SAME_BINARY=1: run BUILD_B's benchmark programs on both sides, each
+# against its own build's src/libchring.so (LD_LIBRARY_PATH overrides the
+# RUNPATH), so only the library differs; BUILD_A then needs only the
+# library and the xxhash plugin built. Programs that link the core
+# statically (bench_scale, bench_memory) cannot be compared this way.
 set -euo pipefail
 
 [ $# -ge 2 ] || { echo "usage: $0 BUILD_A BUILD_B [ROUNDS]" >&2; exit 2; }
@@ -29,9 +34,11 @@ plugin_path() {
 }
 
 run_side() {  # run_side LABEL BUILD ROUND
-  local label=$1 build=$2 round=$3 program
+  local label=$1 build=$2 round=$3 program bin_dir=$2 libs=
+  if [ "${AB_SAME_BINARY:-0}" = 1 ]; then bin_dir=$build_b; libs=$build/src; fi
   for program in $programs; do
-    CHRING_PLUGIN_PATH=$(plugin_path "$build") "$build/tests/bench/bench_$program" \
+    LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+    CHRING_PLUGIN_PATH=$(plugin_path "$build") "$bin_dir/tests/bench/bench_$program" \
       --benchmark_filter="$filter" \
       --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
       --benchmark_min_time="$min_time" \
