@@ -78,8 +78,7 @@ chr_status make_placement(const chr_options *opts, PlacementPtr *out, const char
 class KeyHasher {
 public:
     explicit KeyHasher(const Placement &p) noexcept;  // placement.cpp
-    // Always inline: on the ring lookup's path GCC otherwise kept it a call.
-    __attribute__((always_inline)) uint64_t operator()(const void *key, size_t len) const noexcept {
+    uint64_t operator()(const void *key, size_t len) const noexcept {
         if (__builtin_expect(inline_xxh3_ && len <= kInlineXxh3MaxKey, 1)) return xxh3_inline(key, len, seed_);
         if (__builtin_expect(native_, 1)) return hash64_(key, len, seed_);
         return compat_position(key, len);

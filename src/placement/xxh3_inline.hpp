@@ -19,7 +19,7 @@ namespace chring {
 // keeps its longer paths out of line (builtin_xxh3.c).
 constexpr size_t kInlineXxh3MaxKey = 32;
 
-__attribute__((flatten)) inline uint64_t xxh3_inline(const void *key, size_t len, uint64_t seed) noexcept {
+inline uint64_t xxh3_inline(const void *key, size_t len, uint64_t seed) noexcept {
     return XXH3_64bits_withSeed(key, len, seed);
 }
 
