@@ -151,18 +151,13 @@ inline void sort_tokens(std::vector<Token> &tokens, HugeBuffer<Token> *spare = n
     // Uninitialized (every slot is written), on huge pages from 2 MiB: a
     // build's scratch is new memory each time the heap was trimmed.
     HugeBuffer<Token> scratch(n);
-    struct Handoff {
-        HugeBuffer<Token> &scratch, *spare;
-        ~Handoff() {
-            if (spare) *spare = std::move(scratch);
-        }
-    } handoff{scratch, spare};
     Token *a = tokens.data(), *tmp = scratch.data();
     constexpr unsigned kFirstBits = 11;
     if (K <= 16) {  // at most 2 MB of tokens: one pass, then back
         std::vector<size_t> count((size_t(1) << K) + 1), next;
         radix::counting_pass(a, n, tmp, 64 - K, K, count, next, true);
         std::memcpy(a, tmp, n * sizeof(Token));
+        if (spare) *spare = std::move(scratch);
         return;
     }
     const unsigned second = K - kFirstBits;
@@ -193,6 +188,7 @@ inline void sort_tokens(std::vector<Token> &tokens, HugeBuffer<Token> *spare = n
             radix::sort_range(tmp + lo, m, a + lo, 64 - K, second, count, next);
         }
     }
+    if (spare) *spare = std::move(scratch);
 }
 
 }  // namespace chring

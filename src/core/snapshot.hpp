@@ -190,9 +190,9 @@ private:
 
     // Walks tokens clockwise from `k`, offering each owner to
     // first_time(owner, found so far), which records the ones it accepts,
-    // until n are accepted or every token was seen; returns how many were.
-    // Requires n <= eligible_: every node with tokens has one on the way
-    // round, so the walk ends within one turn and needs no step count.
+    // until n are accepted; returns n. Requires n <= eligible_: every node
+    // with tokens has one on the way round, so the walk ends within one
+    // turn and needs no step count.
     template <class FirstTime>
     size_t walk_distinct(Pos k, size_t n, FirstTime &&first_time) const {
         TokenIndex::Walker w(index_, k);
