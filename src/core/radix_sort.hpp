@@ -25,19 +25,24 @@
 namespace chring {
 namespace radix {
 
+// Insertion sort of [first, last): linear when every token is only a few
+// places from its own.
+inline void insertion_sort(Token *first, Token *last) {
+    for (Token *p = first + 1; p < last; ++p) {
+        if (!(*p < p[-1])) continue;
+        const Token x = *p;
+        Token *q = p;
+        do *q = q[-1];
+        while (--q > first && x < q[-1]);
+        *q = x;
+    }
+}
+
 // Finishes [first, last), whose tokens share every value bit a counting
 // pass looked at.
 inline void finish_range(Token *first, Token *last) {
-    if (last - first > 32) {
-        std::sort(first, last);
-        return;
-    }
-    for (Token *p = first + 1; p < last; ++p) {
-        const Token x = *p;
-        Token *q = p;
-        for (; q > first && x < q[-1]; --q) *q = q[-1];
-        *q = x;
-    }
+    if (last - first > 32) std::sort(first, last);
+    else insertion_sort(first, last);
 }
 
 // Counting pass on value bits [shift, shift + bits) of n tokens from src
@@ -75,14 +80,7 @@ inline void sort_range(const Token *src, size_t m, Token *out, unsigned shift, u
         for (size_t b = 0; b < buckets; ++b) finish_range(out + count[b], out + count[b + 1]);
         return;
     }
-    for (Token *p = out + 1; p < out + m; ++p) {
-        if (!(*p < p[-1])) continue;
-        const Token x = *p;
-        Token *q = p;
-        do *q = q[-1];
-        while (--q > out && x < q[-1]);
-        *q = x;
-    }
+    insertion_sort(out, out + m);
 }
 
 #if defined(__SSE2__)
@@ -93,7 +91,8 @@ inline void sort_range(const Token *src, size_t m, Token *out, unsigned shift, u
 // gather in a line-sized buffer per range (2^bits lines, in L2) and go out
 // a whole line at a time with non-temporal stores, which write the line
 // without reading it: half the memory traffic, and the first pass of a
-// 16M-token sort takes half the time (tests/bench/RESULTS.md, "Scale").
+// 16M-token sort takes half the time (tests/bench/RESULTS.md, "Inline key
+// hash, replica walk without a step count, build memory traffic").
 // A range's first and last lines may be shared with its neighbours: those
 // tokens are stored one by one. Requires dst 16-byte aligned.
 inline void scatter_by_top_bits(const Token *src, size_t n, Token *dst, unsigned bits,

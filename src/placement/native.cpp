@@ -91,10 +91,8 @@ void fresh_tokens(const Placement &p, const MembershipDelta &delta, std::vector<
     reserve_huge(tokens, total);
     // The built-in xxh3 inline for names that fit its short path, as key
     // lookups do (xxh3_inline.hpp); the same values.
-    if (hash64 == chr_builtin_xxh3.hash64)
-        generate(delta, tpw, tokens, [&](const char *b, size_t len) {
-            return len <= kInlineXxh3MaxKey ? xxh3_inline(b, len, seed) : hash64(b, len, seed);
-        });
+    if (is_builtin_xxh3(hash64))
+        generate(delta, tpw, tokens, [&](const char *b, size_t len) { return builtin_xxh3(b, len, seed); });
     else
         generate(delta, tpw, tokens, [&](const char *b, size_t len) { return hash64(b, len, seed); });
     sort_tokens(tokens, spare);

@@ -76,7 +76,7 @@ chr_status make_placement(const chr_options *opts, PlacementPtr *out, const char
 
 KeyHasher::KeyHasher(const Placement &p) noexcept
     : hash64_(p.hasher->hash64), seed_(p.seed), native_(p.ops == &native_placement),
-      inline_xxh3_(native_ && hash64_ == chr_builtin_xxh3.hash64), placement_(&p) {}
+      inline_xxh3_(native_ && is_builtin_xxh3(hash64_)), placement_(&p) {}
 
 uint64_t KeyHasher::compat_position(const void *key, size_t len) const noexcept {
     return placement_->ops->key_position(*placement_, key, len);

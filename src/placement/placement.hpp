@@ -79,7 +79,9 @@ class KeyHasher {
 public:
     explicit KeyHasher(const Placement &p) noexcept;  // placement.cpp
     uint64_t operator()(const void *key, size_t len) const noexcept {
-        if (__builtin_expect(inline_xxh3_ && len <= kInlineXxh3MaxKey, 1)) return xxh3_inline(key, len, seed_);
+        // hash64_ is the built-in's function too when inline_xxh3_: the
+        // long keys' call needs no other load.
+        if (__builtin_expect(inline_xxh3_ && len <= kInlineXxh3MaxKey, 1)) return xxh3_short_key(key, len, seed_);
         if (__builtin_expect(native_, 1)) return hash64_(key, len, seed_);
         return compat_position(key, len);
     }
