@@ -7,8 +7,11 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #if defined(__linux__)
@@ -66,8 +69,76 @@ struct HugePageAllocator {
     bool operator!=(const HugePageAllocator<U> &) const noexcept { return false; }
 };
 
+// A resizable array of a trivially copyable T from HugePageAllocator,
+// copied and grown with memcpy and memset. (std::vector with an allocator
+// of its own constructs element by element: an update's copy of an
+// index's per-group arrays was a loop of several instructions an entry.)
+// Operations that allocate may throw bad_alloc and leave it as it was.
 template <class T>
-using HugeVector = std::vector<T, HugePageAllocator<T>>;
+class HugeArray {
+    static_assert(std::is_trivially_copyable<T>::value, "copied with memcpy");
+
+public:
+    HugeArray() noexcept = default;
+    HugeArray(const HugeArray &o) { *this = o; }
+    HugeArray(HugeArray &&o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
+    HugeArray &operator=(const HugeArray &o) {
+        if (this != &o) {
+            T *p = o.n_ ? HugePageAllocator<T>().allocate(o.n_) : nullptr;
+            if (o.n_) std::memcpy(static_cast<void *>(p), o.p_, o.n_ * sizeof(T));
+            reset(p, o.n_);
+        }
+        return *this;
+    }
+    HugeArray &operator=(HugeArray &&o) noexcept {
+        if (this != &o) {
+            reset(o.p_, o.n_);
+            o.p_ = nullptr, o.n_ = 0;
+        }
+        return *this;
+    }
+    ~HugeArray() { reset(nullptr, 0); }
+
+    size_t size() const noexcept { return n_; }
+    bool empty() const noexcept { return n_ == 0; }
+    T *data() noexcept { return p_; }
+    const T *data() const noexcept { return p_; }
+    T &operator[](size_t i) noexcept { return p_[i]; }
+    const T &operator[](size_t i) const noexcept { return p_[i]; }
+    T *begin() noexcept { return p_; }
+    T *end() noexcept { return p_ + n_; }
+    const T *begin() const noexcept { return p_; }
+    const T *end() const noexcept { return p_ + n_; }
+
+    // n elements: the first min(n, size()) kept, the rest zero bytes.
+    void resize(size_t n) {
+        if (n == n_) return;
+        T *p = n ? HugePageAllocator<T>().allocate(n) : nullptr;
+        const size_t kept = n < n_ ? n : n_;
+        if (kept) std::memcpy(static_cast<void *>(p), p_, kept * sizeof(T));
+        if (n > kept) std::memset(static_cast<void *>(p + kept), 0, (n - kept) * sizeof(T));
+        reset(p, n);
+    }
+    // n copies of v.
+    void assign(size_t n, const T &v) {
+        if (n != n_) {
+            T *p = n ? HugePageAllocator<T>().allocate(n) : nullptr;
+            reset(p, n);
+        }
+        std::fill(p_, p_ + n_, v);
+    }
+    // Empty, its memory freed.
+    void clear() noexcept { reset(nullptr, 0); }
+
+private:
+    void reset(T *p, size_t n) noexcept {
+        if (p_) HugePageAllocator<T>().deallocate(p_, n_);
+        p_ = p;
+        n_ = n;
+    }
+    T *p_ = nullptr;
+    size_t n_ = 0;
+};
 
 // n elements left uninitialized (every one is written before it is read),
 // from HugePageAllocator: a build's scratch, which would otherwise be

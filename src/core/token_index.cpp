@@ -75,11 +75,8 @@ TokenIndex::TokenIndex(const TokenIndex &o)
       prefix_shift_(o.prefix_shift_), key_shift_(o.key_shift_), owner_bits_(o.owner_bits_),
       owner_mask_(o.owner_mask_) {
     chunk_shift_ = o.chunk_shift_;
-    chunks_.reserve(o.chunks_.size());  // may throw: nothing retained yet
-    for (const uint32_t *c : o.chunks_) {
-        retain(c);
-        chunks_.push_back(c);
-    }
+    chunks_ = o.chunks_;  // may throw: nothing retained yet
+    for (const uint32_t *c : chunks_) retain(c);
 }
 
 TokenIndex::~TokenIndex() { clear(); }
@@ -192,7 +189,7 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots, HugeBuffer
     bits_ = bits;
     shift_ = 64 - bits;
     owner_mask_ = s.owner_mask_;
-    // On huge pages (HugeVector) where the kernel offers them: at 16M
+    // On huge pages (HugeArray) where the kernel offers them: at 16M
     // tokens these buffers are 200 MB, and 4 KiB page faults cost more
     // than filling them.
     start_vec_.assign((size_t(1) << bits) + 1, 0);
@@ -213,7 +210,7 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots, HugeBuffer
 void TokenIndex::Writer::finish() {
     TokenIndex &s = index_;
     const size_t buckets = size_t(1) << s.prefix_bits_;
-    HugeVector<uint32_t> &start = start_vec_;
+    HugeArray<uint32_t> &start = start_vec_;
     for (size_t b = 1; b <= buckets; ++b) start[b] += start[b - 1];
     unsigned g = std::min(kMaxGroupShift, s.prefix_bits_ - 1);
     for (; g > 0; --g) {  // a group's end must fit too, or its last bucket's size would be cut
@@ -243,13 +240,13 @@ void TokenIndex::Writer::finish() {
     const size_t chunks = groups >> s.chunk_shift_;
     const unsigned cold_shift = s.prefix_bits_ - s.owner_bits_;
     s.hot_of_group_.resize(groups);
-    s.chunks_.reserve(chunks);
+    s.chunks_.resize(chunks);  // null until made: clear() skips them
     try {
         for (size_t c = 0; c < chunks; ++c) {
             const uint32_t first = s.group_start_[c << s.chunk_shift_];
             const uint32_t n = s.group_start_[(c + 1) << s.chunk_shift_] - first;
             uint32_t *base = new_chunk(n, cold_shift, s.pools_chunks());
-            s.chunks_.push_back(base);
+            s.chunks_[c] = base;
             std::copy(hot_ + first, hot_ + first + n, base);
             unsigned char *cold = const_cast<unsigned char *>(cold_of_chunk(base));
             pack_cold_words(cold_ + first, n, cold_shift, cold);

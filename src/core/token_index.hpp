@@ -319,11 +319,11 @@ private:
     // Per group: its hot records in its chunk (sorted by (value, owner's
     // node order)), and its first token's rank (groups + 1 entries; the
     // last is T). Per chunk: its records (the chunk's reference).
-    HugeVector<const uint32_t *> hot_of_group_;
-    HugeVector<uint32_t> group_start_;
-    HugeVector<const uint32_t *> chunks_;
+    HugeArray<const uint32_t *> hot_of_group_;
+    HugeArray<uint32_t> group_start_;
+    HugeArray<const uint32_t *> chunks_;
     unsigned chunk_shift_ = 0;  // C: 2^C groups a chunk
-    HugeVector<BucketOffset> bucket_offset_;  // 2^P + 2^P / group + 1 entries
+    HugeArray<BucketOffset> bucket_offset_;  // 2^P + 2^P / group + 1 entries
     unsigned group_shift_ = 0;         // <= P - 1, so that the next one is < 64
     unsigned group_of_hash_shift_ = 63;  // 64 - P + group_shift_
     unsigned prefix_bits_ = 1;   // P
@@ -438,7 +438,7 @@ private:
     TokenIndex &index_;
     const size_t T_;
     size_t k_ = 0;
-    HugeVector<uint32_t> start_vec_;  // tokens per bucket, then first token per bucket
+    HugeArray<uint32_t> start_vec_;  // tokens per bucket, then first token per bucket
     HugeBuffer<Token> records_;  // hot then cold words (T each), before the split into chunks
     // Raw pointers and copies: add() stores through uint32_t pointers,
     // which could alias uint32_t members and force reloads.
