@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "chring.h"
@@ -25,12 +26,14 @@ public:
         unsigned char short_id[kShortId];  // valid when id_len <= kShortId
     };
 
-    // Entries by slot: node i's at node_slot[i], of `slots`. `nodes` must
-    // not change or move afterwards: the views borrow its strings.
-    void build(const std::vector<Node> &nodes, const std::vector<uint32_t> &node_slot, size_t slots);
+    // Entries by slot: slot s holds node slot_node[s], or no node (all
+    // zeros) where that is not an index of `nodes`. `nodes` must not
+    // change or move afterwards: the views borrow its strings. Throws
+    // bad_alloc (the cache is then left as it was).
+    void build(const std::vector<Node> &nodes, const std::vector<uint32_t> &slot_node);
 
     const chr_node_view &view(size_t i) const noexcept { return views_[i].view; }
-    size_t bytes() const noexcept { return (views_.capacity() + ref_lines_.capacity()) * 64; }
+    size_t bytes() const noexcept { return slots_ * 2 * 64; }
     const RefFields &ref_fields(size_t i) const noexcept { return ref_lines_[i].ref; }
 
 private:
@@ -45,8 +48,11 @@ private:
         RefFields ref;
     };
     static_assert(sizeof(ViewLine) == 64 && sizeof(RefLine) == 64, "one line each");
-    std::vector<ViewLine> views_;
-    std::vector<RefLine> ref_lines_;
+    // Arrays of lines left uninitialized by new[] (build() writes every
+    // one): an update rebuilds them, and zeroing them first doubled the stores.
+    std::unique_ptr<ViewLine[]> views_;
+    std::unique_ptr<RefLine[]> ref_lines_;
+    size_t slots_ = 0;
 };
 
 }  // namespace chring

@@ -91,7 +91,7 @@ void Snapshot::derive_from_nodes() {
         weight_before_[i + 1] = weight_before_[i] + candidate_weight(i);
     }
     number_zones();
-    cache_.build(nodes_, node_slot_, slot_node_.size());
+    cache_.build(nodes_, slot_node_);
 }
 
 // Zone numbers for the zone replica policies: distinct labels numbered
