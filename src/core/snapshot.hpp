@@ -64,21 +64,22 @@ public:
     template <bool kSlots = false, class Emit>
     size_t replicas_at_hash(uint64_t h, size_t n, Emit &&emit) const {
         if (std::min(n, eligible_) == 0) return 0;
-        return replicas_from_token<kSlots>(index_.locate(h).pos, n, emit);
+        return replicas_from_token<kSlots>(index_.locate(h), n, emit);
     }
     using Pos = TokenIndex::Pos;
     // The same under a replica policy (chring.h, "Zone-aware replicas").
     template <bool kSlots = false, class Emit>
     size_t replicas_at_hash(uint64_t h, size_t n, ReplicaPolicy policy, Emit &&emit) const {
         if (std::min(n, eligible_) == 0) return 0;
-        return replicas_from_token<kSlots>(index_.locate(h).pos, n, policy, emit);
+        return replicas_from_token<kSlots>(index_.locate(h), n, policy, emit);
     }
 
     // The replica list of every key whose successor is the token at k (or
     // the first after k, when k is its group's end): the keys of its arc.
-    // Emits as above.
-    template <bool kSlots = false, class Emit>
-    size_t replicas_from_token(Pos k, size_t n, Emit &&emit) const {
+    // Emits as above. k is a Pos, or what TokenIndex::locate() found (the
+    // walk then starts from the record the lookup already read).
+    template <bool kSlots = false, class Start, class Emit>
+    size_t replicas_from_token(Start k, size_t n, Emit &&emit) const {
         n = std::min(n, eligible_);
         if (n == 0) return 0;
         if (__builtin_expect(n > kLinearScanReplicas, 0)) return replicas_by_bitmap<kSlots>(k, n, emit);
@@ -94,8 +95,8 @@ public:
         for (size_t i = 0; i < found; ++i) emit(i, as_emitted<kSlots>(chosen[i]));
         return found;
     }
-    template <bool kSlots = false, class Emit>
-    size_t replicas_from_token(Pos k, size_t n, ReplicaPolicy policy, Emit &&emit) const {
+    template <bool kSlots = false, class Start, class Emit>
+    size_t replicas_from_token(Start k, size_t n, ReplicaPolicy policy, Emit &&emit) const {
         // One live zone: every policy is the plain walk (firsts = the owner,
         // then the rest in walk order).
         if (policy == ReplicaPolicy::nodes || live_zones_ <= 1) return replicas_from_token<kSlots>(k, n, emit);
@@ -117,7 +118,7 @@ public:
         uint64_t stack_bits[kStackBitmapNodes / 64];
         uint64_t *bits = slots <= kStackBitmapNodes ? stack_bits : thread_bitmap(slots);
         std::fill(bits, bits + (slots + 63) / 64, 0);
-        TokenIndex::Walker w(index_, index_.locate(h).pos);
+        TokenIndex::Walker w(index_, index_.locate(h));
         size_t seen = 0;
         for (size_t steps = 0; steps < tokens && seen < eligible_; ++steps, w.next()) {
             const uint32_t o = w.slot();
@@ -188,13 +189,13 @@ private:
     static constexpr size_t kLinearScanReplicas = 32;
     static constexpr size_t kStackBitmapNodes = 65536;  // an 8 KiB bitmap on the stack
 
-    // Walks tokens clockwise from `k`, offering each owner to
+    // Walks tokens clockwise from `k` (a Pos or a Found), offering each owner to
     // first_time(owner, found so far), which records the ones it accepts,
     // until n are accepted; returns n. Requires n <= eligible_: every node
     // with tokens has one on the way round, so the walk ends within one
     // turn and needs no step count.
-    template <class FirstTime>
-    size_t walk_distinct(Pos k, size_t n, FirstTime &&first_time) const {
+    template <class Start, class FirstTime>
+    size_t walk_distinct(Start k, size_t n, FirstTime &&first_time) const {
         TokenIndex::Walker w(index_, k);
         size_t found = 0;
         for (; found < n; w.next()) found += first_time(w.slot(), found);
@@ -203,8 +204,8 @@ private:
     // replicas_from_token for n > kLinearScanReplicas: a bitmap of the
     // slots seen (on the stack up to kStackBitmapNodes), results emitted as
     // found. Out of line, so the linear path's frame holds no bitmap.
-    template <bool kSlots, class Emit>
-    __attribute__((noinline)) size_t replicas_by_bitmap(Pos k, size_t n, Emit &emit) const {
+    template <bool kSlots, class Start, class Emit>
+    __attribute__((noinline)) size_t replicas_by_bitmap(Start k, size_t n, Emit &emit) const {
         const size_t slots = slot_node_.size();
         uint64_t stack_bits[kStackBitmapNodes / 64];
         uint64_t *bits = slots <= kStackBitmapNodes ? stack_bits : thread_bitmap(slots);
@@ -233,8 +234,8 @@ private:
     // firsts at 0..f-1 and repeats at f.., NTS every node in walk order.
     // A node met again is skipped: its zone is known, so it is either taken
     // or a repeat refused because the repeats were complete.
-    template <bool kSlots, class Emit>
-    size_t zone_replicas_from_token(Pos k, size_t n, bool firsts_first, Emit &&emit) const {
+    template <bool kSlots, class Start, class Emit>
+    size_t zone_replicas_from_token(Start k, size_t n, bool firsts_first, Emit &&emit) const {
         n = std::min(n, eligible_);
         if (n == 0) return 0;
         const size_t want_firsts = std::min(n, live_zones_), want_repeats = n - want_firsts;

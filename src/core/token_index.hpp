@@ -82,6 +82,7 @@ public:
     struct Found {
         Pos pos;
         uint32_t record;
+        const uint32_t *at;  // where the record is (a Walker starts there)
     };
     Found locate(uint64_t h) const noexcept {
         const uint64_t b = h >> prefix_shift_;
@@ -100,7 +101,7 @@ public:
         // the first is almost never true, the second often, and unpredictably.
         if (__builtin_expect(record - (key ^ kWindowBias) <= owner_mask_, 0) && c2 < 2 * n)
             return locate_exactly(b, h);
-        return {pos(uint32_t(group), lo + uint32_t(c2 / 2)), record};
+        return {pos(uint32_t(group), lo + uint32_t(c2 / 2)), record, r + c2 / 2};
     }
     // Slot of the owner of the first token >= h, wrapping.
     uint32_t slot_at_hash(uint64_t h) const noexcept { return locate(h).record & owner_mask_; }
@@ -136,6 +137,13 @@ public:
             : index_(index), rec_(index.hot_of_group_[group_of(p)] + offset_of(p)),
               chunk_(index.chunk_of(group_of(p))), mask_(index.owner_mask_),
               pad_bits_(~kWindowBias | index.owner_mask_), record_(*rec_) {
+            if (__builtin_expect(looks_like_pad(), 0)) skip_pads();
+        }
+        // From what locate() found: its record is already loaded, so the
+        // walk's first step waits on nothing but the window compare.
+        Walker(const TokenIndex &index, const Found &f) noexcept
+            : index_(index), rec_(f.at), chunk_(index.chunk_of(group_of(f.pos))), mask_(index.owner_mask_),
+              pad_bits_(~kWindowBias | index.owner_mask_), record_(f.record) {
             if (__builtin_expect(looks_like_pad(), 0)) skip_pads();
         }
         uint32_t slot() const noexcept { return record_ & mask_; }
@@ -271,7 +279,7 @@ private:
     Found locate_exactly(uint64_t b, uint64_t h) const noexcept {
         const uint32_t g = uint32_t(b >> group_shift_);
         const uint32_t i = exact_position(b, h << prefix_bits_);
-        return {pos(g, i), hot_of_group_[g][i]};
+        return {pos(g, i), hot_of_group_[g][i], hot_of_group_[g] + i};
     }
     // Offset of bucket b's first token in its group's chunk, for b in [0, 2^P].
     uint32_t bucket_offset(uint64_t b) const noexcept { return bucket_offset_[offset_index(b)]; }

@@ -1,0 +1,234 @@
+/* A/B of two builds of libchring.so in one process, in alternating slices:
+ *
+ *   ab_interleaved LIB_A LIB_B [ROUNDS]        default ROUNDS: 41
+ *
+ * Loads both libraries with dlopen (RTLD_LOCAL: each resolves its own
+ * symbols), builds the same rings in each (10, 100 and 1,000 nodes
+ * "node-0000".., weight 1, default options), then for each operation runs
+ * ROUNDS rounds of one slice of A and one of B (A first in odd rounds, B
+ * first in even ones). A slice is one untimed pass over the same 2^16 keys
+ * (refilling the caches), then as many timed calls as take about 10 ms.
+ * Per operation it prints each side's
+ * median ns per call and the median over rounds of B/A with its quartiles.
+ *
+ * Why: on a shared VM, the machine's speed drifts by several percent over
+ * seconds (other guests, frequency), so two separate runs of a benchmark
+ * differ by as much as the changes being judged. Slices a few milliseconds
+ * apart see the same machine, and the ratio of neighbours cancels the
+ * drift; the quartiles say how far to trust the median. The same library
+ * given twice (A/A) shows what ratio the method gives to no change.
+ *
+ * Timing only: what a ratio is made of is for ab_instructions.sh (callgrind)
+ * and perf to say. Exits 1 with a message on a failed call or load. */
+#define _POSIX_C_SOURCE 200809L  /* clock_gettime */
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chring.h"
+
+typedef struct {
+    const char *path;
+    void *handle;
+    chr_status (*ring_new)(const chr_options *, chr_ring **);
+    chr_status (*ring_apply)(chr_ring *, const chr_change *, size_t, size_t *);
+    void (*ring_free)(chr_ring *);
+    chr_status (*ring_snapshot)(const chr_ring *, chr_snapshot **);
+    void (*snapshot_release)(chr_snapshot *);
+    chr_status (*ring_lookup)(const chr_ring *, const void *, size_t, chr_node_ref *);
+    chr_status (*snapshot_lookup)(const chr_snapshot *, const void *, size_t, chr_node_view *);
+    chr_status (*ring_replicas)(const chr_ring *, const void *, size_t, size_t, chr_node_ref *, size_t *);
+    chr_status (*snapshot_replicas)(const chr_snapshot *, const void *, size_t, size_t, chr_node_view *,
+                                    size_t *);
+    const char *(*last_error)(void);
+    chr_ring *rings[3];
+    chr_snapshot *snaps[3];
+} Library;
+
+static const size_t kNodes[3] = {10, 100, 1000};
+static const double kSliceNs = 1e7;
+enum { kKeys = 1 << 16, kKeyBytes = 24 };
+static char keys[kKeys][kKeyBytes];
+static size_t key_len[kKeys];
+
+static void die(const char *what, const char *detail) {
+    fprintf(stderr, "ab_interleaved: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+    exit(1);
+}
+
+static void *symbol(Library *lib, const char *name) {
+    void *p = dlsym(lib->handle, name);
+    if (!p) die(name, dlerror());
+    return p;
+}
+
+static void check(Library *lib, chr_status st, const char *what) {
+    if (st != CHR_OK) die(what, lib->last_error());
+}
+
+static void load(Library *lib, const char *path) {
+    lib->path = path;
+    lib->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib->handle) die("dlopen", dlerror());
+    *(void **)&lib->ring_new = symbol(lib, "chr_ring_new");
+    *(void **)&lib->ring_apply = symbol(lib, "chr_ring_apply");
+    *(void **)&lib->ring_free = symbol(lib, "chr_ring_free");
+    *(void **)&lib->ring_snapshot = symbol(lib, "chr_ring_snapshot");
+    *(void **)&lib->snapshot_release = symbol(lib, "chr_snapshot_release");
+    *(void **)&lib->ring_lookup = symbol(lib, "chr_ring_lookup");
+    *(void **)&lib->snapshot_lookup = symbol(lib, "chr_snapshot_lookup");
+    *(void **)&lib->ring_replicas = symbol(lib, "chr_ring_replicas");
+    *(void **)&lib->snapshot_replicas = symbol(lib, "chr_snapshot_replicas");
+    *(void **)&lib->last_error = symbol(lib, "chr_last_error");
+    for (int r = 0; r < 3; ++r) {
+        const size_t n = kNodes[r];
+        chr_change *changes = calloc(n, sizeof *changes);
+        char(*ids)[16] = calloc(n, sizeof *ids);
+        if (!changes || !ids) die("out of memory", NULL);
+        for (size_t i = 0; i < n; ++i) {
+            snprintf(ids[i], sizeof ids[i], "node-%04u", (unsigned)i);
+            changes[i].op = CHR_OP_ADD;
+            changes[i].id = ids[i];
+            changes[i].id_len = strlen(ids[i]);
+            changes[i].weight = 1;
+        }
+        check(lib, lib->ring_new(NULL, &lib->rings[r]), "chr_ring_new");
+        check(lib, lib->ring_apply(lib->rings[r], changes, n, NULL), "chr_ring_apply");
+        check(lib, lib->ring_snapshot(lib->rings[r], &lib->snaps[r]), "chr_ring_snapshot");
+        free(ids);
+        free(changes);
+    }
+}
+
+static void unload(Library *lib) {
+    for (int r = 0; r < 3; ++r) {
+        lib->snapshot_release(lib->snaps[r]);
+        lib->ring_free(lib->rings[r]);
+    }
+    dlclose(lib->handle);
+}
+
+enum Op { RING_LOOKUP, SNAPSHOT_LOOKUP, RING_REPLICAS3, SNAPSHOT_REPLICAS3, OPS };
+static const char *const kOpNames[OPS] = {"ring_lookup", "snapshot_lookup", "ring_replicas3",
+                                          "snapshot_replicas3"};
+
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* `calls` calls of `op` on ring r of `lib`, over the key pool in order;
+ * returns ns per call. The results are summed into a sink so that no call
+ * can be dropped. */
+static volatile uint64_t sink;
+static double timed_calls(Library *lib, enum Op op, int r, size_t calls) {
+    chr_node_ref ref[3];
+    chr_node_view view[3];
+    size_t found = 0;
+    uint64_t sum = 0;
+    const double t0 = now_ns();
+    for (size_t c = 0; c < calls; ++c) {
+        const size_t k = c & (kKeys - 1);
+        chr_status st;
+        switch (op) {
+        case RING_LOOKUP:
+            st = lib->ring_lookup(lib->rings[r], keys[k], key_len[k], ref);
+            sum += ref[0].index;
+            break;
+        case SNAPSHOT_LOOKUP:
+            st = lib->snapshot_lookup(lib->snaps[r], keys[k], key_len[k], view);
+            sum += view[0].index;
+            break;
+        case RING_REPLICAS3:
+            st = lib->ring_replicas(lib->rings[r], keys[k], key_len[k], 3, ref, &found);
+            sum += ref[found - 1].index;
+            break;
+        default:
+            st = lib->snapshot_replicas(lib->snaps[r], keys[k], key_len[k], 3, view, &found);
+            sum += view[found - 1].index;
+            break;
+        }
+        if (st != CHR_OK) die(kOpNames[op], lib->last_error());
+    }
+    const double ns = (now_ns() - t0) / (double)calls;
+    sink += sum;
+    return ns;
+}
+
+/* One slice: a pass over the key pool untimed, which brings this side's
+ * ring back into the caches the other side's slice used (at 1,000 nodes the
+ * two rings do not fit the L2 together), then `calls` timed calls. */
+static double slice(Library *lib, enum Op op, int r, size_t calls) {
+    timed_calls(lib, op, r, kKeys);
+    return timed_calls(lib, op, r, calls);
+}
+
+static int by_value(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+/* The q-quantile (0..1) of n values, sorted in place. */
+static double quantile(double *v, int n, double q) {
+    qsort(v, (size_t)n, sizeof *v, by_value);
+    return v[(int)(q * (n - 1) + 0.5)];
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || argc > 4) {
+        fprintf(stderr, "usage: ab_interleaved LIB_A LIB_B [ROUNDS]\n");
+        return 2;
+    }
+    const int rounds = argc == 4 ? atoi(argv[3]) : 41;
+    if (rounds < 1) die("ROUNDS must be at least 1", NULL);
+    /* Keys like a cache's: a prefix and a decimal number, 12-20 bytes, in
+     * a fixed pseudo-random order. */
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t k = 0; k < kKeys; ++k) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        key_len[k] = (size_t)snprintf(keys[k], kKeyBytes, "user:%llu", (unsigned long long)(x % 100000000000ull));
+    }
+    Library libs[2];
+    load(&libs[0], argv[1]);
+    load(&libs[1], argv[2]);
+
+    double *a = malloc(sizeof *a * (size_t)rounds), *b = malloc(sizeof *b * (size_t)rounds),
+           *ratio = malloc(sizeof *ratio * (size_t)rounds);
+    if (!a || !b || !ratio) die("out of memory", NULL);
+    printf("In-process A/B, A = %s, B = %s, %d rounds of alternating slices\n\n", argv[1], argv[2], rounds);
+    printf("| operation | A ns | B ns | B/A median | B/A quartiles |\n|---|--:|--:|--:|--:|\n");
+    /* Half a second of work first, so the clock has ramped up before the
+     * first row. */
+    for (const double until = now_ns() + 5e8; now_ns() < until;) timed_calls(&libs[0], RING_LOOKUP, 0, 10000);
+    for (int op = 0; op < OPS; ++op) {
+        for (int r = 0; r < 3; ++r) {
+            /* Slices of about kSliceNs, so that refilling the caches the
+             * other side's slice took over is a small part of each. */
+            const size_t calls = (size_t)(kSliceNs / timed_calls(&libs[0], (enum Op)op, r, 20000)) + 1;
+            slice(&libs[1], (enum Op)op, r, calls);  /* warm both: caches, branch predictors */
+            slice(&libs[0], (enum Op)op, r, calls);
+            for (int i = 0; i < rounds; ++i) {
+                const int first = i & 1;
+                double t[2];
+                t[first] = slice(&libs[first], (enum Op)op, r, calls);
+                t[!first] = slice(&libs[!first], (enum Op)op, r, calls);
+                a[i] = t[0];
+                b[i] = t[1];
+                ratio[i] = t[1] / t[0];
+            }
+            const double lo = quantile(ratio, rounds, 0.25), hi = quantile(ratio, rounds, 0.75);
+            printf("| %s/%zu | %.2f | %.2f | %.3f | %.3f-%.3f |\n", kOpNames[op], kNodes[r],
+                   quantile(a, rounds, 0.5), quantile(b, rounds, 0.5), quantile(ratio, rounds, 0.5), lo, hi);
+            fflush(stdout);
+        }
+    }
+    free(ratio);
+    free(b);
+    free(a);
+    unload(&libs[1]);
+    unload(&libs[0]);
+    return 0;
+}
