@@ -401,9 +401,9 @@ CHR_API chr_status chr_snapshot_replicas(const chr_snapshot *snap, const void *k
     if (!snap) return null_arg(who, "snap");
     if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
     const Snapshot &s = *impl(snap);
+    const uint64_t h = s.hash_key(key, key_len);
     return guarded(who, [&] {
-        return replicas_on(s, who, s.hash_key(key, key_len), n, count,
-                           [&](size_t i, uint32_t o) { out[i] = s.view_of_slot(o); });
+        return replicas_on(s, who, h, n, count, [&](size_t i, uint32_t o) { out[i] = s.view_of_slot(o); });
     });
 }
 
@@ -415,8 +415,9 @@ CHR_API chr_status chr_snapshot_replicas_policy(const chr_snapshot *snap, const 
     if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
     if (chr_status st = check_policy(who, policy)) return st;
     const Snapshot &s = *impl(snap);
+    const uint64_t h = s.hash_key(key, key_len);
     return guarded(who, [&] {
-        return replicas_on(s, who, s.hash_key(key, key_len), n, ReplicaPolicy(policy), count,
+        return replicas_on(s, who, h, n, ReplicaPolicy(policy), count,
                            [&](size_t i, uint32_t o) { out[i] = s.view_of_slot(o); });
     });
 }
