@@ -39,33 +39,56 @@ void pack_cold_words(const uint32_t *words, uint32_t n, unsigned cold_shift, uns
 
 }  // namespace
 
-uint32_t *TokenIndex::new_chunk(uint32_t n, unsigned cold_shift, bool pooled) {
-    const size_t bytes = chunk_bytes(n, cold_shift);
-    void *raw = pooled ? chunk_pool::allocate(bytes) : ::operator new(bytes);
+namespace {
+
+void *chunk_block(size_t bytes, bool pooled) {
+    return pooled ? chunk_pool::allocate(bytes) : ::operator new(bytes);
+}
+void free_chunk_block(void *block, size_t bytes, bool pooled) noexcept {
+    if (pooled) chunk_pool::release(block, bytes);
+    else ::operator delete(block);
+}
+
+}  // namespace
+
+uint32_t *TokenIndex::new_chunk(uint32_t n, unsigned cold_shift, bool pooled, bool with_cold) {
+    const size_t cold = with_cold ? cold_bytes(n, cold_shift) : 0;
+    void *raw = chunk_block(hot_bytes(n) + cold, pooled);
     ChunkHeader *h = new (raw) ChunkHeader;
     h->refs.store(1, std::memory_order_relaxed);
     h->n = n;
     h->cold_shift = cold_shift;
     h->pooled = pooled;
     uint32_t *base = reinterpret_cast<uint32_t *>(h + 1);
-    std::memset(base + n + kWindow, 0, cold_bytes(n, cold_shift));
+    h->cold = with_cold ? inline_cold(base) : nullptr;
+    if (with_cold) std::memset(h->cold, 0, cold);
     return base;
+}
+
+unsigned char *TokenIndex::make_cold(const uint32_t *base) {
+    ChunkHeader *h = header_of(base);
+    const size_t bytes = cold_bytes(h->n, h->cold_shift);
+    h->cold = static_cast<unsigned char *>(chunk_block(bytes, h->pooled));
+    std::memset(h->cold, 0, bytes);
+    return h->cold;
 }
 
 void TokenIndex::release(const uint32_t *base) noexcept {
     ChunkHeader *h = header_of(base);
     if (h->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     const bool pooled = h->pooled;
-    const size_t bytes = chunk_bytes(h->n, h->cold_shift);
+    const size_t cold = cold_bytes(h->n, h->cold_shift), hot = hot_bytes(h->n);
+    const bool one_block = h->cold == inline_cold(base);
+    if (h->cold && !one_block) free_chunk_block(h->cold, cold, pooled);
     h->~ChunkHeader();
-    if (pooled) chunk_pool::release(h, bytes);
-    else ::operator delete(static_cast<void *>(h));
+    free_chunk_block(h, one_block ? hot + cold : hot, pooled);
 }
 
 size_t TokenIndex::chunk_footprint(const uint32_t *base) noexcept {
     const ChunkHeader *h = header_of(base);
-    const size_t bytes = chunk_bytes(h->n, h->cold_shift);
-    return h->pooled ? chunk_pool::block_bytes(bytes) : bytes;
+    const size_t hot = hot_bytes(h->n), cold = cold_bytes(h->n, h->cold_shift);
+    if (h->cold == inline_cold(base)) return h->pooled ? chunk_pool::block_bytes(hot + cold) : hot + cold;
+    return h->pooled ? chunk_pool::block_bytes(hot) + chunk_pool::block_bytes(cold) : hot + cold;
 }
 
 TokenIndex::TokenIndex(const TokenIndex &o)
@@ -241,17 +264,21 @@ void TokenIndex::Writer::finish() {
     const unsigned cold_shift = s.prefix_bits_ - s.owner_bits_;
     s.hot_of_group_.resize(groups);
     s.chunks_.resize(chunks);  // null until made: clear() skips them
+    // Every hot block, then every cold one: from a fresh heap or slab each
+    // kind lies together.
     try {
         for (size_t c = 0; c < chunks; ++c) {
             const uint32_t first = s.group_start_[c << s.chunk_shift_];
             const uint32_t n = s.group_start_[(c + 1) << s.chunk_shift_] - first;
-            uint32_t *base = new_chunk(n, cold_shift, s.pools_chunks());
+            uint32_t *base = new_chunk(n, cold_shift, s.pools_chunks(), false);
             s.chunks_[c] = base;
             std::copy(hot_ + first, hot_ + first + n, base);
-            unsigned char *cold = const_cast<unsigned char *>(cold_of_chunk(base));
-            pack_cold_words(cold_ + first, n, cold_shift, cold);
             for (size_t G = c << s.chunk_shift_; G < (c + 1) << s.chunk_shift_; ++G)
                 s.hot_of_group_[G] = base + (s.group_start_[G] - first);
+        }
+        for (size_t c = 0; c < chunks; ++c) {
+            const uint32_t first = s.group_start_[c << s.chunk_shift_];
+            pack_cold_words(cold_ + first, header_of(s.chunks_[c])->n, cold_shift, make_cold(s.chunks_[c]));
         }
     } catch (...) {
         s.clear();
@@ -609,7 +636,8 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                 if (old[n] != out.pad_record(out.slot_after_chunk(q))) {
                     const unsigned cold_shift = header_of(old)->cold_shift;
                     uint32_t *copy = new_chunk(n, cold_shift, out.pools_chunks());
-                    std::memcpy(copy, old, chunk_bytes(n, cold_shift) - sizeof(ChunkHeader));
+                    std::memcpy(copy, old, (size_t(n) + kWindow) * sizeof(uint32_t));
+                    std::memcpy(header_of(copy)->cold, cold_of_chunk(old), cold_bytes(n, cold_shift));
                     for (size_t g = q << C; g < (q + 1) << C; ++g) out.hot_of_group_[g] = copy + (out.hot_of_group_[g] - old);
                     out.chunks_[q] = copy;
                     release(old);

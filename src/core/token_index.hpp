@@ -197,21 +197,37 @@ public:
 
 private:
     // A chunk: its header, then the hot records of its groups (n, then
-    // kWindow pads), then their cold records packed W = 32 - (P - O) bits
-    // each (the cold word's low P - O bits are always zero: the value's
-    // bits below those are the bucket's), plus slack for 8-byte reads.
+    // kWindow pads); and, where the header points, their cold records
+    // packed W = 32 - (P - O) bits each (the cold word's low P - O bits
+    // are always zero: the value's bits below those are the bucket's),
+    // plus slack for 8-byte reads. A build puts the cold records in blocks
+    // of their own, made after every hot block, so that the hot records of
+    // its chunks lie together: lookups, which read hot records only, then
+    // share their lines and pages with no cold bytes (2-4% faster at 1,000
+    // nodes; tests/bench/RESULTS.md, "Hot and cold blocks"). An update's
+    // few new chunks keep them in the same block, right after the pads
+    // (one allocation each).
     struct ChunkHeader {
+        unsigned char *cold;      // the cold records (null until a build makes their block)
         std::atomic<uint32_t> refs;
         uint32_t n : 24;          // tokens (at most 255 a group)
         uint32_t cold_shift : 7;  // P - O
-        uint32_t pooled : 1;      // from chunk_pool
+        uint32_t pooled : 1;      // from chunk_pool (the cold block too)
     };
     static ChunkHeader *header_of(const uint32_t *base) noexcept {
         return const_cast<ChunkHeader *>(reinterpret_cast<const ChunkHeader *>(base) - 1);
     }
     // A chunk for n tokens with one reference, hot records unset, cold
-    // ones zero, from the huge-page pool when `pooled`; throws bad_alloc.
-    static uint32_t *new_chunk(uint32_t n, unsigned cold_shift, bool pooled);
+    // ones zero in the same block (with `with_cold`; else none yet:
+    // make_cold()), from the huge-page pool when `pooled`. Throws bad_alloc.
+    static uint32_t *new_chunk(uint32_t n, unsigned cold_shift, bool pooled, bool with_cold = true);
+    // Gives a chunk made without cold records a zeroed block of its own
+    // for them; throws bad_alloc.
+    static unsigned char *make_cold(const uint32_t *base);
+    // Where a chunk's cold records are when they share its block.
+    static unsigned char *inline_cold(const uint32_t *base) noexcept {
+        return reinterpret_cast<unsigned char *>(const_cast<uint32_t *>(base) + header_of(base)->n + kWindow);
+    }
     // Whether this index's new chunks come from the pool: chunks of several
     // groups, past 2M tokens, where the ring is big enough to miss the TLB.
     bool pools_chunks() const noexcept { return chunk_shift_ > 0; }
@@ -222,12 +238,10 @@ private:
     static size_t cold_bytes(uint32_t n, unsigned cold_shift) noexcept {
         return (size_t(n) * (32 - cold_shift) + 7) / 8 + 8;
     }
-    static size_t chunk_bytes(uint32_t n, unsigned cold_shift) noexcept {
-        return sizeof(ChunkHeader) + (size_t(n) + kWindow) * sizeof(uint32_t) + cold_bytes(n, cold_shift);
+    static size_t hot_bytes(uint32_t n) noexcept {
+        return sizeof(ChunkHeader) + (size_t(n) + kWindow) * sizeof(uint32_t);
     }
-    static const unsigned char *cold_of_chunk(const uint32_t *base) noexcept {
-        return reinterpret_cast<const unsigned char *>(base + header_of(base)->n + kWindow);
-    }
+    static const unsigned char *cold_of_chunk(const uint32_t *base) noexcept { return header_of(base)->cold; }
     // The cold word of a chunk's token j, and storing it (OR-ing into the
     // zeroed stream, in any order). Little-endian: one 8-byte load holds
     // the 32 bits at any bit offset.
