@@ -4,7 +4,9 @@
  *
  * Loads both libraries with dlopen (RTLD_LOCAL: each resolves its own
  * symbols), builds the same rings in each (10, 100 and 1,000 nodes
- * "node-0000".., weight 1, default options), then for each operation runs
+ * "node-0000".., weight 1, default options), then for each operation
+ * (lookups and replicas(3) through the ring and a snapshot, one node added
+ * and removed, a ring built from scratch with one batch) runs
  * ROUNDS rounds of one slice of A and one of B (A first in odd rounds, B
  * first in even ones). A slice is one untimed pass over the same 2^16 keys
  * (refilling the caches), then as many timed calls as take about 10 ms.
@@ -35,6 +37,8 @@ typedef struct {
     void *handle;
     chr_status (*ring_new)(const chr_options *, chr_ring **);
     chr_status (*ring_apply)(chr_ring *, const chr_change *, size_t, size_t *);
+    chr_status (*ring_add)(chr_ring *, const void *, size_t, uint32_t, const void *, size_t, uint64_t);
+    chr_status (*ring_remove)(chr_ring *, const void *, size_t);
     void (*ring_free)(chr_ring *);
     chr_status (*ring_snapshot)(const chr_ring *, chr_snapshot **);
     void (*snapshot_release)(chr_snapshot *);
@@ -47,6 +51,10 @@ typedef struct {
     chr_ring *rings[3];
     chr_snapshot *snaps[3];
 } Library;
+
+/* The rings' members: "node-0000".. (the most nodes of any ring), weight 1. */
+static chr_change *members;
+static char (*member_ids)[16];
 
 static const size_t kNodes[3] = {10, 100, 1000};
 static const double kSliceNs = 1e7;
@@ -75,6 +83,8 @@ static void load(Library *lib, const char *path) {
     if (!lib->handle) die("dlopen", dlerror());
     *(void **)&lib->ring_new = symbol(lib, "chr_ring_new");
     *(void **)&lib->ring_apply = symbol(lib, "chr_ring_apply");
+    *(void **)&lib->ring_add = symbol(lib, "chr_ring_add");
+    *(void **)&lib->ring_remove = symbol(lib, "chr_ring_remove");
     *(void **)&lib->ring_free = symbol(lib, "chr_ring_free");
     *(void **)&lib->ring_snapshot = symbol(lib, "chr_ring_snapshot");
     *(void **)&lib->snapshot_release = symbol(lib, "chr_snapshot_release");
@@ -84,22 +94,9 @@ static void load(Library *lib, const char *path) {
     *(void **)&lib->snapshot_replicas = symbol(lib, "chr_snapshot_replicas");
     *(void **)&lib->last_error = symbol(lib, "chr_last_error");
     for (int r = 0; r < 3; ++r) {
-        const size_t n = kNodes[r];
-        chr_change *changes = calloc(n, sizeof *changes);
-        char(*ids)[16] = calloc(n, sizeof *ids);
-        if (!changes || !ids) die("out of memory", NULL);
-        for (size_t i = 0; i < n; ++i) {
-            snprintf(ids[i], sizeof ids[i], "node-%04u", (unsigned)i);
-            changes[i].op = CHR_OP_ADD;
-            changes[i].id = ids[i];
-            changes[i].id_len = strlen(ids[i]);
-            changes[i].weight = 1;
-        }
         check(lib, lib->ring_new(NULL, &lib->rings[r]), "chr_ring_new");
-        check(lib, lib->ring_apply(lib->rings[r], changes, n, NULL), "chr_ring_apply");
+        check(lib, lib->ring_apply(lib->rings[r], members, kNodes[r], NULL), "chr_ring_apply");
         check(lib, lib->ring_snapshot(lib->rings[r], &lib->snaps[r]), "chr_ring_snapshot");
-        free(ids);
-        free(changes);
     }
 }
 
@@ -111,9 +108,11 @@ static void unload(Library *lib) {
     dlclose(lib->handle);
 }
 
-enum Op { RING_LOOKUP, SNAPSHOT_LOOKUP, RING_REPLICAS3, SNAPSHOT_REPLICAS3, OPS };
-static const char *const kOpNames[OPS] = {"ring_lookup", "snapshot_lookup", "ring_replicas3",
-                                          "snapshot_replicas3"};
+/* The updates: one node added and removed again (a call is the pair), and
+ * a ring of that many nodes built with one batch and freed. */
+enum Op { RING_LOOKUP, SNAPSHOT_LOOKUP, RING_REPLICAS3, SNAPSHOT_REPLICAS3, ADD_REMOVE_ONE, BUILD, OPS };
+static const char *const kOpNames[OPS] = {"ring_lookup",        "snapshot_lookup", "ring_replicas3",
+                                          "snapshot_replicas3", "add_remove_one",  "build_from_scratch"};
 
 static double now_ns(void) {
     struct timespec t;
@@ -147,10 +146,21 @@ static double timed_calls(Library *lib, enum Op op, int r, size_t calls) {
             st = lib->ring_replicas(lib->rings[r], keys[k], key_len[k], 3, ref, &found);
             sum += ref[found - 1].index;
             break;
-        default:
+        case SNAPSHOT_REPLICAS3:
             st = lib->snapshot_replicas(lib->snaps[r], keys[k], key_len[k], 3, view, &found);
             sum += view[found - 1].index;
             break;
+        case ADD_REMOVE_ONE:
+            st = lib->ring_add(lib->rings[r], "node-extra", 10, 1, NULL, 0, 0);
+            if (st == CHR_OK) st = lib->ring_remove(lib->rings[r], "node-extra", 10);
+            break;
+        default: {
+            chr_ring *ring = NULL;
+            st = lib->ring_new(NULL, &ring);
+            if (st == CHR_OK) st = lib->ring_apply(ring, members, kNodes[r], NULL);
+            lib->ring_free(ring);
+            break;
+        }
         }
         if (st != CHR_OK) die(kOpNames[op], lib->last_error());
     }
@@ -161,9 +171,10 @@ static double timed_calls(Library *lib, enum Op op, int r, size_t calls) {
 
 /* One slice: a pass over the key pool untimed, which brings this side's
  * ring back into the caches the other side's slice used (at 1,000 nodes the
- * two rings do not fit the L2 together), then `calls` timed calls. */
+ * two rings do not fit the L2 together), then `calls` timed calls. An
+ * update slice warms with one call. */
 static double slice(Library *lib, enum Op op, int r, size_t calls) {
-    timed_calls(lib, op, r, kKeys);
+    timed_calls(lib, op, r, op >= ADD_REMOVE_ONE ? 1 : kKeys);
     return timed_calls(lib, op, r, calls);
 }
 
@@ -191,6 +202,16 @@ int main(int argc, char **argv) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         key_len[k] = (size_t)snprintf(keys[k], kKeyBytes, "user:%llu", (unsigned long long)(x % 100000000000ull));
     }
+    members = calloc(kNodes[2], sizeof *members);
+    member_ids = calloc(kNodes[2], sizeof *member_ids);
+    if (!members || !member_ids) die("out of memory", NULL);
+    for (size_t i = 0; i < kNodes[2]; ++i) {
+        snprintf(member_ids[i], sizeof member_ids[i], "node-%04u", (unsigned)i);
+        members[i].op = CHR_OP_ADD;
+        members[i].id = member_ids[i];
+        members[i].id_len = strlen(member_ids[i]);
+        members[i].weight = 1;
+    }
     Library libs[2];
     load(&libs[0], argv[1]);
     load(&libs[1], argv[2]);
@@ -207,7 +228,8 @@ int main(int argc, char **argv) {
         for (int r = 0; r < 3; ++r) {
             /* Slices of about kSliceNs, so that refilling the caches the
              * other side's slice took over is a small part of each. */
-            const size_t calls = (size_t)(kSliceNs / timed_calls(&libs[0], (enum Op)op, r, 20000)) + 1;
+            const size_t probe = op >= ADD_REMOVE_ONE ? 5 : 20000;
+            const size_t calls = (size_t)(kSliceNs / timed_calls(&libs[0], (enum Op)op, r, probe)) + 1;
             slice(&libs[1], (enum Op)op, r, calls);  /* warm both: caches, branch predictors */
             slice(&libs[0], (enum Op)op, r, calls);
             for (int i = 0; i < rounds; ++i) {
@@ -228,6 +250,8 @@ int main(int argc, char **argv) {
     free(ratio);
     free(b);
     free(a);
+    free(member_ids);
+    free(members);
     unload(&libs[1]);
     unload(&libs[0]);
     return 0;
