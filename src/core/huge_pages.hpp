@@ -48,20 +48,25 @@ inline void advise_huge_pages(void *p, size_t bytes) noexcept {
 template <class T>
 struct HugePageAllocator {
     using value_type = T;
+    static constexpr bool kOverAligned = alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__;
     HugePageAllocator() noexcept = default;
     template <class U>
     HugePageAllocator(const HugePageAllocator<U> &) noexcept {}
     T *allocate(size_t n) {
         if (n > size_t(-1) / sizeof(T)) throw std::bad_alloc();
         const size_t bytes = n * sizeof(T);
-        if (bytes < kHugePage) return static_cast<T *>(::operator new(bytes));
+        if (bytes < kHugePage) {
+            if (kOverAligned) return static_cast<T *>(::operator new(bytes, std::align_val_t(alignof(T))));
+            return static_cast<T *>(::operator new(bytes));
+        }
         void *p = ::operator new(bytes, std::align_val_t(kHugePage));
         advise_huge_pages(p, bytes);
         return static_cast<T *>(p);
     }
     void deallocate(T *p, size_t n) noexcept {
-        if (n * sizeof(T) < kHugePage) ::operator delete(static_cast<void *>(p));
-        else ::operator delete(static_cast<void *>(p), std::align_val_t(kHugePage));
+        if (n * sizeof(T) >= kHugePage) ::operator delete(static_cast<void *>(p), std::align_val_t(kHugePage));
+        else if (kOverAligned) ::operator delete(static_cast<void *>(p), std::align_val_t(alignof(T)));
+        else ::operator delete(static_cast<void *>(p));
     }
     template <class U>
     bool operator==(const HugePageAllocator<U> &) const noexcept { return true; }

@@ -6,8 +6,10 @@ namespace chring {
 
 void NodeCache::build(const std::vector<Node> &nodes, const std::vector<uint32_t> &slot_node) {
     const size_t slots = slot_node.size();
-    std::unique_ptr<ViewLine[]> views(new ViewLine[slots]);
-    std::unique_ptr<RefLine[]> refs(new RefLine[slots]);
+    HugeBuffer<ViewLine> view_buffer(slots);
+    HugeBuffer<RefLine> ref_buffer(slots);
+    ViewLine *views = view_buffer.data();
+    RefLine *refs = ref_buffer.data();
     for (size_t s = 0; s < slots; ++s) {
         const size_t i = slot_node[s];
         if (i >= nodes.size()) {  // a free slot
@@ -24,9 +26,8 @@ void NodeCache::build(const std::vector<Node> &nodes, const std::vector<uint32_t
                uint32_t(n.zone.size()), 0, {}};
         if (n.id.size() <= kShortId) std::memcpy(ref.short_id, n.id.data(), n.id.size());
     }
-    views_ = std::move(views);
-    ref_lines_ = std::move(refs);
-    slots_ = slots;
+    views_ = std::move(view_buffer);
+    ref_lines_ = std::move(ref_buffer);
 }
 
 }  // namespace chring

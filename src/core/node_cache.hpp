@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chring.h"
+#include "huge_pages.hpp"
 #include "membership.hpp"
 
 namespace chring {
@@ -32,9 +33,9 @@ public:
     // bad_alloc (the cache is then left as it was).
     void build(const std::vector<Node> &nodes, const std::vector<uint32_t> &slot_node);
 
-    const chr_node_view &view(size_t i) const noexcept { return views_[i].view; }
-    size_t bytes() const noexcept { return slots_ * 2 * 64; }
-    const RefFields &ref_fields(size_t i) const noexcept { return ref_lines_[i].ref; }
+    const chr_node_view &view(size_t i) const noexcept { return views_.data()[i].view; }
+    size_t bytes() const noexcept { return views_.size() * 2 * 64; }
+    const RefFields &ref_fields(size_t i) const noexcept { return ref_lines_.data()[i].ref; }
 
 private:
     // One cache line per node in each table: a lookup reads the line its
@@ -48,11 +49,12 @@ private:
         RefFields ref;
     };
     static_assert(sizeof(ViewLine) == 64 && sizeof(RefLine) == 64, "one line each");
-    // Arrays of lines left uninitialized by new[] (build() writes every
-    // one): an update rebuilds them, and zeroing them first doubled the stores.
-    std::unique_ptr<ViewLine[]> views_;
-    std::unique_ptr<RefLine[]> ref_lines_;
-    size_t slots_ = 0;
+    // Lines left uninitialized (build() writes every one: an update
+    // rebuilds them, and zeroing them first doubled the stores), on huge
+    // pages from 2 MiB (32,768 members) up, as the index is: a lookup's
+    // node record is then no TLB miss either.
+    HugeBuffer<ViewLine> views_;
+    HugeBuffer<RefLine> ref_lines_;
 };
 
 }  // namespace chring

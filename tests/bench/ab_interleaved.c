@@ -32,6 +32,8 @@
 
 #include "chring.h"
 
+enum { kMaxSizes = 4 };
+
 typedef struct {
     const char *path;
     void *handle;
@@ -48,15 +50,21 @@ typedef struct {
     chr_status (*snapshot_replicas)(const chr_snapshot *, const void *, size_t, size_t, chr_node_view *,
                                     size_t *);
     const char *(*last_error)(void);
-    chr_ring *rings[3];
-    chr_snapshot *snaps[3];
+    chr_ring *rings[kMaxSizes];
+    chr_snapshot *snaps[kMaxSizes];
 } Library;
 
 /* The rings' members: "node-0000".. (the most nodes of any ring), weight 1. */
 static chr_change *members;
 static char (*member_ids)[16];
 
-static const size_t kNodes[3] = {10, 100, 1000};
+
+/* Ring sizes in nodes: 10, 100 and 1,000, or AB_NODES (up to kMaxSizes
+ * sizes, e.g. "100000" for 16M tokens: update rows are left out past
+ * 10,000 nodes, where one call takes longer than a slice). */
+static size_t kNodes[kMaxSizes] = {10, 100, 1000};
+static int sizes = 3;
+static size_t most_nodes = 1000;
 static const double kSliceNs = 1e7;
 enum { kKeys = 1 << 16, kKeyBytes = 24 };
 static char keys[kKeys][kKeyBytes];
@@ -93,7 +101,7 @@ static void load(Library *lib, const char *path) {
     *(void **)&lib->ring_replicas = symbol(lib, "chr_ring_replicas");
     *(void **)&lib->snapshot_replicas = symbol(lib, "chr_snapshot_replicas");
     *(void **)&lib->last_error = symbol(lib, "chr_last_error");
-    for (int r = 0; r < 3; ++r) {
+    for (int r = 0; r < sizes; ++r) {
         check(lib, lib->ring_new(NULL, &lib->rings[r]), "chr_ring_new");
         check(lib, lib->ring_apply(lib->rings[r], members, kNodes[r], NULL), "chr_ring_apply");
         check(lib, lib->ring_snapshot(lib->rings[r], &lib->snaps[r]), "chr_ring_snapshot");
@@ -101,7 +109,7 @@ static void load(Library *lib, const char *path) {
 }
 
 static void unload(Library *lib) {
-    for (int r = 0; r < 3; ++r) {
+    for (int r = 0; r < sizes; ++r) {
         lib->snapshot_release(lib->snaps[r]);
         lib->ring_free(lib->rings[r]);
     }
@@ -202,10 +210,21 @@ int main(int argc, char **argv) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         key_len[k] = (size_t)snprintf(keys[k], kKeyBytes, "user:%llu", (unsigned long long)(x % 100000000000ull));
     }
-    members = calloc(kNodes[2], sizeof *members);
-    member_ids = calloc(kNodes[2], sizeof *member_ids);
+    if (getenv("AB_NODES")) {
+        char *at = getenv("AB_NODES"), *end;
+        for (sizes = 0, most_nodes = 0; sizes < kMaxSizes; ++sizes, at = end) {
+            const unsigned long long n = strtoull(at, &end, 10);
+            if (end == at) break;
+            if (n == 0 || n > 1000000) die("AB_NODES: sizes are 1 to 1,000,000 nodes", NULL);
+            kNodes[sizes] = (size_t)n;
+            if (n > most_nodes) most_nodes = (size_t)n;
+        }
+        if (sizes == 0) die("AB_NODES: no size", at);
+    }
+    members = calloc(most_nodes, sizeof *members);
+    member_ids = calloc(most_nodes, sizeof *member_ids);
     if (!members || !member_ids) die("out of memory", NULL);
-    for (size_t i = 0; i < kNodes[2]; ++i) {
+    for (size_t i = 0; i < most_nodes; ++i) {
         snprintf(member_ids[i], sizeof member_ids[i], "node-%04u", (unsigned)i);
         members[i].op = CHR_OP_ADD;
         members[i].id = member_ids[i];
@@ -225,7 +244,8 @@ int main(int argc, char **argv) {
      * first row. */
     for (const double until = now_ns() + 5e8; now_ns() < until;) timed_calls(&libs[0], RING_LOOKUP, 0, 10000);
     for (int op = 0; op < OPS; ++op) {
-        for (int r = 0; r < 3; ++r) {
+        for (int r = 0; r < sizes; ++r) {
+            if (op >= ADD_REMOVE_ONE && kNodes[r] > 10000) continue;
             /* Slices of about kSliceNs, so that refilling the caches the
              * other side's slice took over is a small part of each. */
             const size_t probe = op >= ADD_REMOVE_ONE ? 5 : 20000;
