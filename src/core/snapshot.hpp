@@ -82,7 +82,7 @@ public:
     size_t replicas_from_token(Start k, size_t n, Emit &&emit) const {
         n = std::min(n, eligible_);
         if (n == 0) return 0;
-        if (__builtin_expect(n > kLinearScanReplicas, 0)) return replicas_by_bitmap<kSlots>(k, n, emit);
+        if (__builtin_expect(n > kLinearScanReplicas, 0)) return replicas_by_bitmap<kSlots>(position_of(k), n, emit);
         // Walk first, then emit: the walk stays a tight loop and the
         // results are filled by straight-line, independent copies.
         uint32_t chosen[kLinearScanReplicas];
@@ -204,8 +204,12 @@ private:
     // replicas_from_token for n > kLinearScanReplicas: a bitmap of the
     // slots seen (on the stack up to kStackBitmapNodes), results emitted as
     // found. Out of line, so the linear path's frame holds no bitmap.
-    template <bool kSlots, class Start, class Emit>
-    __attribute__((noinline)) size_t replicas_by_bitmap(Start k, size_t n, Emit &emit) const {
+    // Out of line, so it takes a plain position (a Found passed by value
+    // would be spilled to memory on the common path too).
+    static Pos position_of(Pos p) noexcept { return p; }
+    static Pos position_of(const TokenIndex::Found &f) noexcept { return f.pos; }
+    template <bool kSlots, class Emit>
+    __attribute__((noinline)) size_t replicas_by_bitmap(Pos k, size_t n, Emit &emit) const {
         const size_t slots = slot_node_.size();
         uint64_t stack_bits[kStackBitmapNodes / 64];
         uint64_t *bits = slots <= kStackBitmapNodes ? stack_bits : thread_bitmap(slots);
