@@ -186,6 +186,14 @@ static double slice(Library *lib, enum Op op, int r, size_t calls) {
     return timed_calls(lib, op, r, calls);
 }
 
+/* ns as "12.34 ns", "123.4 us" or "12.3 ms", into buf (32 bytes). */
+static const char *duration(char *buf, double ns) {
+    if (ns < 1e4) snprintf(buf, 32, "%.2f ns", ns);
+    else if (ns < 1e7) snprintf(buf, 32, "%.1f us", ns / 1e3);
+    else snprintf(buf, 32, "%.2f ms", ns / 1e6);
+    return buf;
+}
+
 static int by_value(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -239,7 +247,7 @@ int main(int argc, char **argv) {
            *ratio = malloc(sizeof *ratio * (size_t)rounds);
     if (!a || !b || !ratio) die("out of memory", NULL);
     printf("In-process A/B, A = %s, B = %s, %d rounds of alternating slices\n\n", argv[1], argv[2], rounds);
-    printf("| operation | A ns | B ns | B/A median | B/A quartiles |\n|---|--:|--:|--:|--:|\n");
+    printf("| operation | A | B | B/A median | B/A quartiles |\n|---|--:|--:|--:|--:|\n");
     /* Half a second of work first, so the clock has ramped up before the
      * first row. */
     for (const double until = now_ns() + 5e8; now_ns() < until;) timed_calls(&libs[0], RING_LOOKUP, 0, 10000);
@@ -262,8 +270,10 @@ int main(int argc, char **argv) {
                 ratio[i] = t[1] / t[0];
             }
             const double lo = quantile(ratio, rounds, 0.25), hi = quantile(ratio, rounds, 0.75);
-            printf("| %s/%zu | %.2f | %.2f | %.3f | %.3f-%.3f |\n", kOpNames[op], kNodes[r],
-                   quantile(a, rounds, 0.5), quantile(b, rounds, 0.5), quantile(ratio, rounds, 0.5), lo, hi);
+            char ta[32], tb[32];
+            printf("| %s/%zu | %s | %s | %.3f | %.3f-%.3f |\n", kOpNames[op], kNodes[r],
+                   duration(ta, quantile(a, rounds, 0.5)), duration(tb, quantile(b, rounds, 0.5)),
+                   quantile(ratio, rounds, 0.5), lo, hi);
             fflush(stdout);
         }
     }
