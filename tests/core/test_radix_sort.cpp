@@ -22,7 +22,7 @@ namespace {
 using chring::Token;
 
 // Sizes: below the std::sort cutoff, one pass (below 2^17), two passes.
-const size_t kSizes[] = {0, 1, 2, 31, 4095, 4096, 4097, 40000, 131071, 131072, 300001};
+const size_t kSizes[] = {0, 1, 2, 31, 63, 64, 65, 160, 4095, 4096, 4097, 40000, 131071, 131072, 300001};
 
 void check_sorts_like_std_sort(std::vector<Token> tokens) {
     std::vector<Token> expected = tokens;
