@@ -347,7 +347,7 @@ CHR_API chr_status chr_ring_ownership(const chr_ring *ring, const void *id, size
             if (i < 0)
                 return fail(CHR_ENOENT, "%s: no node '%s' in the ring", who,
                             chring::Quoted(key.data(), key.size()).c_str());
-            *fraction = s.node(size_t(i)).ownership;
+            *fraction = s.node(size_t(i)).ownership();
             return CHR_OK;
         });
     });

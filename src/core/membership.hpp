@@ -16,8 +16,11 @@ struct Node {
     uint64_t tag = 0;
     uint32_t weight = 0;
     uint32_t tokens = 0;     // filled by the snapshot build
-    double ownership = 0.0;  // filled by the snapshot build: arc / 2^64
     u128 arc = 0;            // filled by the snapshot build: key positions it owns, exactly
+    // The share of the circle it owns, arc / 2^64 (computed, not kept: a
+    // node table is copied at every update, and 16 bytes less a node
+    // shows there).
+    double ownership() const noexcept { return double(arc) * 0x1p-64; }
 };
 
 // The new node table plus, for each new node, where it was in the old

@@ -5,7 +5,11 @@
 namespace chring {
 
 void NodeCache::build(const std::vector<Node> &nodes, const std::vector<uint32_t> &slot_node) {
-    const size_t slots = slot_node.size();
+    // Up to the highest slot a node holds: the owner field has room for
+    // 2^O slots, up to twice the members, and the slots past the last
+    // member's are never read.
+    size_t slots = slot_node.size();
+    while (slots > 0 && slot_node[slots - 1] >= nodes.size()) --slots;
     HugeBuffer<ViewLine> view_buffer(slots);
     HugeBuffer<RefLine> ref_buffer(slots);
     ViewLine *views = view_buffer.data();
@@ -18,11 +22,12 @@ void NodeCache::build(const std::vector<Node> &nodes, const std::vector<uint32_t
             continue;
         }
         const Node &n = nodes[i];
+        const double ownership = n.ownership();
         views[s].view = {reinterpret_cast<const unsigned char *>(n.id.data()), n.id.size(),
                          reinterpret_cast<const unsigned char *>(n.zone.data()), n.zone.size(),
-                         n.tag, n.ownership, n.weight, n.tokens, uint32_t(i), 0};
+                         n.tag, ownership, n.weight, n.tokens, uint32_t(i), 0};
         RefFields &ref = refs[s].ref;
-        ref = {n.tag, n.ownership, n.weight, n.tokens, uint32_t(i), uint32_t(n.id.size()),
+        ref = {n.tag, ownership, n.weight, n.tokens, uint32_t(i), uint32_t(n.id.size()),
                uint32_t(n.zone.size()), 0, {}};
         if (n.id.size() <= kShortId) std::memcpy(ref.short_id, n.id.data(), n.id.size());
     }

@@ -28,7 +28,8 @@ public:
     };
 
     // Entries by slot: slot s holds node slot_node[s], or no node (all
-    // zeros) where that is not an index of `nodes`. `nodes` must not
+    // zeros) where that is not an index of `nodes`; none past the last
+    // slot that holds a node. `nodes` must not
     // change or move afterwards: the views borrow its strings. Throws
     // bad_alloc (the cache is then left as it was).
     void build(const std::vector<Node> &nodes, const std::vector<uint32_t> &slot_node);

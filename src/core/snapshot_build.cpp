@@ -85,8 +85,7 @@ void Snapshot::derive_from_nodes() {
     eligible_ = 0;
     weight_before_.assign(N + 1, 0);
     for (size_t i = 0; i < N; ++i) {
-        Node &n = nodes_[i];
-        n.ownership = double(n.arc) * 0x1p-64;
+        const Node &n = nodes_[i];
         eligible_ += n.tokens > 0;
         weight_before_[i + 1] = weight_before_[i] + candidate_weight(i);
     }
