@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "chring.h"
@@ -29,9 +28,9 @@ public:
 
     // Entries by slot: slot s holds node slot_node[s], or no node (all
     // zeros) where that is not an index of `nodes`; none past the last
-    // slot that holds a node. `nodes` must not
-    // change or move afterwards: the views borrow its strings. Throws
-    // bad_alloc (the cache is then left as it was).
+    // slot that holds a node. `nodes` must not change or move afterwards:
+    // the views borrow its strings. Throws bad_alloc (the cache is then
+    // left as it was).
     void build(const std::vector<Node> &nodes, const std::vector<uint32_t> &slot_node);
 
     const chr_node_view &view(size_t i) const noexcept { return views_.data()[i].view; }
