@@ -74,17 +74,21 @@ struct HugePageAllocator {
     bool operator!=(const HugePageAllocator<U> &) const noexcept { return false; }
 };
 
-// A resizable array of a trivially copyable T from HugePageAllocator,
-// copied and grown with memcpy and memset. (std::vector with an allocator
-// of its own constructs element by element: an update's copy of an
-// index's per-group arrays was a loop of several instructions an entry.)
-// Operations that allocate may throw bad_alloc and leave it as it was.
+// An array of a trivially copyable T from HugePageAllocator, copied and
+// grown with memcpy and memset: the index's per-group arrays, which an
+// update copies (std::vector with an allocator of its own constructs
+// element by element, a loop GCC leaves unvectorized at -O2), and a
+// build's scratch, made uninitialized (every element is written before
+// it is read; zeroed, it would be written twice). Operations that
+// allocate may throw bad_alloc and leave it as it was.
 template <class T>
 class HugeArray {
     static_assert(std::is_trivially_copyable<T>::value, "copied with memcpy");
 
 public:
     HugeArray() noexcept = default;
+    // n elements, uninitialized.
+    explicit HugeArray(size_t n) : p_(n ? HugePageAllocator<T>().allocate(n) : nullptr), n_(n) {}
     HugeArray(const HugeArray &o) { *this = o; }
     HugeArray(HugeArray &&o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
     HugeArray &operator=(const HugeArray &o) {
@@ -105,7 +109,6 @@ public:
     ~HugeArray() { reset(nullptr, 0); }
 
     size_t size() const noexcept { return n_; }
-    bool empty() const noexcept { return n_ == 0; }
     T *data() noexcept { return p_; }
     const T *data() const noexcept { return p_; }
     T &operator[](size_t i) noexcept { return p_[i]; }
@@ -141,37 +144,6 @@ private:
         p_ = p;
         n_ = n;
     }
-    T *p_ = nullptr;
-    size_t n_ = 0;
-};
-
-// n elements left uninitialized (every one is written before it is read),
-// from HugePageAllocator: a build's scratch, which would otherwise be
-// zeroed only to be overwritten.
-template <class T>
-class HugeBuffer {
-public:
-    HugeBuffer() noexcept = default;
-    explicit HugeBuffer(size_t n) : p_(HugePageAllocator<T>().allocate(n)), n_(n) {}
-    HugeBuffer(HugeBuffer &&o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
-    HugeBuffer &operator=(HugeBuffer &&o) noexcept {
-        if (this != &o) {
-            reset();
-            p_ = o.p_, n_ = o.n_;
-            o.p_ = nullptr, o.n_ = 0;
-        }
-        return *this;
-    }
-    ~HugeBuffer() { reset(); }
-    T *data() const noexcept { return p_; }
-    size_t size() const noexcept { return n_; }
-    void reset() noexcept {
-        if (p_) HugePageAllocator<T>().deallocate(p_, n_);
-        p_ = nullptr;
-        n_ = 0;
-    }
-
-private:
     T *p_ = nullptr;
     size_t n_ = 0;
 };

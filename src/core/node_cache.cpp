@@ -10,8 +10,8 @@ void NodeCache::build(const std::vector<Node> &nodes, const std::vector<uint32_t
     // member's are never read.
     size_t slots = slot_node.size();
     while (slots > 0 && slot_node[slots - 1] >= nodes.size()) --slots;
-    HugeBuffer<ViewLine> view_buffer(slots);
-    HugeBuffer<RefLine> ref_buffer(slots);
+    HugeArray<ViewLine> view_buffer(slots);
+    HugeArray<RefLine> ref_buffer(slots);
     ViewLine *views = view_buffer.data();
     RefLine *refs = ref_buffer.data();
     for (size_t s = 0; s < slots; ++s) {

@@ -53,8 +53,8 @@ private:
     // rebuilds them, and zeroing them first doubled the stores), on huge
     // pages from 2 MiB (32,768 members) up, as the index is: a lookup's
     // node record is then no TLB miss either.
-    HugeBuffer<ViewLine> views_;
-    HugeBuffer<RefLine> ref_lines_;
+    HugeArray<ViewLine> views_;
+    HugeArray<RefLine> ref_lines_;
 };
 
 }  // namespace chring

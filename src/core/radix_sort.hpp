@@ -138,7 +138,7 @@ inline void scatter_by_top_bits(const Token *src, size_t n, Token *dst, unsigned
 // Sorts `tokens` by (value, owner). May allocate a scratch copy, which it
 // leaves in *spare when given one (memory already faulted in, for a build
 // to reuse) and frees otherwise.
-inline void sort_tokens(std::vector<Token> &tokens, HugeBuffer<Token> *spare = nullptr) {
+inline void sort_tokens(std::vector<Token> &tokens, HugeArray<Token> *spare = nullptr) {
     const size_t n = tokens.size();
     if (n < 64) {  // from 64 tokens on, one counting pass is 1.4-3x faster than std::sort
         std::sort(tokens.begin(), tokens.end());
@@ -149,7 +149,7 @@ inline void sort_tokens(std::vector<Token> &tokens, HugeBuffer<Token> *spare = n
     while (K < 24 && (size_t(1) << (K + 1)) <= n) ++K;
     // Uninitialized (every slot is written), on huge pages from 2 MiB: a
     // build's scratch is new memory each time the heap was trimmed.
-    HugeBuffer<Token> scratch(n);
+    HugeArray<Token> scratch(n);
     Token *a = tokens.data(), *tmp = scratch.data();
     constexpr unsigned kFirstBits = 11;
     if (K <= 16) {  // at most 2 MB of tokens: one pass, then back
@@ -174,7 +174,7 @@ inline void sort_tokens(std::vector<Token> &tokens, HugeBuffer<Token> *spare = n
     size_t longest = 0;
     for (size_t b = 0; b + 1 < first_count.size(); ++b) longest = std::max(longest, first_count[b + 1] - first_count[b]);
     constexpr size_t kBufferedRange = size_t(1) << 16;  // 1 MiB of tokens
-    const HugeBuffer<Token> buffer(std::min(longest, kBufferedRange));
+    HugeArray<Token> buffer(std::min(longest, kBufferedRange));
     for (size_t b = 0; b + 1 < first_count.size(); ++b) {
         const size_t lo = first_count[b], m = first_count[b + 1] - lo;
         if (m <= 32) {

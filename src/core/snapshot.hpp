@@ -201,13 +201,14 @@ private:
         for (; found < n; w.next()) found += first_time(w.slot(), found);
         return found;
     }
-    // replicas_from_token for n > kLinearScanReplicas: a bitmap of the
-    // slots seen (on the stack up to kStackBitmapNodes), results emitted as
-    // found. Out of line, so the linear path's frame holds no bitmap.
-    // Out of line, so it takes a plain position (a Found passed by value
-    // would be spilled to memory on the common path too).
+    // Where a walk starts, as a position.
     static Pos position_of(Pos p) noexcept { return p; }
     static Pos position_of(const TokenIndex::Found &f) noexcept { return f.pos; }
+    // replicas_from_token for n > kLinearScanReplicas: a bitmap of the
+    // slots seen (on the stack up to kStackBitmapNodes), results emitted as
+    // found. Out of line, so the linear path's frame holds no bitmap; it
+    // takes a plain position, since a Found passed by value to it was
+    // spilled to memory on the linear path too.
     template <bool kSlots, class Emit>
     __attribute__((noinline)) size_t replicas_by_bitmap(Pos k, size_t n, Emit &emit) const {
         const size_t slots = slot_node_.size();
@@ -295,7 +296,7 @@ private:
     // (snapshot_build.cpp).
     class Builder;
     void build_merged(const Snapshot &base, const MembershipDelta &delta, const std::vector<Token> &fresh,
-                      HugeBuffer<Token> spare);
+                      HugeArray<Token> spare);
     bool update(const Snapshot &base, const MembershipDelta &delta, const std::vector<Token> &fresh);
     void derive_from_nodes();
     void number_zones();

@@ -31,7 +31,7 @@ public:
     // Sizes the snapshot's layout for T tokens over its (final) node
     // table, whose indices are its slots.
     // `spare`: memory the index writer may take for its buffers.
-    Builder(Snapshot &s, size_t T, HugeBuffer<Token> spare = {})
+    Builder(Snapshot &s, size_t T, HugeArray<Token> spare = {})
         : s_(s), T_(T), index_(s.index_, T, s.nodes_.size(), std::move(spare)), tokens_vec_(s.nodes_.size(), 0),
           arcs_vec_(s.nodes_.size(), 0) {
         tokens_of_ = tokens_vec_.data();
@@ -154,7 +154,7 @@ Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
         return;
     }
     std::vector<Token> fresh;
-    HugeBuffer<Token> spare;  // the sort's scratch: the writer's buffers if the change builds afresh
+    HugeArray<Token> spare;  // the sort's scratch: the writer's buffers if the change builds afresh
     ops.fresh_tokens(*placement_, delta, fresh, &spare);
     nodes_ = std::move(delta.nodes);
     if (!update(base, delta, fresh)) build_merged(base, delta, fresh, std::move(spare));
@@ -163,7 +163,7 @@ Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
 
 // The full build: the base's kept tokens merged with the fresh ones.
 void Snapshot::build_merged(const Snapshot &base, const MembershipDelta &delta,
-                            const std::vector<Token> &fresh, HugeBuffer<Token> spare) {
+                            const std::vector<Token> &fresh, HugeArray<Token> spare) {
     // Old slot -> new index, for nodes whose tokens are kept as they are;
     // their tokens plus the fresh ones are the new count.
     std::vector<uint32_t> remap(base.slot_node_.size(), kFreeSlot);

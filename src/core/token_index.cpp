@@ -87,8 +87,8 @@ void TokenIndex::release(const uint32_t *base) noexcept {
 size_t TokenIndex::chunk_footprint(const uint32_t *base) noexcept {
     const ChunkHeader *h = header_of(base);
     const size_t hot = hot_bytes(h->n), cold = cold_bytes(h->n, h->cold_shift);
-    if (h->cold == inline_cold(base)) return h->pooled ? chunk_pool::block_bytes(hot + cold) : hot + cold;
-    return h->pooled ? chunk_pool::block_bytes(hot) + chunk_pool::block_bytes(cold) : hot + cold;
+    auto taken = [h](size_t bytes) { return h->pooled ? chunk_pool::block_bytes(bytes) : bytes; };
+    return h->cold == inline_cold(base) ? taken(hot + cold) : taken(hot) + taken(cold);
 }
 
 TokenIndex::TokenIndex(const TokenIndex &o)
@@ -187,7 +187,7 @@ size_t TokenIndex::bytes_not_in(const TokenIndex &other) const noexcept {
     return bytes;
 }
 
-TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots, HugeBuffer<Token> spare)
+TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots, HugeArray<Token> spare)
     : index_(index), T_(T) {
     // Owner field: O bits for the slots. Prefix index on the top P bits
     // of a hash: 1.5-3 tokens per bucket (the largest P with 2^P <=
@@ -217,7 +217,7 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots, HugeBuffer
     // than filling them.
     start_vec_.assign((size_t(1) << bits) + 1, 0);
     const size_t record_tokens = (2 * T + 3) / 4;  // 2T words, in Token units
-    records_ = spare.size() >= record_tokens ? std::move(spare) : HugeBuffer<Token>(record_tokens);
+    records_ = spare.size() >= record_tokens ? std::move(spare) : HugeArray<Token>(record_tokens);
     start_ = start_vec_.data();
     hot_ = reinterpret_cast<uint32_t *>(records_.data());
     cold_ = hot_ + T;
@@ -286,7 +286,7 @@ void TokenIndex::Writer::finish() {
     }
     for (size_t c = 0; c < chunks; ++c) s.set_pads(c);
     start_vec_ = {};
-    records_.reset();
+    records_.clear();
 }
 
 namespace {

@@ -203,10 +203,10 @@ private:
     // plus slack for 8-byte reads. A build puts the cold records in blocks
     // of their own, made after every hot block, so that the hot records of
     // its chunks lie together: lookups, which read hot records only, then
-    // share their lines and pages with no cold bytes (2-4% faster at 1,000
-    // nodes; tests/bench/RESULTS.md, "Hot and cold blocks"). An update's
-    // few new chunks keep them in the same block, right after the pads
-    // (one allocation each).
+    // share their lines and pages with no cold bytes (2-3.5% faster at
+    // 1,000 nodes; tests/bench/RESULTS.md, "In-process A/B; hot and cold
+    // blocks"). An update's few new chunks keep them in the same block,
+    // right after the pads (one allocation each).
     struct ChunkHeader {
         unsigned char *cold;      // the cold records (null until a build makes their block)
         std::atomic<uint32_t> refs;
@@ -440,7 +440,7 @@ public:
     // for its record buffers when it holds 8 bytes a token (a sort's
     // scratch: its pages are faulted in already, and at 16M tokens new
     // ones cost more than filling them).
-    Writer(TokenIndex &index, size_t T, size_t slots, HugeBuffer<Token> spare = {});
+    Writer(TokenIndex &index, size_t T, size_t slots, HugeArray<Token> spare = {});
 
     // The next token; also counts its bucket. Inline: once per token of
     // every build.
@@ -461,7 +461,7 @@ private:
     const size_t T_;
     size_t k_ = 0;
     HugeArray<uint32_t> start_vec_;  // tokens per bucket, then first token per bucket
-    HugeBuffer<Token> records_;  // hot then cold words (T each), before the split into chunks
+    HugeArray<Token> records_;  // hot then cold words (T each), before the split into chunks
     // Raw pointers and copies: add() stores through uint32_t pointers,
     // which could alias uint32_t members and force reloads.
     uint32_t *start_, *hot_, *cold_;

@@ -79,7 +79,7 @@ void generate(const MembershipDelta &delta, uint32_t tpw, std::vector<Token> &ou
 }
 
 void fresh_tokens(const Placement &p, const MembershipDelta &delta, std::vector<Token> &tokens,
-                  HugeBuffer<Token> *spare) {
+                  HugeArray<Token> *spare) {
     const uint32_t tpw = p.tokens_per_weight;
     const uint64_t seed = p.seed;
     const chr_hash64_fn hash64 = p.hasher->hash64;

@@ -42,7 +42,7 @@ struct PlacementOps {
     // `spare`, when not null, receives the sort's scratch memory, already
     // faulted in, for the build to reuse (it may stay empty).
     void (*fresh_tokens)(const Placement &p, const MembershipDelta &delta, std::vector<Token> &out,
-                         HugeBuffer<Token> *spare);
+                         HugeArray<Token> *spare);
     void (*all_points)(const Placement &p, const std::vector<Node> &nodes, std::vector<Token> &out);
 };
 
