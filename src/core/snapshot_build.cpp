@@ -200,10 +200,10 @@ bool Snapshot::update(const Snapshot &base, const MembershipDelta &delta, const 
     size_t T = fresh.size();
     for (size_t k = 0; k < N; ++k)
         if (delta.old_index[k] >= 0 && !delta.regenerate[k]) T += base.nodes_[size_t(delta.old_index[k])].tokens;
-    // The base's prefix bits while it keeps 1-3.5 tokens a bucket (a fresh
-    // build picks 1.5-3): a ring that grows or shrinks past that is built anew.
-    const size_t buckets = size_t(1) << base.index_.prefix_bits();
-    if (T < buckets || 2 * T > 7 * buckets) return false;
+    // The base's prefix bits while its tokens a bucket stay in the band
+    // around what a fresh build picks: a ring that grows or shrinks past
+    // that is built anew.
+    if (!base.index_.suits(T)) return false;
 
     // Slots: a kept node keeps its own; a removed node frees its; a new
     // node takes the lowest free one, if the base's owner field has one.

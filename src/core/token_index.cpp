@@ -94,7 +94,7 @@ size_t TokenIndex::chunk_footprint(const uint32_t *base) noexcept {
 TokenIndex::TokenIndex(const TokenIndex &o)
     : tokens_(o.tokens_), hot_of_group_(o.hot_of_group_), group_start_(o.group_start_),
       bucket_offset_(o.bucket_offset_), group_shift_(o.group_shift_),
-      group_of_hash_shift_(o.group_of_hash_shift_), prefix_bits_(o.prefix_bits_),
+      group_of_hash_shift_(o.group_of_hash_shift_), prefix_bits_(o.prefix_bits_), coarse_(o.coarse_),
       prefix_shift_(o.prefix_shift_), key_shift_(o.key_shift_), owner_bits_(o.owner_bits_),
       owner_mask_(o.owner_mask_) {
     chunk_shift_ = o.chunk_shift_;
@@ -112,6 +112,25 @@ void TokenIndex::clear() noexcept {
     group_start_.clear();
     bucket_offset_.clear();
     tokens_ = 0;
+}
+
+TokenIndex::Found TokenIndex::locate_wide(uint64_t b, uint64_t h, const uint32_t *r, uint32_t key,
+                                           uint32_t n) const noexcept {
+    if (n > 2 * kWindow) return locate_exactly(b, h);
+    // The first kWindow records, then (when the key is above them all)
+    // the next ones: r[kWindow, n) are the bucket's, and the pads after
+    // the chunk's last record cover r[n, 2 kWindow).
+    uint32_t first = 0;
+    size_t c2 = window_rank_x2(r, key, kWindow);
+    if (c2 == 2 * kWindow) {
+        first = kWindow;
+        c2 = window_rank_x2(r + first, key, n - first);
+    }
+    const uint32_t i = first + uint32_t(c2 / 2);
+    const uint32_t record = r[i];
+    if (record - (key ^ kWindowBias) <= owner_mask_ && i < n) return locate_exactly(b, h);  // a tie, as in locate()
+    const uint32_t group = uint32_t(b >> group_shift_);
+    return {pos(group, bucket_offset(b) + i), record, r + i};
 }
 
 TokenIndex::Pos TokenIndex::at_rank(size_t i) const noexcept {
@@ -192,17 +211,24 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots, HugeArray<
     // Owner field: O bits for the slots. Prefix index on the top P bits
     // of a hash: 1.5-3 tokens per bucket (the largest P with 2^P <=
     // T / 1.5), so a bucket overflows the 8-record window with
-    // probability below 0.4% and locate() reads two index entries
-    // and one window. P >= O keeps the cold part within 32 bits (it only
-    // matters for rings of mostly weight-0 members).
+    // probability below 0.4% and locate() reads two index entries and
+    // one window. From kCoarseTokens up, 3-6 (2^P <= T / 3): the prefix
+    // index is half the size, and one that no longer fits the caches costs
+    // more than the second window compare of the 1-15% of buckets over
+    // eight tokens (tests/bench/RESULTS.md, "Coarse buckets for big
+    // rings"). P >= O keeps the cold part within 32 bits (it only matters
+    // for rings of mostly weight-0 members).
     unsigned owner_bits = 1;
     while ((size_t(1) << owner_bits) < slots) ++owner_bits;  // <= 20: CHR_NODES_MAX is 2^20
+    const bool coarse = T >= kCoarseTokens;
+    const size_t per_bucket_x2 = coarse ? 6 : 3;  // the band's lower end, doubled
     unsigned bits = 1;
-    while (bits < 24 && (size_t(3) << bits) <= T) ++bits;  // 1.5 * 2^(bits + 1) <= T
+    while (bits < 24 && (per_bucket_x2 << bits) <= T) ++bits;  // per_bucket * 2^(bits + 1) <= T
     bits = std::max(bits, owner_bits);
     TokenIndex &s = index_;
     s.clear();
     s.tokens_ = T;
+    s.coarse_ = coarse;
     s.owner_bits_ = owner_bits;
     s.owner_mask_ = (uint32_t(1) << owner_bits) - 1;
     s.prefix_bits_ = bits;
@@ -369,6 +395,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     out.group_shift_ = base.group_shift_;
     out.group_of_hash_shift_ = base.group_of_hash_shift_;
     out.prefix_bits_ = base.prefix_bits_;
+    out.coarse_ = base.coarse_;
     out.prefix_shift_ = base.prefix_shift_;
     out.key_shift_ = base.key_shift_;
     out.owner_bits_ = base.owner_bits_;
@@ -405,7 +432,13 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
         uint32_t group, at;  // before base record `at` of the group
     };
     std::vector<Insert> inserts;
-    std::vector<Pos> drops;  // base records that go, in order
+    struct Drop {
+        Pos at;           // a base record that goes
+        uint32_t bucket;  // its bucket in its group
+        bool operator<(const Drop &o) const noexcept { return at < o.at; }
+        bool operator==(const Drop &o) const noexcept { return at == o.at; }
+    };
+    std::vector<Drop> drops;  // in order
     // Per rewritten chunk: whether its first record is the base's, whose
     // arc changes only if its predecessor (outside the chunk) did; whether
     // its last record is the base's, kept, so the token after it keeps its
@@ -443,7 +476,8 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                 const uint32_t g = uint32_t(b >> gs), end = base.bucket_end(b);
                 const uint32_t *hot = base.hot_of_group_[g];
                 for (uint32_t i = base.bucket_offset(b); i < end; ++i)
-                    if (change.dropped[hot[i] & mask] && base.rest_of(g, i) == *d << P) drops.push_back(pos(g, i));
+                    if (change.dropped[hot[i] & mask] && base.rest_of(g, i) == *d << P)
+                        drops.push_back({pos(g, i), uint32_t(b & (buckets_per_group - 1))});
             }
             std::sort(drops.begin(), drops.end());
             drops.erase(std::unique(drops.begin(), drops.end()), drops.end());
@@ -515,9 +549,9 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                 };
                 for (;;) {
                     const bool inserting = ins < inserts.size() && inserts[ins].group == g;
-                    const bool dropping = drp < drops.size() && group_of(drops[drp]) == g;
+                    const bool dropping = drp < drops.size() && group_of(drops[drp].at) == g;
                     if (!inserting && !dropping) break;
-                    if (inserting && (!dropping || inserts[ins].at <= offset_of(drops[drp]))) {
+                    if (inserting && (!dropping || inserts[ins].at <= offset_of(drops[drp].at))) {
                         copy_to(inserts[ins].at);
                         const Token &t = fc[ins++];
                         if (written) arc_delta[t.owner] += u128(t.value - new_pred());
@@ -529,7 +563,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                         same = false;
                         fresh_value = t.value;
                     } else {
-                        const uint32_t at = offset_of(drops[drp++]);
+                        const uint32_t at = offset_of(drops[drp++].at);
                         copy_to(at);
                         last_passed = pos(uint32_t(g), at);
                         same = false;
@@ -545,17 +579,41 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                 }
                 if (ins == ins_begin && drp == drp_begin) continue;  // its offsets as they were
                 // A bucket starts past the fresh tokens of the buckets
-                // before it, less the dropped records before its start
-                // (out's offsets are still the base's here; bytes wrap, and
-                // the final ones fit: the group has at most 255 records).
+                // before it, less the dropped records before its start (the
+                // sums fit a byte: the group has at most 255 records).
                 const uint64_t b0 = uint64_t(g) << gs;
                 const BucketOffset *was = &base.bucket_offset_[base.offset_index(b0)];
                 BucketOffset *now = &out.bucket_offset_[out.offset_index(b0)];
-                for (size_t j = ins_begin; j < ins; ++j)
-                    for (size_t i = size_t((fc[j].value >> base.prefix_shift_) - b0) + 1; i < buckets_per_group; ++i)
-                        ++now[i];
-                for (size_t k = drp_begin; k < drp; ++k)
-                    for (size_t i = 1; i < buckets_per_group; ++i) now[i] = BucketOffset(now[i] - (was[i] > offset_of(drops[k])));
+                auto fresh_bucket = [&](size_t j) { return uint32_t((fc[j].value >> base.prefix_shift_) - b0); };
+#if defined(__SSE2__)
+                if (buckets_per_group == 64) {
+                    // Per change, the lanes past its bucket move by one: a
+                    // compare a 16-bucket block, no loop over buckets.
+                    const __m128i lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+                    __m128i moved[4] = {};
+                    auto past = [&](uint32_t k, int q) {  // all ones in the lanes of block q past bucket k
+                        return _mm_cmpgt_epi8(_mm_add_epi8(lanes, _mm_set1_epi8(char(16 * q))), _mm_set1_epi8(char(k)));
+                    };
+                    for (size_t j = ins_begin; j < ins; ++j)
+                        for (int q = 0; q < 4; ++q) moved[q] = _mm_sub_epi8(moved[q], past(fresh_bucket(j), q));
+                    for (size_t k = drp_begin; k < drp; ++k)
+                        for (int q = 0; q < 4; ++q) moved[q] = _mm_add_epi8(moved[q], past(drops[k].bucket, q));
+                    for (int q = 0; q < 4; ++q) {
+                        const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i *>(was) + q);
+                        _mm_storeu_si128(reinterpret_cast<__m128i *>(now) + q, _mm_add_epi8(w, moved[q]));
+                    }
+                } else
+#endif
+                {  // counted per bucket, then summed
+                    int16_t moved[(size_t(1) << kMaxGroupShift) + 1] = {};
+                    for (size_t j = ins_begin; j < ins; ++j) ++moved[fresh_bucket(j) + 1];
+                    for (size_t k = drp_begin; k < drp; ++k) --moved[drops[k].bucket + 1];
+                    int shift = 0;
+                    for (size_t i = 1; i < buckets_per_group; ++i) {
+                        shift += moved[i];
+                        now[i] = BucketOffset(int(was[i]) + shift);
+                    }
+                }
                 now[buckets_per_group] = BucketOffset(new_size[g]);
             }
             tail_kept[c] = written && same;

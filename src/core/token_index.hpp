@@ -67,6 +67,12 @@ public:
     ~TokenIndex();
 
     size_t token_count() const noexcept { return tokens_; }
+    // Whether T tokens keep this layout's tokens per bucket within its
+    // band (an update keeps the layout only then; see Writer::Writer()).
+    bool suits(size_t T) const noexcept {
+        const size_t buckets = size_t(1) << prefix_bits_;
+        return coarse_ ? 2 * buckets <= T && T <= 7 * buckets : buckets <= T && 2 * T <= 7 * buckets;
+    }
     // Bits of the slot field: slots are < 2^owner_bits().
     unsigned owner_bits() const noexcept { return owner_bits_; }
     unsigned prefix_bits() const noexcept { return prefix_bits_; }
@@ -93,7 +99,7 @@ public:
         // h's 32 bits below its bucket (P <= 24), owner bits cleared
         const uint32_t key = uint32_t(h >> key_shift_) & ~owner_mask_;
         const uint32_t *r = hot_of_group_[group] + lo;
-        if (__builtin_expect(n > kWindow, 0)) return locate_exactly(b, h);
+        if (__builtin_expect(n > kWindow, 0)) return locate_wide(b, h, r, key, n);
         const size_t c2 = window_rank_x2(r, key, n);
         const uint32_t record = record_at_rank_x2(r, c2);
         // A tie: the record's hot bits equal the key's ((r ^ bias) - key ==
@@ -114,17 +120,24 @@ public:
     uint64_t token_value(Pos p) const noexcept;  // O(log group): rebuilt from bucket and record
 
     // For a batch of lookups: loads the index entries of h's bucket, then
-    // its window (32 bytes, which may span two lines), ahead of locate(h).
-    void prefetch_bucket(uint64_t h) const noexcept {
+    // its window (32 bytes, which may span two lines; 64 with coarse
+    // buckets, whose 9-16-record buckets take a second compare), ahead of
+    // locate(h).
+    // Always inline: a prefetch is no side effect to GCC, so a prefetch
+    // function left out of line by the early inliner is found pure and its
+    // calls deleted as useless (GCC 12 did so to prefetch_window once it
+    // grew by one operation: the batch lost its window prefetches, 2.5x
+    // slower at 16M tokens).
+    __attribute__((always_inline)) void prefetch_bucket(uint64_t h) const noexcept {
         const uint64_t b = h >> prefix_shift_;
         __builtin_prefetch(&hot_of_group_[b >> group_shift_]);
         __builtin_prefetch(&bucket_offset_[offset_index(b)]);
     }
-    void prefetch_window(uint64_t h) const noexcept {
+    __attribute__((always_inline)) void prefetch_window(uint64_t h) const noexcept {
         const uint64_t b = h >> prefix_shift_;
         const uint32_t *window = hot_of_group_[b >> group_shift_] + bucket_offset_[offset_index(b)];
         __builtin_prefetch(window);
-        __builtin_prefetch(window + kWindow - 1);
+        __builtin_prefetch(window + (coarse_ ? 2 * kWindow - 1 : kWindow - 1));
     }
 
     // Walks the tokens clockwise from a position, one slot at a time (the
@@ -290,6 +303,11 @@ private:
     }
     size_t groups() const noexcept { return hot_of_group_.size(); }
     uint32_t group_size(size_t g) const noexcept { return group_start_[g + 1] - group_start_[g]; }
+    // locate() for a bucket of more than kWindow records (n, capped at
+    // 255), from the same inputs: two window compares up to 2 kWindow,
+    // the exact path beyond. Out of line: a ring of up to 256K tokens
+    // comes here for ~0.1% of its keys, a coarse one for 1-15%.
+    Found locate_wide(uint64_t b, uint64_t h, const uint32_t *r, uint32_t key, uint32_t n) const noexcept;
     Found locate_exactly(uint64_t b, uint64_t h) const noexcept {
         const uint32_t g = uint32_t(b >> group_shift_);
         const uint32_t i = exact_position(b, h << prefix_bits_);
@@ -336,6 +354,8 @@ private:
     using BucketOffset = uint8_t;
     static constexpr unsigned kMaxGroupShift = 6;
     static constexpr uint32_t kMaxOffset = 255;
+    // Rings of this many tokens and more get coarse buckets (Writer::Writer()).
+    static constexpr size_t kCoarseTokens = size_t(1) << 18;
 
     size_t tokens_ = 0;  // T
     // Per group: its hot records in its chunk (sorted by (value, owner's
@@ -349,6 +369,7 @@ private:
     unsigned group_shift_ = 0;         // <= P - 1, so that the next one is < 64
     unsigned group_of_hash_shift_ = 63;  // 64 - P + group_shift_
     unsigned prefix_bits_ = 1;   // P
+    bool coarse_ = false;        // 3-6 tokens a bucket, not 1.5-3 (Writer::Writer())
     unsigned prefix_shift_ = 63; // 64 - P
     unsigned key_shift_ = 31;    // 32 - P
     unsigned owner_bits_ = 1;    // O
