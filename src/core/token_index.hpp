@@ -120,14 +120,14 @@ public:
     uint64_t token_value(Pos p) const noexcept;  // O(log group): rebuilt from bucket and record
 
     // For a batch of lookups: loads the index entries of h's bucket, then
-    // its window (32 bytes, which may span two lines; 64 with coarse
-    // buckets, whose 9-16-record buckets take a second compare), ahead of
-    // locate(h).
+    // its window (32 bytes, which may span two lines), ahead of locate(h).
+    // Not the second window of a coarse ring's bigger buckets: loading it
+    // for every key made 16M-token batches 3% slower.
     // Always inline: a prefetch is no side effect to GCC, so a prefetch
     // function left out of line by the early inliner is found pure and its
-    // calls deleted as useless (GCC 12 did so to prefetch_window once it
-    // grew by one operation: the batch lost its window prefetches, 2.5x
-    // slower at 16M tokens).
+    // calls deleted as useless (GCC 12 did so to prefetch_window when it
+    // grew by one operation: the batch lost its window prefetches and was
+    // 2.5x slower at 16M tokens).
     __attribute__((always_inline)) void prefetch_bucket(uint64_t h) const noexcept {
         const uint64_t b = h >> prefix_shift_;
         __builtin_prefetch(&hot_of_group_[b >> group_shift_]);
@@ -137,7 +137,7 @@ public:
         const uint64_t b = h >> prefix_shift_;
         const uint32_t *window = hot_of_group_[b >> group_shift_] + bucket_offset_[offset_index(b)];
         __builtin_prefetch(window);
-        __builtin_prefetch(window + (coarse_ ? 2 * kWindow - 1 : kWindow - 1));
+        __builtin_prefetch(window + kWindow - 1);
     }
 
     // Walks the tokens clockwise from a position, one slot at a time (the

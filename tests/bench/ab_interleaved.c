@@ -5,11 +5,14 @@
  * Loads both libraries with dlopen (RTLD_LOCAL: each resolves its own
  * symbols), builds the same rings in each (10, 100 and 1,000 nodes
  * "node-0000".., weight 1, default options), then for each operation
- * (lookups and replicas(3) through the ring and a snapshot, one node added
+ * (lookups and replicas(3) through the ring and a snapshot, the snapshot's
+ * batch lookup of 1,024 keys (per key), one node added
  * and removed, a ring built from scratch with one batch) runs
  * ROUNDS rounds of one slice of A and one of B (A first in odd rounds, B
  * first in even ones). A slice is one untimed pass over the same 2^16 keys
- * (refilling the caches), then as many timed calls as take about 10 ms.
+ * (refilling the caches; AB_KEYS sets another power of two, e.g. 2^20 for
+ * rings whose index 2^16 keys would mostly bring into the caches), then as
+ * many timed calls as take about 10 ms.
  * Per operation it prints each side's
  * median ns per call and the median over rounds of B/A with its quartiles.
  *
@@ -46,6 +49,8 @@ typedef struct {
     void (*snapshot_release)(chr_snapshot *);
     chr_status (*ring_lookup)(const chr_ring *, const void *, size_t, chr_node_ref *);
     chr_status (*snapshot_lookup)(const chr_snapshot *, const void *, size_t, chr_node_view *);
+    chr_status (*snapshot_lookup_batch)(const chr_snapshot *, const void *const *, const size_t *, size_t,
+                                        uint32_t *);
     chr_status (*ring_replicas)(const chr_ring *, const void *, size_t, size_t, chr_node_ref *, size_t *);
     chr_status (*snapshot_replicas)(const chr_snapshot *, const void *, size_t, size_t, chr_node_view *,
                                     size_t *);
@@ -66,9 +71,11 @@ static size_t kNodes[kMaxSizes] = {10, 100, 1000};
 static int sizes = 3;
 static size_t most_nodes = 1000;
 static const double kSliceNs = 1e7;
-enum { kKeys = 1 << 16, kKeyBytes = 24 };
-static char keys[kKeys][kKeyBytes];
-static size_t key_len[kKeys];
+enum { kKeyBytes = 24, kBatch = 1024 };
+static size_t key_count = 1 << 16;  /* a power of two, >= kBatch */
+static char (*keys)[kKeyBytes];
+static const void **key_ptr;  /* keys[k], for the batch */
+static size_t *key_len;
 
 static void die(const char *what, const char *detail) {
     fprintf(stderr, "ab_interleaved: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
@@ -98,6 +105,7 @@ static void load(Library *lib, const char *path) {
     *(void **)&lib->snapshot_release = symbol(lib, "chr_snapshot_release");
     *(void **)&lib->ring_lookup = symbol(lib, "chr_ring_lookup");
     *(void **)&lib->snapshot_lookup = symbol(lib, "chr_snapshot_lookup");
+    *(void **)&lib->snapshot_lookup_batch = symbol(lib, "chr_snapshot_lookup_batch");
     *(void **)&lib->ring_replicas = symbol(lib, "chr_ring_replicas");
     *(void **)&lib->snapshot_replicas = symbol(lib, "chr_snapshot_replicas");
     *(void **)&lib->last_error = symbol(lib, "chr_last_error");
@@ -118,9 +126,19 @@ static void unload(Library *lib) {
 
 /* The updates: one node added and removed again (a call is the pair), and
  * a ring of that many nodes built with one batch and freed. */
-enum Op { RING_LOOKUP, SNAPSHOT_LOOKUP, RING_REPLICAS3, SNAPSHOT_REPLICAS3, ADD_REMOVE_ONE, BUILD, OPS };
-static const char *const kOpNames[OPS] = {"ring_lookup",        "snapshot_lookup", "ring_replicas3",
-                                          "snapshot_replicas3", "add_remove_one",  "build_from_scratch"};
+enum Op {
+    RING_LOOKUP,
+    SNAPSHOT_LOOKUP,
+    SNAPSHOT_BATCH,
+    RING_REPLICAS3,
+    SNAPSHOT_REPLICAS3,
+    ADD_REMOVE_ONE,
+    BUILD,
+    OPS
+};
+static const char *const kOpNames[OPS] = {"ring_lookup",    "snapshot_lookup",    "snapshot_lookup_batch",
+                                          "ring_replicas3", "snapshot_replicas3", "add_remove_one",
+                                          "build_from_scratch"};
 
 static double now_ns(void) {
     struct timespec t;
@@ -129,17 +147,18 @@ static double now_ns(void) {
 }
 
 /* `calls` calls of `op` on ring r of `lib`, over the key pool in order;
- * returns ns per call. The results are summed into a sink so that no call
- * can be dropped. */
+ * returns ns per call (a batch call: per key). The results are summed into
+ * a sink so that no call can be dropped. */
 static volatile uint64_t sink;
 static double timed_calls(Library *lib, enum Op op, int r, size_t calls) {
     chr_node_ref ref[3];
     chr_node_view view[3];
+    static uint32_t indices[kBatch];
     size_t found = 0;
     uint64_t sum = 0;
     const double t0 = now_ns();
     for (size_t c = 0; c < calls; ++c) {
-        const size_t k = c & (kKeys - 1);
+        const size_t k = c & (key_count - 1);
         chr_status st;
         switch (op) {
         case RING_LOOKUP:
@@ -150,6 +169,12 @@ static double timed_calls(Library *lib, enum Op op, int r, size_t calls) {
             st = lib->snapshot_lookup(lib->snaps[r], keys[k], key_len[k], view);
             sum += view[0].index;
             break;
+        case SNAPSHOT_BATCH: {
+            const size_t first = (c * kBatch) & (key_count - 1);
+            st = lib->snapshot_lookup_batch(lib->snaps[r], key_ptr + first, key_len + first, kBatch, indices);
+            sum += indices[kBatch - 1];
+            break;
+        }
         case RING_REPLICAS3:
             st = lib->ring_replicas(lib->rings[r], keys[k], key_len[k], 3, ref, &found);
             sum += ref[found - 1].index;
@@ -172,7 +197,7 @@ static double timed_calls(Library *lib, enum Op op, int r, size_t calls) {
         }
         if (st != CHR_OK) die(kOpNames[op], lib->last_error());
     }
-    const double ns = (now_ns() - t0) / (double)calls;
+    const double ns = (now_ns() - t0) / (double)calls / (op == SNAPSHOT_BATCH ? kBatch : 1);
     sink += sum;
     return ns;
 }
@@ -182,7 +207,7 @@ static double timed_calls(Library *lib, enum Op op, int r, size_t calls) {
  * two rings do not fit the L2 together), then `calls` timed calls. An
  * update slice warms with one call. */
 static double slice(Library *lib, enum Op op, int r, size_t calls) {
-    timed_calls(lib, op, r, op >= ADD_REMOVE_ONE ? 1 : kKeys);
+    timed_calls(lib, op, r, op >= ADD_REMOVE_ONE ? 1 : op == SNAPSHOT_BATCH ? key_count / kBatch : key_count);
     return timed_calls(lib, op, r, calls);
 }
 
@@ -211,10 +236,20 @@ int main(int argc, char **argv) {
     }
     const int rounds = argc == 4 ? atoi(argv[3]) : 41;
     if (rounds < 1) die("ROUNDS must be at least 1", NULL);
+    if (getenv("AB_KEYS")) {
+        key_count = (size_t)strtoull(getenv("AB_KEYS"), NULL, 10);
+        if (key_count < kBatch || key_count > ((size_t)1 << 26) || (key_count & (key_count - 1)))
+            die("AB_KEYS: a power of two from 1024 to 2^26", NULL);
+    }
+    keys = malloc(key_count * sizeof *keys);
+    key_ptr = malloc(key_count * sizeof *key_ptr);
+    key_len = malloc(key_count * sizeof *key_len);
+    if (!keys || !key_ptr || !key_len) die("out of memory", NULL);
     /* Keys like a cache's: a prefix and a decimal number, 12-20 bytes, in
      * a fixed pseudo-random order. */
     uint64_t x = 0x9E3779B97F4A7C15ull;
-    for (size_t k = 0; k < kKeys; ++k) {
+    for (size_t k = 0; k < key_count; ++k) {
+        key_ptr[k] = keys[k];
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         key_len[k] = (size_t)snprintf(keys[k], kKeyBytes, "user:%llu", (unsigned long long)(x % 100000000000ull));
     }
@@ -256,8 +291,9 @@ int main(int argc, char **argv) {
             if (op >= ADD_REMOVE_ONE && kNodes[r] > 10000) continue;
             /* Slices of about kSliceNs, so that refilling the caches the
              * other side's slice took over is a small part of each. */
-            const size_t probe = op >= ADD_REMOVE_ONE ? 5 : 20000;
-            const size_t calls = (size_t)(kSliceNs / timed_calls(&libs[0], (enum Op)op, r, probe)) + 1;
+            const size_t probe = op >= ADD_REMOVE_ONE ? 5 : op == SNAPSHOT_BATCH ? 20 : 20000;
+            const size_t per_call = op == SNAPSHOT_BATCH ? kBatch : 1;
+            const size_t calls = (size_t)(kSliceNs / (timed_calls(&libs[0], (enum Op)op, r, probe) * per_call)) + 1;
             slice(&libs[1], (enum Op)op, r, calls);  /* warm both: caches, branch predictors */
             slice(&libs[0], (enum Op)op, r, calls);
             for (int i = 0; i < rounds; ++i) {
@@ -282,6 +318,9 @@ int main(int argc, char **argv) {
     free(a);
     free(member_ids);
     free(members);
+    free(key_len);
+    free(key_ptr);
+    free(keys);
     unload(&libs[1]);
     unload(&libs[0]);
     return 0;
