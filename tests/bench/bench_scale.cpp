@@ -130,7 +130,8 @@ void one_size(size_t nodes) {
     chr_snapshot_release(after);
     bench::check(chr_ring_remove(ring, extra.data(), extra.size()), "remove");
 
-    // Lookups: chr_snapshot_lookup (hashing included) and the batch,
+    // Lookups: chr_snapshot_lookup and chr_ring_lookup (hashing included;
+    // the ring's current snapshot has the same tokens again) and the batch,
     // against std::lower_bound over the same tokens (hashes precomputed).
     const Keys keys(1 << 20);
     const bench::TokenArray tokens(before);
@@ -139,6 +140,13 @@ void one_size(size_t nodes) {
         for (size_t i = 0; i < keys.text.size(); ++i) {
             chr_snapshot_lookup(before, keys.ptrs[i], keys.lens[i], &view);
             bench::consume(view.index);
+        }
+    }) / double(keys.text.size()) * 1e9;
+    chr_node_ref ref;
+    const double ring_lookup = median_seconds(3, [&] {
+        for (size_t i = 0; i < keys.text.size(); ++i) {
+            chr_ring_lookup(ring, keys.ptrs[i], keys.lens[i], &ref);
+            bench::consume(ref.index);
         }
     }) / double(keys.text.size()) * 1e9;
     std::vector<uint32_t> indices(1024);
@@ -166,7 +174,6 @@ void one_size(size_t nodes) {
             }
             if (present) bench::check(chr_ring_remove(ring, extra.data(), extra.size()), "remove");
         });
-        chr_node_ref ref;
         size_t done = 0;
         start = Clock::now();
         while (seconds_since(start) < 1.0)
@@ -183,10 +190,12 @@ void one_size(size_t nodes) {
     chr_snapshot_release(before);
     chr_ring_free(ring);
 
-    std::printf("| %zu | %.0f | %.0f / %.0f | %.3f | %.3f | %.1f | %.2fx | %.2fx | %.1f | %.2f | %.2f | %.2f / %.2f | %.1f%% |\n",
+    std::printf("| %zu | %.0f | %.0f / %.0f | %.3f | %.3f | %.1f / %.1f | %.2fx / %.2fx | %.2fx | %.1f | %.2f | "
+                "%.2f | %.2f / %.2f | %.1f%% |\n",
                 nodes, T, first_build * 1e3, warm_build * 1e3, adds[adds.size() / 2] * 1e3,
-                removes[removes.size() / 2] * 1e3, lookup, lower_bound / lookup,
-                lower_bound / batch_lookup, lookup / chase, one, two, one_all, two_all, 100.0 * busy / quiet);
+                removes[removes.size() / 2] * 1e3, lookup, ring_lookup, lower_bound / lookup,
+                lower_bound / ring_lookup, lower_bound / batch_lookup, lookup / chase, one, two, one_all, two_all,
+                100.0 * busy / quiet);
     std::fflush(stdout);
 }
 
@@ -194,8 +203,9 @@ void one_size(size_t nodes) {
 
 int main(int argc, char **argv) {
     const size_t max_nodes = argc > 1 ? size_t(std::strtoull(argv[1], nullptr, 10)) : 100000;
-    std::printf("| nodes | tokens | build ms (first / warm) | add one ms | remove one ms | lookup ns | "
-                "lower_bound / lookup | lower_bound / batch | lookup / chase | bytes/token | "
+    std::printf("| nodes | tokens | build ms (first / warm) | add one ms | remove one ms | "
+                "lookup ns (snapshot / ring) | lower_bound / lookup (snapshot / ring) | lower_bound / batch | "
+                "lookup / chase | bytes/token | "
                 "two snapshots bytes/token | with member tables, one / two | readers with writer |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t nodes : {size_t(1000), size_t(10000), size_t(100000)})
