@@ -12,7 +12,8 @@
  * first in even ones). A slice is one untimed pass over the same 2^16 keys
  * (refilling the caches; AB_KEYS sets another power of two, e.g. 2^20 for
  * rings whose index 2^16 keys would mostly bring into the caches), then as
- * many timed calls as take about 10 ms.
+ * many timed calls as take about 10 ms. AB_CHURN=N adds and removes N nodes
+ * first, one at a time, so that the rings hold chunks made by updates.
  * Per operation it prints each side's
  * median ns per call and the median over rounds of B/A with its quartiles.
  *
@@ -73,6 +74,9 @@ static size_t most_nodes = 1000;
 static const double kSliceNs = 1e7;
 enum { kKeyBytes = 24, kBatch = 1024 };
 static size_t key_count = 1 << 16;  /* a power of two, >= kBatch */
+/* Nodes added and removed again before timing (AB_CHURN): the rings'
+ * chunks then come from updates, as a long-lived ring's do. */
+static size_t churn = 0;
 static char (*keys)[kKeyBytes];
 static const void **key_ptr;  /* keys[k], for the batch */
 static size_t *key_len;
@@ -112,6 +116,12 @@ static void load(Library *lib, const char *path) {
     for (int r = 0; r < sizes; ++r) {
         check(lib, lib->ring_new(NULL, &lib->rings[r]), "chr_ring_new");
         check(lib, lib->ring_apply(lib->rings[r], members, kNodes[r], NULL), "chr_ring_apply");
+        for (size_t c = 0; c < churn; ++c) {
+            char id[32];
+            const int len = snprintf(id, sizeof id, "churn-%zu", c % 8);
+            check(lib, lib->ring_add(lib->rings[r], id, (size_t)len, 1, NULL, 0, 0), "chr_ring_add");
+            check(lib, lib->ring_remove(lib->rings[r], id, (size_t)len), "chr_ring_remove");
+        }
         check(lib, lib->ring_snapshot(lib->rings[r], &lib->snaps[r]), "chr_ring_snapshot");
     }
 }
@@ -236,6 +246,7 @@ int main(int argc, char **argv) {
     }
     const int rounds = argc == 4 ? atoi(argv[3]) : 41;
     if (rounds < 1) die("ROUNDS must be at least 1", NULL);
+    if (getenv("AB_CHURN")) churn = (size_t)strtoull(getenv("AB_CHURN"), NULL, 10);
     if (getenv("AB_KEYS")) {
         key_count = (size_t)strtoull(getenv("AB_KEYS"), NULL, 10);
         if (key_count < kBatch || key_count > ((size_t)1 << 26) || (key_count & (key_count - 1)))
