@@ -9,11 +9,14 @@
 namespace chring::chunk_pool {
 namespace {
 
-constexpr size_t kSlab = kHugePage;      // one huge page, aligned to its size
+// Slab sizes by kind: one huge page, or 64 KiB; each aligned to its size.
+constexpr size_t kSlabBytes[2] = {size_t(64) << 10, kHugePage};
 constexpr size_t kSlabHeader = 64;
 constexpr size_t kBlockHeader = 16;      // keeps payloads 16-byte aligned
-constexpr size_t kMaxPayload = kSlab / 8;  // bigger: straight from the heap
 constexpr unsigned kClasses = 16 * 12;   // classes up to 2^18 bytes
+
+size_t slab_bytes(Slabs kind) noexcept { return kSlabBytes[unsigned(kind)]; }
+size_t max_payload(Slabs kind) noexcept { return slab_bytes(kind) / 8; }  // bigger: straight from the heap
 
 // Payload sizes: multiples of 16 up to 256, then 16 steps a power of two.
 size_t class_size(size_t bytes) noexcept {
@@ -46,7 +49,7 @@ struct Slab {  // at the start of each slab
     size_t bump;  // where the next new block goes
 };
 
-struct Pool {
+struct Pool {  // one per kind
     std::mutex mu;
     FreeBlock *free[kClasses] = {};
     Slab *current = nullptr;  // where new blocks are carved
@@ -55,17 +58,17 @@ struct Pool {
 
 // Never destroyed: a ring destroyed by a static destructor may still give
 // back its chunks after this file's statics are gone.
-Pool &pool() noexcept {
-    alignas(Pool) static unsigned char storage[sizeof(Pool)];
-    static Pool *p = new (storage) Pool;
-    return *p;
+Pool &pool(Slabs kind) noexcept {
+    alignas(Pool) static unsigned char storage[2][sizeof(Pool)];
+    static Pool *p[2] = {new (storage[0]) Pool, new (storage[1]) Pool};
+    return *p[unsigned(kind)];
 }
 
 BlockHeader *header_of(void *payload) noexcept {
     return reinterpret_cast<BlockHeader *>(static_cast<unsigned char *>(payload) - kBlockHeader);
 }
-Slab *slab_of(void *payload) noexcept {
-    return reinterpret_cast<Slab *>(uintptr_t(payload) & ~uintptr_t(kSlab - 1));
+Slab *slab_of(void *payload, Slabs kind) noexcept {
+    return reinterpret_cast<Slab *>(uintptr_t(payload) & ~uintptr_t(slab_bytes(kind) - 1));
 }
 void push(Pool &p, unsigned c, void *payload) noexcept {
     FreeBlock *f = static_cast<FreeBlock *>(payload);
@@ -82,7 +85,7 @@ void unlink(Pool &p, unsigned c, FreeBlock *f) noexcept {
 
 // Every block of an empty slab is on a free list: take them off, then
 // give the slab back.
-void drop_slab(Pool &p, Slab *slab) noexcept {
+void drop_slab(Pool &p, Slab *slab, Slabs kind) noexcept {
     unsigned char *base = reinterpret_cast<unsigned char *>(slab);
     for (size_t at = kSlabHeader; at < slab->bump;) {
         BlockHeader *h = reinterpret_cast<BlockHeader *>(base + at);
@@ -91,60 +94,65 @@ void drop_slab(Pool &p, Slab *slab) noexcept {
     }
     if (p.current == slab) p.current = nullptr;
     --p.slabs;
-    ::operator delete(static_cast<void *>(slab), std::align_val_t(kSlab));
+    ::operator delete(static_cast<void *>(slab), std::align_val_t(slab_bytes(kind)));
 }
 
 }  // namespace
 
-size_t block_bytes(size_t bytes) noexcept {
+size_t block_bytes(size_t bytes, Slabs kind) noexcept {
     const size_t size = class_size(bytes);
-    return size > kMaxPayload ? bytes : kBlockHeader + size;
+    return size > max_payload(kind) ? bytes : kBlockHeader + size;
 }
 
-void *allocate(size_t bytes) {
+void *allocate(size_t bytes, Slabs kind) {
     const size_t size = class_size(bytes);
-    if (size > kMaxPayload) return ::operator new(bytes);
+    if (size > max_payload(kind)) return ::operator new(bytes);
     const unsigned c = class_index(size);
-    Pool &p = pool();
+    Pool &p = pool(kind);
     std::lock_guard<std::mutex> lock(p.mu);
     // A free block of the class, or of the next (at most 1/16 bigger).
     for (unsigned k = c; k < kClasses && k <= c + 1; ++k) {
         if (FreeBlock *f = p.free[k]) {
             unlink(p, k, f);
-            ++slab_of(f)->live;
+            ++slab_of(f, kind)->live;
             return f;
         }
     }
-    if (!p.current || p.current->bump + kBlockHeader + size > kSlab) {
-        void *raw = ::operator new(kSlab, std::align_val_t(kSlab));  // may throw: nothing changed
-        advise_huge_pages(raw, kSlab);
+    const size_t slab = slab_bytes(kind);
+    if (!p.current || p.current->bump + kBlockHeader + size > slab) {
+        void *raw = ::operator new(slab, std::align_val_t(slab));  // may throw: nothing changed
+        if (kind == Slabs::huge) advise_huge_pages(raw, slab);
         p.current = new (raw) Slab{0, kSlabHeader};
         ++p.slabs;
     }
-    Slab *slab = p.current;
-    BlockHeader *h = reinterpret_cast<BlockHeader *>(reinterpret_cast<unsigned char *>(slab) + slab->bump);
+    Slab *carve = p.current;
+    BlockHeader *h = reinterpret_cast<BlockHeader *>(reinterpret_cast<unsigned char *>(carve) + carve->bump);
     h->cls = c;
-    slab->bump += kBlockHeader + size;
-    ++slab->live;
+    carve->bump += kBlockHeader + size;
+    ++carve->live;
     return h + 1;
 }
 
-void release(void *block, size_t bytes) noexcept {
-    if (class_size(bytes) > kMaxPayload) {
+void release(void *block, size_t bytes, Slabs kind) noexcept {
+    if (class_size(bytes) > max_payload(kind)) {
         ::operator delete(block);
         return;
     }
-    Pool &p = pool();
+    Pool &p = pool(kind);
     std::lock_guard<std::mutex> lock(p.mu);
     push(p, header_of(block)->cls, block);
-    Slab *slab = slab_of(block);
-    if (--slab->live == 0) drop_slab(p, slab);
+    Slab *slab = slab_of(block, kind);
+    if (--slab->live == 0) drop_slab(p, slab, kind);
 }
 
 size_t slab_count() noexcept {
-    Pool &p = pool();
-    std::lock_guard<std::mutex> lock(p.mu);
-    return p.slabs;
+    size_t slabs = 0;
+    for (Slabs kind : {Slabs::small, Slabs::huge}) {
+        Pool &p = pool(kind);
+        std::lock_guard<std::mutex> lock(p.mu);
+        slabs += p.slabs;
+    }
+    return slabs;
 }
 
 }  // namespace chring::chunk_pool

@@ -1,15 +1,24 @@
-// Memory for the token index's chunks of a big ring: 2 MiB slabs, aligned
-// and advised for huge pages, carved into blocks of a few size classes.
+// Memory for the token index's chunks: slabs carved into blocks of a few
+// size classes, of two kinds.
 //
-// At 16M tokens a chunk is ~10 KB and a lookup reads one at random: from
-// the ordinary heap every read is also a TLB miss (on a VM, a two-level
-// page walk), and a first build faults 30,000 small pages. From slabs,
-// a ring's chunks sit on a few dozen huge pages.
+// - Huge: 2 MiB slabs, aligned and advised for huge pages, for big rings.
+//   At 16M tokens a chunk is ~10 KB and a lookup reads one at random: from
+//   the ordinary heap every read is also a TLB miss (on a VM, a two-level
+//   page walk), and a first build faults 30,000 small pages. From slabs,
+//   a ring's chunks sit on a few dozen huge pages.
+// - Small: 64 KiB slabs, for the chunks an update makes in smaller rings.
+//   An add at 1,000 nodes makes ~150 chunks of ~1.1 KB and frees as many,
+//   which glibc's allocator serves from its bins, not its per-thread
+//   cache: from slabs, adds and removes were 17-22% faster at 100-1,000
+//   nodes (tests/bench/RESULTS.md, "Coarse buckets for big rings"). Not
+//   huge pages: a small ring would hold 2 MiB for a few KB.
 //
 // Blocks are freed one by one as snapshots drop their chunks and reused
-// by the next chunk of their class; a slab goes back to the heap when its
-// last block is freed, so a dropped ring leaves nothing behind. Classes
-// are 16 a power of two (rounding wastes at most 1/16, ~3% on average).
+// by the next chunk of their class and kind; a slab goes back to the heap
+// when its last block is freed, so a dropped ring leaves nothing behind.
+// Classes are 16 a power of two (rounding wastes at most 1/16, ~3% on
+// average); a block bigger than an eighth of its kind's slab comes from the
+// heap.
 //
 // Thread-safe: one mutex, taken by writers making chunks and by whoever
 // drops the last reference to one (never by a lookup).
@@ -19,17 +28,20 @@
 
 namespace chring::chunk_pool {
 
+enum class Slabs : unsigned { small = 0, huge = 1 };
+
 // The size a block of `bytes` takes (its class).
-size_t block_bytes(size_t bytes) noexcept;
+size_t block_bytes(size_t bytes, Slabs kind) noexcept;
 
-// A block of at least `bytes` bytes (>= 16), 16-byte aligned. Throws
-// std::bad_alloc when a new slab cannot be had.
-void *allocate(size_t bytes);
+// A block of at least `bytes` bytes (>= 16), 16-byte aligned, from a slab
+// of `kind`. Throws std::bad_alloc when a new slab cannot be had.
+void *allocate(size_t bytes, Slabs kind);
 
-// Gives back a block from allocate(bytes), with the same `bytes`.
-void release(void *block, size_t bytes) noexcept;
+// Gives back a block from allocate(bytes, kind), with the same `bytes`
+// and `kind`.
+void release(void *block, size_t bytes, Slabs kind) noexcept;
 
-// Slabs held (for tests: 0 once every block is released).
+// Slabs held, of both kinds (for tests: 0 once every block is released).
 size_t slab_count() noexcept;
 
 }  // namespace chring::chunk_pool

@@ -51,6 +51,9 @@
 
 namespace chring {
 
+// Where a chunk's blocks come from (chunk_pool.hpp says why).
+enum class ChunkMemory : uint32_t { heap, small_slabs, huge_slabs };
+
 class TokenIndex {
 public:
     // A token's position: group << 32 | offset in the group.
@@ -224,16 +227,16 @@ private:
         unsigned char *cold;      // the cold records (null until a build makes their block)
         std::atomic<uint32_t> refs;
         uint32_t n : 24;          // tokens (at most 255 a group)
-        uint32_t cold_shift : 7;  // P - O
-        uint32_t pooled : 1;      // from chunk_pool (the cold block too)
+        uint32_t cold_shift : 6;  // P - O (< 24)
+        uint32_t memory : 2;      // a ChunkMemory (the cold block's too)
     };
     static ChunkHeader *header_of(const uint32_t *base) noexcept {
         return const_cast<ChunkHeader *>(reinterpret_cast<const ChunkHeader *>(base) - 1);
     }
     // A chunk for n tokens with one reference, hot records unset, cold
     // ones zero in the same block (with `with_cold`; else none yet:
-    // make_cold()), from the huge-page pool when `pooled`. Throws bad_alloc.
-    static uint32_t *new_chunk(uint32_t n, unsigned cold_shift, bool pooled, bool with_cold = true);
+    // make_cold()), from `memory`. Throws bad_alloc.
+    static uint32_t *new_chunk(uint32_t n, unsigned cold_shift, ChunkMemory memory, bool with_cold = true);
     // Gives a chunk made without cold records a zeroed block of its own
     // for them; throws bad_alloc.
     static unsigned char *make_cold(const uint32_t *base);
@@ -241,9 +244,17 @@ private:
     static unsigned char *inline_cold(const uint32_t *base) noexcept {
         return reinterpret_cast<unsigned char *>(const_cast<uint32_t *>(base) + header_of(base)->n + kWindow);
     }
-    // Whether this index's new chunks come from the pool: chunks of several
-    // groups, past 2M tokens, where the ring is big enough to miss the TLB.
-    bool pools_chunks() const noexcept { return chunk_shift_ > 0; }
+    // Where this index's chunks come from: huge-page slabs for chunks of
+    // several groups, past 2M tokens, where the ring is big enough to miss
+    // the TLB; else a build's from the heap (its chunks lie in order; from
+    // small slabs lookups measured 6% slower at 1,000 nodes), an update's
+    // from small slabs.
+    ChunkMemory build_memory() const noexcept {
+        return chunk_shift_ > 0 ? ChunkMemory::huge_slabs : ChunkMemory::heap;
+    }
+    ChunkMemory update_memory() const noexcept {
+        return chunk_shift_ > 0 ? ChunkMemory::huge_slabs : ChunkMemory::small_slabs;
+    }
     static void retain(const uint32_t *base) noexcept {
         header_of(base)->refs.fetch_add(1, std::memory_order_relaxed);
     }

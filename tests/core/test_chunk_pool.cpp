@@ -1,10 +1,11 @@
-// White-box: the huge-page pool of the token index's chunks
-// (src/core/chunk_pool.hpp). Blocks never overlap and keep what is
-// written to them, are 16-byte aligned and rounded up by at most 1/16;
-// freed blocks are reused by their class; a slab goes back when its last
-// block does, so after everything is released the pool holds nothing; a
-// slab that cannot be had is std::bad_alloc with the pool unchanged; and
-// threads allocating and releasing at once (TSan runs this too) agree.
+// White-box: the slab pool of the token index's chunks
+// (src/core/chunk_pool.hpp), both kinds of slab. Blocks never overlap and
+// keep what is written to them, are 16-byte aligned and rounded up by at
+// most 1/16; freed blocks are reused by their class; a slab goes back when
+// its last block does, so after everything is released the pool holds
+// nothing; a slab that cannot be had is std::bad_alloc with the pool
+// unchanged; and threads allocating and releasing blocks of both kinds at
+// once (TSan runs this too) agree.
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
@@ -26,11 +27,13 @@ extern "C" { /* cmocka.h declares its functions without linkage */
 namespace {
 
 namespace pool = chring::chunk_pool;
+using Slabs = pool::Slabs;
 
 struct Block {
     unsigned char *p;
     size_t bytes;
     unsigned char fill;
+    Slabs kind;
 };
 
 // Sizes as chunks have them (one group at 1.6M tokens, 8 and 16 groups
@@ -46,11 +49,11 @@ size_t chunk_like_size(std::mt19937_64 &rng) {
     }
 }
 
-Block take(size_t bytes, unsigned char fill) {
-    unsigned char *p = static_cast<unsigned char *>(pool::allocate(bytes));
+Block take(size_t bytes, unsigned char fill, Slabs kind) {
+    unsigned char *p = static_cast<unsigned char *>(pool::allocate(bytes, kind));
     assert_int_equal(uintptr_t(p) % 16, 0);
     std::memset(p, fill, bytes);
-    return {p, bytes, fill};
+    return {p, bytes, fill, kind};
 }
 
 // Checks the block's first and last 16 bytes and every 61st between: an
@@ -59,24 +62,25 @@ Block take(size_t bytes, unsigned char fill) {
 void give_back(const Block &b) {
     for (size_t i = 0; i < b.bytes; i += (i < 16 || i + 16 >= b.bytes) ? 1 : 61)
         if (b.p[i] != b.fill) fail_msg("block of %zu bytes: byte %zu is %u, not %u", b.bytes, i, b.p[i], b.fill);
-    pool::release(b.p, b.bytes);
+    pool::release(b.p, b.bytes, b.kind);
 }
 
 void test_class_rounding(void **) {
-    for (size_t bytes = 16; bytes < 300000; bytes += 1 + bytes / 97) {
-        const size_t block = pool::block_bytes(bytes);
-        assert_true(block >= bytes);
-        // The header and the rounding: at most 1/16 and 16 bytes more, plus 16.
-        if (block > bytes + bytes / 16 + 32) fail_msg("%zu bytes take a %zu-byte block", bytes, block);
-    }
+    for (Slabs kind : {Slabs::small, Slabs::huge})
+        for (size_t bytes = 16; bytes < 300000; bytes += 1 + bytes / 97) {
+            const size_t block = pool::block_bytes(bytes, kind);
+            assert_true(block >= bytes);
+            // The header and the rounding: at most 1/16 and 16 bytes more, plus 16.
+            if (block > bytes + bytes / 16 + 32) fail_msg("%zu bytes take a %zu-byte block", bytes, block);
+        }
 }
 
-void test_random_workload_leaves_nothing(void **) {
+void random_workload_leaves_nothing(Slabs kind) {
     std::mt19937_64 rng(7);
     std::vector<Block> live;
     for (int op = 0; op < 20000; ++op) {
         if (live.empty() || rng() % 100 < 55) {
-            live.push_back(take(chunk_like_size(rng), static_cast<unsigned char>(rng())));
+            live.push_back(take(chunk_like_size(rng), static_cast<unsigned char>(rng()), kind));
         } else {
             const size_t i = rng() % live.size();
             give_back(live[i]);
@@ -88,26 +92,35 @@ void test_random_workload_leaves_nothing(void **) {
     for (const Block &b : live) give_back(b);
     assert_int_equal(pool::slab_count(), 0);
 }
+void test_random_workload_leaves_nothing(void **) {
+    random_workload_leaves_nothing(Slabs::small);
+    random_workload_leaves_nothing(Slabs::huge);
+}
 
-void test_freed_blocks_are_reused(void **) {
+// Sizes that a slab of the kind holds (an eighth of it at most).
+void freed_blocks_are_reused(Slabs kind, size_t bytes) {
     std::vector<Block> blocks;
-    for (int i = 0; i < 1000; ++i) blocks.push_back(take(10000 + i % 50, 1));
+    for (int i = 0; i < 1000; ++i) blocks.push_back(take(bytes + i % 50, 1, kind));
     const size_t slabs = pool::slab_count();
     for (size_t i = 0; i < blocks.size(); i += 2) {
         give_back(blocks[i]);
-        blocks[i] = take(10000 + i % 50, 2);  // the same class: a freed block
+        blocks[i] = take(bytes + i % 50, 2, kind);  // the same class: a freed block
     }
     assert_int_equal(pool::slab_count(), slabs);
     for (const Block &b : blocks) give_back(b);
     assert_int_equal(pool::slab_count(), 0);
 }
+void test_freed_blocks_are_reused(void **) {
+    freed_blocks_are_reused(Slabs::small, 1000);
+    freed_blocks_are_reused(Slabs::huge, 10000);
+}
 
-void test_failed_slab_is_bad_alloc(void **) {
+void failed_slab_is_bad_alloc(Slabs kind) {
     assert_int_equal(pool::slab_count(), 0);
     alloc_countdown::arm(1, alloc_countdown::Mode::once);
     bool threw = false;
     try {
-        (void)pool::allocate(10000);
+        (void)pool::allocate(1000, kind);
     } catch (const std::bad_alloc &) {
         threw = true;
     }
@@ -115,9 +128,13 @@ void test_failed_slab_is_bad_alloc(void **) {
     assert_true(threw);
     assert_true(tally.injected);
     assert_int_equal(pool::slab_count(), 0);
-    const Block b = take(10000, 3);  // and the pool still works
+    const Block b = take(1000, 3, kind);  // and the pool still works
     give_back(b);
     assert_int_equal(pool::slab_count(), 0);
+}
+void test_failed_slab_is_bad_alloc(void **) {
+    failed_slab_is_bad_alloc(Slabs::small);
+    failed_slab_is_bad_alloc(Slabs::huge);
 }
 
 void test_threads(void **) {
@@ -128,7 +145,8 @@ void test_threads(void **) {
             std::vector<Block> live;
             for (int op = 0; op < 4000; ++op) {
                 if (live.empty() || rng() % 2) {
-                    live.push_back(take(chunk_like_size(rng), static_cast<unsigned char>(t + 1)));
+                    const Slabs kind = rng() % 2 ? Slabs::small : Slabs::huge;
+                    live.push_back(take(chunk_like_size(rng), static_cast<unsigned char>(t + 1), kind));
                 } else {
                     give_back(live.back());
                     live.pop_back();
