@@ -135,20 +135,21 @@ void one_size(size_t nodes) {
     // against std::lower_bound over the same tokens (hashes precomputed).
     const Keys keys(1 << 20);
     const bench::TokenArray tokens(before);
+    auto ns_per_key = [&](auto &&lookup_key) {  // lookup_key(i) for every key
+        return median_seconds(3, [&] {
+            for (size_t i = 0; i < keys.text.size(); ++i) lookup_key(i);
+        }) / double(keys.text.size()) * 1e9;
+    };
     chr_node_view view;
-    const double lookup = median_seconds(3, [&] {
-        for (size_t i = 0; i < keys.text.size(); ++i) {
-            chr_snapshot_lookup(before, keys.ptrs[i], keys.lens[i], &view);
-            bench::consume(view.index);
-        }
-    }) / double(keys.text.size()) * 1e9;
+    const double lookup = ns_per_key([&](size_t i) {
+        chr_snapshot_lookup(before, keys.ptrs[i], keys.lens[i], &view);
+        bench::consume(view.index);
+    });
     chr_node_ref ref;
-    const double ring_lookup = median_seconds(3, [&] {
-        for (size_t i = 0; i < keys.text.size(); ++i) {
-            chr_ring_lookup(ring, keys.ptrs[i], keys.lens[i], &ref);
-            bench::consume(ref.index);
-        }
-    }) / double(keys.text.size()) * 1e9;
+    const double ring_lookup = ns_per_key([&](size_t i) {
+        chr_ring_lookup(ring, keys.ptrs[i], keys.lens[i], &ref);
+        bench::consume(ref.index);
+    });
     std::vector<uint32_t> indices(1024);
     const double batch_lookup = median_seconds(3, [&] {
         for (size_t i = 0; i + 1024 <= keys.text.size(); i += 1024) {
