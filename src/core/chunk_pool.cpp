@@ -9,14 +9,14 @@
 namespace chring::chunk_pool {
 namespace {
 
-// Slab sizes by kind: one huge page, or 64 KiB; each aligned to its size.
-constexpr size_t kSlabBytes[2] = {size_t(64) << 10, kHugePage};
+// Slab sizes by source (none from the heap); each aligned to its size.
+constexpr size_t kSlabBytes[3] = {0, size_t(64) << 10, kHugePage};
 constexpr size_t kSlabHeader = 64;
 constexpr size_t kBlockHeader = 16;      // keeps payloads 16-byte aligned
 constexpr unsigned kClasses = 16 * 12;   // classes up to 2^18 bytes
 
-size_t slab_bytes(Slabs kind) noexcept { return kSlabBytes[unsigned(kind)]; }
-size_t max_payload(Slabs kind) noexcept { return slab_bytes(kind) / 8; }  // bigger: straight from the heap
+size_t slab_bytes(Source source) noexcept { return kSlabBytes[unsigned(source)]; }
+size_t max_payload(Source source) noexcept { return slab_bytes(source) / 8; }  // bigger: straight from the heap
 
 // Payload sizes: multiples of 16 up to 256, then 16 steps a power of two.
 size_t class_size(size_t bytes) noexcept {
@@ -49,7 +49,7 @@ struct Slab {  // at the start of each slab
     size_t bump;  // where the next new block goes
 };
 
-struct Pool {  // one per kind
+struct Pool {  // one per kind of slab
     std::mutex mu;
     FreeBlock *free[kClasses] = {};
     Slab *current = nullptr;  // where new blocks are carved
@@ -58,16 +58,16 @@ struct Pool {  // one per kind
 
 // Never destroyed: a ring destroyed by a static destructor may still give
 // back its chunks after this file's statics are gone.
-Pool &pool(Slabs kind) noexcept {
+Pool &pool(Source slabs) noexcept {
     alignas(Pool) static unsigned char storage[2][sizeof(Pool)];
     static Pool *p[2] = {new (storage[0]) Pool, new (storage[1]) Pool};
-    return *p[unsigned(kind)];
+    return *p[unsigned(slabs) - 1];
 }
 
 BlockHeader *header_of(void *payload) noexcept {
     return reinterpret_cast<BlockHeader *>(static_cast<unsigned char *>(payload) - kBlockHeader);
 }
-Slab *slab_of(void *payload, Slabs kind) noexcept {
+Slab *slab_of(void *payload, Source kind) noexcept {
     return reinterpret_cast<Slab *>(uintptr_t(payload) & ~uintptr_t(slab_bytes(kind) - 1));
 }
 void push(Pool &p, unsigned c, void *payload) noexcept {
@@ -85,7 +85,7 @@ void unlink(Pool &p, unsigned c, FreeBlock *f) noexcept {
 
 // Every block of an empty slab is on a free list: take them off, then
 // give the slab back.
-void drop_slab(Pool &p, Slab *slab, Slabs kind) noexcept {
+void drop_slab(Pool &p, Slab *slab, Source kind) noexcept {
     unsigned char *base = reinterpret_cast<unsigned char *>(slab);
     for (size_t at = kSlabHeader; at < slab->bump;) {
         BlockHeader *h = reinterpret_cast<BlockHeader *>(base + at);
@@ -99,12 +99,12 @@ void drop_slab(Pool &p, Slab *slab, Slabs kind) noexcept {
 
 }  // namespace
 
-size_t block_bytes(size_t bytes, Slabs kind) noexcept {
+size_t block_bytes(size_t bytes, Source kind) noexcept {
     const size_t size = class_size(bytes);
     return size > max_payload(kind) ? bytes : kBlockHeader + size;
 }
 
-void *allocate(size_t bytes, Slabs kind) {
+void *allocate(size_t bytes, Source kind) {
     const size_t size = class_size(bytes);
     if (size > max_payload(kind)) return ::operator new(bytes);
     const unsigned c = class_index(size);
@@ -121,7 +121,7 @@ void *allocate(size_t bytes, Slabs kind) {
     const size_t slab = slab_bytes(kind);
     if (!p.current || p.current->bump + kBlockHeader + size > slab) {
         void *raw = ::operator new(slab, std::align_val_t(slab));  // may throw: nothing changed
-        if (kind == Slabs::huge) advise_huge_pages(raw, slab);
+        if (kind == Source::huge_slabs) advise_huge_pages(raw, slab);
         p.current = new (raw) Slab{0, kSlabHeader};
         ++p.slabs;
     }
@@ -133,7 +133,7 @@ void *allocate(size_t bytes, Slabs kind) {
     return h + 1;
 }
 
-void release(void *block, size_t bytes, Slabs kind) noexcept {
+void release(void *block, size_t bytes, Source kind) noexcept {
     if (class_size(bytes) > max_payload(kind)) {
         ::operator delete(block);
         return;
@@ -147,7 +147,7 @@ void release(void *block, size_t bytes, Slabs kind) noexcept {
 
 size_t slab_count() noexcept {
     size_t slabs = 0;
-    for (Slabs kind : {Slabs::small, Slabs::huge}) {
+    for (Source kind : {Source::small_slabs, Source::huge_slabs}) {
         Pool &p = pool(kind);
         std::lock_guard<std::mutex> lock(p.mu);
         slabs += p.slabs;

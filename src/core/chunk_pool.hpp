@@ -1,5 +1,5 @@
-// Memory for the token index's chunks: slabs carved into blocks of a few
-// size classes, of two kinds.
+// Memory for the token index's chunks: the heap, or slabs carved into
+// blocks of a few size classes, of two kinds.
 //
 // - Huge: 2 MiB slabs, aligned and advised for huge pages, for big rings.
 //   At 16M tokens a chunk is ~10 KB and a lookup reads one at random: from
@@ -20,26 +20,29 @@
 // average); a block bigger than an eighth of its kind's slab comes from the
 // heap.
 //
-// Thread-safe: one mutex, taken by writers making chunks and by whoever
-// drops the last reference to one (never by a lookup).
+// Thread-safe: a mutex a kind of slab, taken by writers making chunks and
+// by whoever drops the last reference to one (never by a lookup).
 #pragma once
 
 #include <cstddef>
 
 namespace chring::chunk_pool {
 
-enum class Slabs : unsigned { small = 0, huge = 1 };
+// Where a block comes from: the heap (operator new, as it is), or slabs
+// of 64 KiB or of one huge page.
+enum class Source : unsigned { heap = 0, small_slabs = 1, huge_slabs = 2 };
 
-// The size a block of `bytes` takes (its class).
-size_t block_bytes(size_t bytes, Slabs kind) noexcept;
+// The size a block of `bytes` takes (its class; `bytes` from the heap).
+size_t block_bytes(size_t bytes, Source source) noexcept;
 
-// A block of at least `bytes` bytes (>= 16), 16-byte aligned, from a slab
-// of `kind`. Throws std::bad_alloc when a new slab cannot be had.
-void *allocate(size_t bytes, Slabs kind);
+// A block of at least `bytes` bytes (>= 16), 16-byte aligned, from
+// `source`. Throws std::bad_alloc when a new slab (or the heap block)
+// cannot be had.
+void *allocate(size_t bytes, Source source);
 
-// Gives back a block from allocate(bytes, kind), with the same `bytes`
-// and `kind`.
-void release(void *block, size_t bytes, Slabs kind) noexcept;
+// Gives back a block from allocate(bytes, source), with the same `bytes`
+// and `source`.
+void release(void *block, size_t bytes, Source source) noexcept;
 
 // Slabs held, of both kinds (for tests: 0 once every block is released).
 size_t slab_count() noexcept;

@@ -39,30 +39,14 @@ void pack_cold_words(const uint32_t *words, uint32_t n, unsigned cold_shift, uns
 
 }  // namespace
 
-namespace {
-
-chunk_pool::Slabs slabs_of(ChunkMemory memory) noexcept {
-    return memory == ChunkMemory::huge_slabs ? chunk_pool::Slabs::huge : chunk_pool::Slabs::small;
-}
-void *chunk_block(size_t bytes, ChunkMemory memory) {
-    if (memory == ChunkMemory::heap) return ::operator new(bytes);
-    return chunk_pool::allocate(bytes, slabs_of(memory));
-}
-void free_chunk_block(void *block, size_t bytes, ChunkMemory memory) noexcept {
-    if (memory == ChunkMemory::heap) ::operator delete(block);
-    else chunk_pool::release(block, bytes, slabs_of(memory));
-}
-
-}  // namespace
-
-uint32_t *TokenIndex::new_chunk(uint32_t n, unsigned cold_shift, ChunkMemory memory, bool with_cold) {
+uint32_t *TokenIndex::new_chunk(uint32_t n, unsigned cold_shift, chunk_pool::Source source, bool with_cold) {
     const size_t cold = with_cold ? cold_bytes(n, cold_shift) : 0;
-    void *raw = chunk_block(hot_bytes(n) + cold, memory);
+    void *raw = chunk_pool::allocate(hot_bytes(n) + cold, source);
     ChunkHeader *h = new (raw) ChunkHeader;
     h->refs.store(1, std::memory_order_relaxed);
     h->n = n;
     h->cold_shift = cold_shift;
-    h->memory = uint32_t(memory);
+    h->source = unsigned(source);
     uint32_t *base = reinterpret_cast<uint32_t *>(h + 1);
     h->cold = with_cold ? inline_cold(base) : nullptr;
     if (with_cold) std::memset(h->cold, 0, cold);
@@ -72,7 +56,7 @@ uint32_t *TokenIndex::new_chunk(uint32_t n, unsigned cold_shift, ChunkMemory mem
 unsigned char *TokenIndex::make_cold(const uint32_t *base) {
     ChunkHeader *h = header_of(base);
     const size_t bytes = cold_bytes(h->n, h->cold_shift);
-    h->cold = static_cast<unsigned char *>(chunk_block(bytes, ChunkMemory(h->memory)));
+    h->cold = static_cast<unsigned char *>(chunk_pool::allocate(bytes, chunk_pool::Source(h->source)));
     std::memset(h->cold, 0, bytes);
     return h->cold;
 }
@@ -80,21 +64,18 @@ unsigned char *TokenIndex::make_cold(const uint32_t *base) {
 void TokenIndex::release(const uint32_t *base) noexcept {
     ChunkHeader *h = header_of(base);
     if (h->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-    const ChunkMemory memory = ChunkMemory(h->memory);
+    const chunk_pool::Source source = chunk_pool::Source(h->source);
     const size_t cold = cold_bytes(h->n, h->cold_shift), hot = hot_bytes(h->n);
     const bool one_block = h->cold == inline_cold(base);
-    if (h->cold && !one_block) free_chunk_block(h->cold, cold, memory);
+    if (h->cold && !one_block) chunk_pool::release(h->cold, cold, source);
     h->~ChunkHeader();
-    free_chunk_block(h, one_block ? hot + cold : hot, memory);
+    chunk_pool::release(h, one_block ? hot + cold : hot, source);
 }
 
 size_t TokenIndex::chunk_footprint(const uint32_t *base) noexcept {
     const ChunkHeader *h = header_of(base);
     const size_t hot = hot_bytes(h->n), cold = cold_bytes(h->n, h->cold_shift);
-    auto taken = [h](size_t bytes) {
-        const ChunkMemory memory = ChunkMemory(h->memory);
-        return memory == ChunkMemory::heap ? bytes : chunk_pool::block_bytes(bytes, slabs_of(memory));
-    };
+    auto taken = [h](size_t bytes) { return chunk_pool::block_bytes(bytes, chunk_pool::Source(h->source)); };
     return h->cold == inline_cold(base) ? taken(hot + cold) : taken(hot) + taken(cold);
 }
 
@@ -303,7 +284,7 @@ void TokenIndex::Writer::finish() {
         for (size_t c = 0; c < chunks; ++c) {
             const uint32_t first = s.group_start_[c << s.chunk_shift_];
             const uint32_t n = s.group_start_[(c + 1) << s.chunk_shift_] - first;
-            uint32_t *base = new_chunk(n, cold_shift, s.build_memory(), false);
+            uint32_t *base = new_chunk(n, cold_shift, s.build_source(), false);
             s.chunks_[c] = base;
             std::copy(hot_ + first, hot_ + first + n, base);
             for (size_t G = c << s.chunk_shift_; G < (c + 1) << s.chunk_shift_; ++G)
@@ -491,7 +472,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
 
             const uint32_t base_n = base.group_start_[g1] - base.group_start_[g0];
             const size_t n_new = base_n + size_t(f - fc) - drops.size();
-            uint32_t *chunk = new_chunk(uint32_t(n_new), cold_shift, out.update_memory());
+            uint32_t *chunk = new_chunk(uint32_t(n_new), cold_shift, out.update_source());
             out.chunks_[c] = chunk;
             uint32_t *hot_out = chunk;
             unsigned char *cold_out = const_cast<unsigned char *>(cold_of_chunk(chunk));
@@ -700,7 +681,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                 const uint32_t n = header_of(old)->n;
                 if (old[n] != out.pad_record(out.slot_after_chunk(q))) {
                     const unsigned cold_shift = header_of(old)->cold_shift;
-                    uint32_t *copy = new_chunk(n, cold_shift, out.update_memory());
+                    uint32_t *copy = new_chunk(n, cold_shift, out.update_source());
                     std::memcpy(copy, old, (size_t(n) + kWindow) * sizeof(uint32_t));
                     std::memcpy(header_of(copy)->cold, cold_of_chunk(old), cold_bytes(n, cold_shift));
                     for (size_t g = q << C; g < (q + 1) << C; ++g) out.hot_of_group_[g] = copy + (out.hot_of_group_[g] - old);

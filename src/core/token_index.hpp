@@ -45,14 +45,12 @@
 #include <cstring>
 #include <vector>
 
+#include "chunk_pool.hpp"
 #include "huge_pages.hpp"
 #include "membership.hpp"
 #include "window.hpp"
 
 namespace chring {
-
-// Where a chunk's blocks come from (chunk_pool.hpp says why).
-enum class ChunkMemory : uint32_t { heap, small_slabs, huge_slabs };
 
 class TokenIndex {
 public:
@@ -228,15 +226,15 @@ private:
         std::atomic<uint32_t> refs;
         uint32_t n : 24;          // tokens (at most 255 a group)
         uint32_t cold_shift : 6;  // P - O (< 24)
-        uint32_t memory : 2;      // a ChunkMemory (the cold block's too)
+        uint32_t source : 2;      // a chunk_pool::Source (the cold block's too)
     };
     static ChunkHeader *header_of(const uint32_t *base) noexcept {
         return const_cast<ChunkHeader *>(reinterpret_cast<const ChunkHeader *>(base) - 1);
     }
     // A chunk for n tokens with one reference, hot records unset, cold
     // ones zero in the same block (with `with_cold`; else none yet:
-    // make_cold()), from `memory`. Throws bad_alloc.
-    static uint32_t *new_chunk(uint32_t n, unsigned cold_shift, ChunkMemory memory, bool with_cold = true);
+    // make_cold()), from `source`. Throws bad_alloc.
+    static uint32_t *new_chunk(uint32_t n, unsigned cold_shift, chunk_pool::Source source, bool with_cold = true);
     // Gives a chunk made without cold records a zeroed block of its own
     // for them; throws bad_alloc.
     static unsigned char *make_cold(const uint32_t *base);
@@ -249,11 +247,11 @@ private:
     // the TLB; else a build's from the heap (its chunks lie in order; from
     // small slabs lookups measured 6% slower at 1,000 nodes), an update's
     // from small slabs.
-    ChunkMemory build_memory() const noexcept {
-        return chunk_shift_ > 0 ? ChunkMemory::huge_slabs : ChunkMemory::heap;
+    chunk_pool::Source build_source() const noexcept {
+        return chunk_shift_ > 0 ? chunk_pool::Source::huge_slabs : chunk_pool::Source::heap;
     }
-    ChunkMemory update_memory() const noexcept {
-        return chunk_shift_ > 0 ? ChunkMemory::huge_slabs : ChunkMemory::small_slabs;
+    chunk_pool::Source update_source() const noexcept {
+        return chunk_shift_ > 0 ? chunk_pool::Source::huge_slabs : chunk_pool::Source::small_slabs;
     }
     static void retain(const uint32_t *base) noexcept {
         header_of(base)->refs.fetch_add(1, std::memory_order_relaxed);

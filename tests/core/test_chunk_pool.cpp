@@ -27,13 +27,13 @@ extern "C" { /* cmocka.h declares its functions without linkage */
 namespace {
 
 namespace pool = chring::chunk_pool;
-using Slabs = pool::Slabs;
+using Source = pool::Source;
 
 struct Block {
     unsigned char *p;
     size_t bytes;
     unsigned char fill;
-    Slabs kind;
+    Source kind;
 };
 
 // Sizes as chunks have them (one group at 1.6M tokens, 8 and 16 groups
@@ -49,7 +49,7 @@ size_t chunk_like_size(std::mt19937_64 &rng) {
     }
 }
 
-Block take(size_t bytes, unsigned char fill, Slabs kind) {
+Block take(size_t bytes, unsigned char fill, Source kind) {
     unsigned char *p = static_cast<unsigned char *>(pool::allocate(bytes, kind));
     assert_int_equal(uintptr_t(p) % 16, 0);
     std::memset(p, fill, bytes);
@@ -66,7 +66,7 @@ void give_back(const Block &b) {
 }
 
 void test_class_rounding(void **) {
-    for (Slabs kind : {Slabs::small, Slabs::huge})
+    for (Source kind : {Source::small_slabs, Source::huge_slabs})
         for (size_t bytes = 16; bytes < 300000; bytes += 1 + bytes / 97) {
             const size_t block = pool::block_bytes(bytes, kind);
             assert_true(block >= bytes);
@@ -75,7 +75,7 @@ void test_class_rounding(void **) {
         }
 }
 
-void random_workload_leaves_nothing(Slabs kind) {
+void random_workload_leaves_nothing(Source kind) {
     std::mt19937_64 rng(7);
     std::vector<Block> live;
     for (int op = 0; op < 20000; ++op) {
@@ -93,12 +93,12 @@ void random_workload_leaves_nothing(Slabs kind) {
     assert_int_equal(pool::slab_count(), 0);
 }
 void test_random_workload_leaves_nothing(void **) {
-    random_workload_leaves_nothing(Slabs::small);
-    random_workload_leaves_nothing(Slabs::huge);
+    random_workload_leaves_nothing(Source::small_slabs);
+    random_workload_leaves_nothing(Source::huge_slabs);
 }
 
 // Sizes that a slab of the kind holds (an eighth of it at most).
-void freed_blocks_are_reused(Slabs kind, size_t bytes) {
+void freed_blocks_are_reused(Source kind, size_t bytes) {
     std::vector<Block> blocks;
     for (int i = 0; i < 1000; ++i) blocks.push_back(take(bytes + i % 50, 1, kind));
     const size_t slabs = pool::slab_count();
@@ -111,11 +111,11 @@ void freed_blocks_are_reused(Slabs kind, size_t bytes) {
     assert_int_equal(pool::slab_count(), 0);
 }
 void test_freed_blocks_are_reused(void **) {
-    freed_blocks_are_reused(Slabs::small, 1000);
-    freed_blocks_are_reused(Slabs::huge, 10000);
+    freed_blocks_are_reused(Source::small_slabs, 1000);
+    freed_blocks_are_reused(Source::huge_slabs, 10000);
 }
 
-void failed_slab_is_bad_alloc(Slabs kind) {
+void failed_slab_is_bad_alloc(Source kind) {
     assert_int_equal(pool::slab_count(), 0);
     alloc_countdown::arm(1, alloc_countdown::Mode::once);
     bool threw = false;
@@ -133,8 +133,8 @@ void failed_slab_is_bad_alloc(Slabs kind) {
     assert_int_equal(pool::slab_count(), 0);
 }
 void test_failed_slab_is_bad_alloc(void **) {
-    failed_slab_is_bad_alloc(Slabs::small);
-    failed_slab_is_bad_alloc(Slabs::huge);
+    failed_slab_is_bad_alloc(Source::small_slabs);
+    failed_slab_is_bad_alloc(Source::huge_slabs);
 }
 
 void test_threads(void **) {
@@ -145,7 +145,7 @@ void test_threads(void **) {
             std::vector<Block> live;
             for (int op = 0; op < 4000; ++op) {
                 if (live.empty() || rng() % 2) {
-                    const Slabs kind = rng() % 2 ? Slabs::small : Slabs::huge;
+                    const Source kind = Source(rng() % 3);  // the heap too
                     live.push_back(take(chunk_like_size(rng), static_cast<unsigned char>(t + 1), kind));
                 } else {
                     give_back(live.back());
