@@ -6,8 +6,36 @@
 
 #include "huge_pages.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define CHRING_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHRING_ASAN 1
+#endif
+#endif
+#if defined(CHRING_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace chring::chunk_pool {
 namespace {
+
+// Under AddressSanitizer a free block is poisoned past its free-list links,
+// so that a read of a chunk freed too early is reported, as the heap's are.
+void poison_free_block(void *payload, size_t size) noexcept {
+#if defined(CHRING_ASAN)
+    ASAN_POISON_MEMORY_REGION(static_cast<unsigned char *>(payload) + 16, size - 16);
+#else
+    (void)payload, (void)size;
+#endif
+}
+void unpoison(void *payload, size_t size) noexcept {
+#if defined(CHRING_ASAN)
+    ASAN_UNPOISON_MEMORY_REGION(payload, size);
+#else
+    (void)payload, (void)size;
+#endif
+}
 
 // Slab sizes by source (none from the heap); each aligned to its size.
 constexpr size_t kSlabBytes[3] = {0, size_t(64) << 10, kHugePage};
@@ -94,6 +122,7 @@ void drop_slab(Pool &p, Slab *slab, Source kind) noexcept {
     }
     if (p.current == slab) p.current = nullptr;
     --p.slabs;
+    unpoison(slab, slab_bytes(kind));
     ::operator delete(static_cast<void *>(slab), std::align_val_t(slab_bytes(kind)));
 }
 
@@ -115,6 +144,7 @@ void *allocate(size_t bytes, Source kind) {
         if (FreeBlock *f = p.free[k]) {
             unlink(p, k, f);
             ++slab_of(f, kind)->live;
+            unpoison(f, size_of_class(k));
             return f;
         }
     }
@@ -140,7 +170,9 @@ void release(void *block, size_t bytes, Source kind) noexcept {
     }
     Pool &p = pool(kind);
     std::lock_guard<std::mutex> lock(p.mu);
-    push(p, header_of(block)->cls, block);
+    const unsigned c = header_of(block)->cls;
+    push(p, c, block);
+    poison_free_block(block, size_of_class(c));
     Slab *slab = slab_of(block, kind);
     if (--slab->live == 0) drop_slab(p, slab, kind);
 }

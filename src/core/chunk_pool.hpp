@@ -21,7 +21,8 @@
 // heap.
 //
 // Thread-safe: a mutex a kind of slab, taken by writers making chunks and
-// by whoever drops the last reference to one (never by a lookup).
+// by whoever frees one, a writer or the thread dropping a snapshot (never
+// by a lookup).
 #pragma once
 
 #include <cstddef>

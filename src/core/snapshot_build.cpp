@@ -137,6 +137,7 @@ uint64_t Snapshot::fingerprint() const noexcept {
 Snapshot::Snapshot(PlacementPtr placement)
     : placement_(std::move(placement)), key_hash_(*placement_) {
     Builder(*this, 0).finish();
+    index_.commit();
     detail::live_snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -150,6 +151,7 @@ Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
         Builder build(*this, points.size());
         for (const Token &t : points) build.add(t.value, t.owner);
         build.finish();
+        index_.commit();
         detail::live_snapshots.fetch_add(1, std::memory_order_relaxed);
         return;
     }
@@ -158,6 +160,7 @@ Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
     ops.fresh_tokens(*placement_, delta, fresh, &spare);
     nodes_ = std::move(delta.nodes);
     if (!update(base, delta, fresh)) build_merged(base, delta, fresh, std::move(spare));
+    index_.commit();  // last: nothing below may throw
     detail::live_snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -1,5 +1,6 @@
 #include "token_index.hpp"
 
+#include <cassert>
 #include <limits>
 #include <new>
 
@@ -43,7 +44,6 @@ uint32_t *TokenIndex::new_chunk(uint32_t n, unsigned cold_shift, chunk_pool::Sou
     const size_t cold = with_cold ? cold_bytes(n, cold_shift) : 0;
     void *raw = chunk_pool::allocate(hot_bytes(n) + cold, source);
     ChunkHeader *h = new (raw) ChunkHeader;
-    h->refs.store(1, std::memory_order_relaxed);
     h->n = n;
     h->cold_shift = cold_shift;
     h->source = unsigned(source);
@@ -61,9 +61,8 @@ unsigned char *TokenIndex::make_cold(const uint32_t *base) {
     return h->cold;
 }
 
-void TokenIndex::release(const uint32_t *base) noexcept {
+void TokenIndex::free_chunk(const uint32_t *base) noexcept {
     ChunkHeader *h = header_of(base);
-    if (h->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     const chunk_pool::Source source = chunk_pool::Source(h->source);
     const size_t cold = cold_bytes(h->n, h->cold_shift), hot = hot_bytes(h->n);
     const bool one_block = h->cold == inline_cold(base);
@@ -79,27 +78,57 @@ size_t TokenIndex::chunk_footprint(const uint32_t *base) noexcept {
     return h->cold == inline_cold(base) ? taken(hot + cold) : taken(hot) + taken(cold);
 }
 
-TokenIndex::TokenIndex(const TokenIndex &o)
-    : tokens_(o.tokens_), hot_of_group_(o.hot_of_group_), group_start_(o.group_start_),
-      bucket_offset_(o.bucket_offset_), group_shift_(o.group_shift_),
-      group_of_hash_shift_(o.group_of_hash_shift_), prefix_bits_(o.prefix_bits_), coarse_(o.coarse_),
-      prefix_shift_(o.prefix_shift_), key_shift_(o.key_shift_), owner_bits_(o.owner_bits_),
-      owner_mask_(o.owner_mask_) {
-    chunk_shift_ = o.chunk_shift_;
-    chunks_ = o.chunks_;  // may throw: nothing retained yet
-    for (const uint32_t *c : chunks_) retain(c);
+TokenIndex::~TokenIndex() {
+    if (!committed_) {
+        clear();
+        return;
+    }
+    std::lock_guard<std::mutex> lock(lineage_->mutex);
+    for (size_t k = 0; k < chunks_.size(); ++k) {
+        const uint32_t *c = chunks_[k];
+        if (!(older_ && older_->holds(k, c)) && !(newer_ && newer_->holds(k, c))) free_chunk(c);
+    }
+    if (older_) older_->newer_ = newer_;
+    if (newer_) newer_->older_ = older_;
 }
 
-TokenIndex::~TokenIndex() { clear(); }
-
 void TokenIndex::clear() noexcept {
-    for (const uint32_t *c : chunks_)
-        if (c) release(c);  // null: a chunk an update had not yet rewritten
+    // Not committed: what is not the base's at its position is this index's own.
+    for (size_t k = 0; k < chunks_.size(); ++k) {
+        const uint32_t *c = chunks_[k];
+        if (c && !(base_ && base_->holds(k, c))) free_chunk(c);  // null: a chunk an update had not yet made
+    }
     chunks_.clear();
     hot_of_group_.clear();
     group_start_.clear();
     bucket_offset_.clear();
     tokens_ = 0;
+    base_ = nullptr;
+    lineage_.reset();
+}
+
+bool TokenIndex::share_from(const TokenIndex &base) noexcept {
+    if (!base.committed_) return false;
+    std::lock_guard<std::mutex> lock(base.lineage_->mutex);
+    // Only the newest may have a successor: a second one made from an
+    // older index would hold chunks its neighbours do not.
+    if (base.newer_) return false;
+    lineage_ = base.lineage_;
+    base_ = &base;
+    return true;
+}
+
+void TokenIndex::commit() noexcept {
+    if (!lineage_) return;  // never built (an index with no tokens and no chunks)
+    std::lock_guard<std::mutex> lock(lineage_->mutex);
+    if (base_) {
+        TokenIndex &base = const_cast<TokenIndex &>(*base_);
+        assert(!base.newer_ && "an update's base is its lineage's newest index");
+        older_ = &base;
+        base.newer_ = this;
+        base_ = nullptr;
+    }
+    committed_ = true;
 }
 
 TokenIndex::Found TokenIndex::locate_wide(uint64_t b, uint64_t h, const uint32_t *r, uint32_t key,
@@ -213,8 +242,10 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots, HugeArray<
     unsigned bits = 1;
     while (bits < 24 && (per_bucket_x2 << bits) <= T) ++bits;  // per_bucket * 2^(bits + 1) <= T
     bits = std::max(bits, owner_bits);
+    auto lineage = std::make_shared<Lineage>();  // a build starts a lineage of its own
     TokenIndex &s = index_;
     s.clear();
+    s.lineage_ = std::move(lineage);
     s.tokens_ = T;
     s.coarse_ = coarse;
     s.owner_bits_ = owner_bits;
@@ -268,9 +299,9 @@ void TokenIndex::Writer::finish() {
         s.bucket_offset_[((G + 1) << g) + G] =
             BucketOffset(std::min<uint32_t>(start[(G + 1) << g] - s.group_start_[G], kMaxOffset));
 
-    // One group a chunk while the chunk references an update takes stay
-    // in cache (up to ~2M tokens); beyond, where each is a miss, 2^C groups
-    // with C = log2(T) - 20 (tests/bench/RESULTS.md, "scale").
+    // One group a chunk while the chunk pointers an update copies stay
+    // in cache (up to ~2M tokens); beyond, 2^C groups with
+    // C = log2(T) - 20 (tests/bench/RESULTS.md, "scale").
     unsigned group_bits = s.prefix_bits_ - g, t_bits = 0;
     while (t_bits < 63 && (size_t(1) << (t_bits + 1)) <= T_) ++t_bits;
     s.chunk_shift_ = std::min(group_bits, t_bits > 20 ? std::min(t_bits - 20, 4u) : 0u);
@@ -378,6 +409,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     if (base.tokens_ == 0 || chunks < 2) return false;
 
     out.clear();
+    if (!out.share_from(base)) return false;
     out.tokens_ = base.tokens_;
     out.chunk_shift_ = base.chunk_shift_;
     out.group_shift_ = base.group_shift_;
@@ -392,15 +424,11 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     out.bucket_offset_ = base.bucket_offset_;
     out.group_start_.resize(base.group_start_.size());
     // The chunks kept are shared; a rewritten one is null until its copy is
-    // made (so that clearing `out` on failure releases only what it holds).
+    // made (so that clearing `out` on failure frees only what it made).
     std::vector<uint8_t> is_dirty(chunks, 0);
     for (uint32_t c : dirty) is_dirty[c] = 1;
-    out.chunks_.resize(chunks);
-    for (size_t c = 0; c < chunks; ++c) {
-        const uint32_t *chunk = is_dirty[c] ? nullptr : base.chunks_[c];
-        if (chunk) retain(chunk);
-        out.chunks_[c] = chunk;
-    }
+    out.chunks_ = base.chunks_;
+    for (uint32_t c : dirty) out.chunks_[c] = nullptr;
 
     const unsigned gs = base.group_shift_, C = base.chunk_shift_;
     const size_t groups_per_chunk = size_t(1) << C, buckets_per_group = size_t(1) << gs;
@@ -686,7 +714,7 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
                     std::memcpy(header_of(copy)->cold, cold_of_chunk(old), cold_bytes(n, cold_shift));
                     for (size_t g = q << C; g < (q + 1) << C; ++g) out.hot_of_group_[g] = copy + (out.hot_of_group_[g] - old);
                     out.chunks_[q] = copy;
-                    release(old);
+                    if (!base.holds(q, old)) free_chunk(old);  // else the base's, as it was
                     out.set_pads(q);
                 }
                 if (n) break;

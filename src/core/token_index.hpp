@@ -24,13 +24,16 @@
 // that big takes the exact path.
 //
 // The records live in chunks of 2^C consecutive groups (hot records,
-// kWindow pad records, cold records), reference-counted and shared by every
-// snapshot whose chunk is unchanged: adding a node rewrites the chunks its
-// ~160 tokens fall in (and a chunk before one of them whose pads name
-// another next owner), plus the small per-group arrays, instead of the
-// whole ring. C grows with T (chunks of ~sqrt(T) tokens) so that an update's
-// two costs, the chunks it rewrites and the chunk references every
-// snapshot takes, stay balanced. An
+// kWindow pad records, cold records), shared by every snapshot whose chunk
+// is unchanged: adding a node rewrites the chunks its ~160 tokens fall in
+// (and a chunk before one of them whose pads name another next owner),
+// plus the small per-group arrays, instead of the whole ring. C grows with
+// T (chunks of ~sqrt(T) tokens) so that an update's two costs, the chunks
+// it rewrites and the per-chunk arrays it copies, stay balanced. A shared
+// chunk has no reference count: the indexes an update chain made share a
+// chunk at one position, in consecutive versions, so the index that goes
+// frees each chunk neither of its live neighbours in the chain holds
+// (commit(), "Lineage" below). An
 // owner is a slot, stable across updates (snapshot.hpp maps slots to node
 // indices), so a chunk stays valid when other nodes come and go.
 //
@@ -39,10 +42,11 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "chunk_pool.hpp"
@@ -62,10 +66,17 @@ public:
     static Pos pos(uint32_t group, uint32_t offset) noexcept { return Pos(group) << 32 | offset; }
 
     TokenIndex() = default;
-    // Shares every chunk of `other` (the start of an update).
-    TokenIndex(const TokenIndex &other);
+    TokenIndex(const TokenIndex &) = delete;
     TokenIndex &operator=(const TokenIndex &) = delete;
+    // Frees the chunks no other live index holds.
     ~TokenIndex();
+
+    // Marks a finished index as its lineage's newest: an update's result
+    // after the index it was made from, a full build's as the first of a
+    // lineage of its own. Call once, when the index will not change again
+    // (a snapshot's constructor, before anyone else can see it); until
+    // then it frees only the chunks it made.
+    void commit() noexcept;
 
     size_t token_count() const noexcept { return tokens_; }
     // Whether T tokens keep this layout's tokens per bucket within its
@@ -223,7 +234,6 @@ private:
     // right after the pads (one allocation each).
     struct ChunkHeader {
         unsigned char *cold;      // the cold records (null until a build makes their block)
-        std::atomic<uint32_t> refs;
         uint32_t n : 24;          // tokens (at most 255 a group)
         uint32_t cold_shift : 6;  // P - O (< 24)
         uint32_t source : 2;      // a chunk_pool::Source (the cold block's too)
@@ -231,7 +241,7 @@ private:
     static ChunkHeader *header_of(const uint32_t *base) noexcept {
         return const_cast<ChunkHeader *>(reinterpret_cast<const ChunkHeader *>(base) - 1);
     }
-    // A chunk for n tokens with one reference, hot records unset, cold
+    // A chunk for n tokens, hot records unset, cold
     // ones zero in the same block (with `with_cold`; else none yet:
     // make_cold()), from `source`. Throws bad_alloc.
     static uint32_t *new_chunk(uint32_t n, unsigned cold_shift, chunk_pool::Source source, bool with_cold = true);
@@ -253,10 +263,7 @@ private:
     chunk_pool::Source update_source() const noexcept {
         return chunk_shift_ > 0 ? chunk_pool::Source::huge_slabs : chunk_pool::Source::small_slabs;
     }
-    static void retain(const uint32_t *base) noexcept {
-        header_of(base)->refs.fetch_add(1, std::memory_order_relaxed);
-    }
-    static void release(const uint32_t *base) noexcept;
+    static void free_chunk(const uint32_t *base) noexcept;
     static size_t cold_bytes(uint32_t n, unsigned cold_shift) noexcept {
         return (size_t(n) * (32 - cold_shift) + 7) / 8 + 8;
     }
@@ -357,8 +364,14 @@ private:
         const uint32_t n = header_of(base)->n;
         std::fill(base + n, base + n + kWindow, pad_record(tokens_ ? slot_after_chunk(c) : 0));
     }
-    // Drops every chunk reference.
+    // Frees the chunks this index made and empties it; for an index not
+    // yet committed (a build or update that failed, or starts over).
     void clear() noexcept;
+    // Whether this index holds chunk `c` at position k.
+    bool holds(size_t k, const uint32_t *c) const noexcept { return k < chunks_.size() && chunks_[k] == c; }
+    // Under an update (Updater::apply()): shares `base`'s chunks if base
+    // is its lineage's newest index; false if it is not (a full build then).
+    bool share_from(const TokenIndex &base) noexcept;
 
     using BucketOffset = uint8_t;
     static constexpr unsigned kMaxGroupShift = 6;
@@ -383,6 +396,21 @@ private:
     unsigned key_shift_ = 31;    // 32 - P
     unsigned owner_bits_ = 1;    // O
     uint32_t owner_mask_ = 1;    // 2^O - 1
+
+    // Lineage: the committed indexes of one update chain, oldest to newest.
+    // Each was made from the one before it, so a chunk is held by a run
+    // of consecutive indexes, at the same position in each (an update
+    // keeps the chunk layout). An index that goes frees the chunks that
+    // neither its older nor its newer live neighbour holds: if any other
+    // live index holds one, one of those two does. The links change, and
+    // are read, under the mutex; a committed index's chunks never change.
+    struct Lineage {
+        std::mutex mutex;
+    };
+    std::shared_ptr<Lineage> lineage_;  // set by a build (its own) or an update (its base's)
+    TokenIndex *older_ = nullptr, *newer_ = nullptr;  // committed: live neighbours in the lineage
+    const TokenIndex *base_ = nullptr;  // an update not yet committed: the index it shares with
+    bool committed_ = false;
 };
 
 // Reads the tokens in order one at a time, so that a caller can walk two

@@ -3,8 +3,12 @@
  * snapshots, so every snapshot of a chain is kept alive to the end, and
  * each checked one must answer exactly as a ring built afresh with its
  * membership: the same tokens and owners, node counts and ownerships, the
- * same owner and replicas for sampled keys, the same fingerprint. Releasing
- * them all must free everything (the ASan build checks for leaks). */
+ * same owner and replicas for sampled keys, the same fingerprint. Snapshots
+ * between the checked ones are released along the way, in random order, so
+ * that a chunk's holders come and go out of order while the chain grows;
+ * the rest are released in random order at the end, which must free
+ * everything (the ASan build checks for leaks and for reads of freed
+ * chunks). */
 #include <chring.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,6 +165,13 @@ static void chain(unsigned seed) {
         must(chr_ring_apply(ring, c, (size_t)n, NULL), "chr_ring_apply (step)");
         must(chr_ring_snapshot(ring, &kept[step]), "chr_ring_snapshot");
         if (step % CHECK_EVERY == 0) at[step / CHECK_EVERY] = m;
+        /* An unchecked earlier snapshot goes, now and then (the current
+         * one included: the ring still holds it). */
+        int gone = rand() % (step + 1);
+        if (rand() % 2 && gone % CHECK_EVERY != 0 && kept[gone]) {
+            chr_snapshot_release(kept[gone]);
+            kept[gone] = NULL;
+        }
     }
     chr_ring_free(ring); /* the snapshots outlive it */
     for (int step = 0; step < STEPS; step += CHECK_EVERY) {
@@ -168,7 +179,16 @@ static void chain(unsigned seed) {
         if (!same(kept[step], f, step)) failures++;
         chr_snapshot_release(f);
     }
-    for (int step = 0; step < STEPS; step++) chr_snapshot_release(kept[step]);
+    /* The rest in random order: a random permutation of the steps. */
+    static int order[STEPS];
+    for (int step = 0; step < STEPS; step++) order[step] = step;
+    for (int step = STEPS - 1; step > 0; step--) {
+        int j = rand() % (step + 1), t = order[step];
+        order[step] = order[j];
+        order[j] = t;
+    }
+    for (int step = 0; step < STEPS; step++)
+        if (kept[order[step]]) chr_snapshot_release(kept[order[step]]);
 }
 
 int main(void) {
