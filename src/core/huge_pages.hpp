@@ -149,8 +149,8 @@ private:
 };
 
 // v.reserve(n), with the new capacity advised before anything touches it.
-template <class T>
-void reserve_huge(std::vector<T> &v, size_t n) {
+template <class T, class Allocator>
+void reserve_huge(std::vector<T, Allocator> &v, size_t n) {
     const bool grows = n > v.capacity();
     v.reserve(n);
     if (grows) advise_huge_pages(v.data() + v.size(), (v.capacity() - v.size()) * sizeof(T));

@@ -295,9 +295,9 @@ private:
     // Takes the tokens in order and builds everything derived from them
     // (snapshot_build.cpp).
     class Builder;
-    void build_merged(const Snapshot &base, const MembershipDelta &delta, const std::vector<Token> &fresh,
+    void build_merged(const Snapshot &base, const MembershipDelta &delta, FreshTokens &fresh,
                       HugeArray<Token> spare);
-    bool update(const Snapshot &base, const MembershipDelta &delta, const std::vector<Token> &fresh);
+    bool update(const Snapshot &base, const MembershipDelta &delta, const FreshTokens &fresh);
     void derive_from_nodes();
     void number_zones();
 

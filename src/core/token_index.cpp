@@ -20,12 +20,13 @@ namespace {
 // accumulator stored 4 bytes at a time: put_cold_word() per token reloads
 // the 8 bytes the previous one stored at another offset, a failed store
 // forward each (the build's packing took 4x as long).
-void pack_cold_words(const uint32_t *words, uint32_t n, unsigned cold_shift, unsigned char *cold) noexcept {
+// `records`: a build's (hot, cold) word pairs, the cold word second.
+void pack_cold_words(const uint32_t *records, uint32_t n, unsigned cold_shift, unsigned char *cold) noexcept {
     const unsigned bits = 32 - cold_shift;
     uint64_t acc = 0;
     unsigned filled = 0;
     for (uint32_t k = 0; k < n; ++k) {
-        acc |= uint64_t(words[k] >> cold_shift) << filled;
+        acc |= uint64_t(records[2 * size_t(k) + 1] >> cold_shift) << filled;
         filled += bits;
         if (filled >= 32) {
             const uint32_t low = uint32_t(acc);
@@ -223,7 +224,7 @@ size_t TokenIndex::bytes_not_in(const TokenIndex &other) const noexcept {
     return bytes;
 }
 
-TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots, HugeArray<Token> spare)
+TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots, HugeArray<Token> spare, void *records)
     : index_(index), T_(T) {
     // Owner field: O bits for the slots. Prefix index on the top P bits
     // of a hash: 1.5-3 tokens per bucket (the largest P with 2^P <=
@@ -262,10 +263,12 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots, HugeArray<
     // than filling them.
     start_vec_.assign((size_t(1) << bits) + 1, 0);
     const size_t record_tokens = (2 * T + 3) / 4;  // 2T words, in Token units
-    records_ = spare.size() >= record_tokens ? std::move(spare) : HugeArray<Token>(record_tokens);
+    if (!records) {
+        records_ = spare.size() >= record_tokens ? std::move(spare) : HugeArray<Token>(record_tokens);
+        records = records_.data();
+    }
     start_ = start_vec_.data();
-    hot_ = reinterpret_cast<uint32_t *>(records_.data());
-    cold_ = hot_ + T;
+    rec_ = static_cast<uint32_t *>(records);
 }
 
 // start_ counted tokens per bucket; summed, start[b] = the first token of
@@ -317,13 +320,13 @@ void TokenIndex::Writer::finish() {
             const uint32_t n = s.group_start_[(c + 1) << s.chunk_shift_] - first;
             uint32_t *base = new_chunk(n, cold_shift, s.build_source(), false);
             s.chunks_[c] = base;
-            std::copy(hot_ + first, hot_ + first + n, base);
+            for (uint32_t i = 0; i < n; ++i) base[i] = rec_[2 * (size_t(first) + i)];
             for (size_t G = c << s.chunk_shift_; G < (c + 1) << s.chunk_shift_; ++G)
                 s.hot_of_group_[G] = base + (s.group_start_[G] - first);
         }
         for (size_t c = 0; c < chunks; ++c) {
             const uint32_t first = s.group_start_[c << s.chunk_shift_];
-            pack_cold_words(cold_ + first, header_of(s.chunks_[c])->n, cold_shift, make_cold(s.chunks_[c]));
+            pack_cold_words(rec_ + 2 * size_t(first), header_of(s.chunks_[c])->n, cold_shift, make_cold(s.chunks_[c]));
         }
     } catch (...) {
         s.clear();

@@ -494,16 +494,19 @@ void TokenIndex::for_each_token(F &&f) const {
 // Fills a TokenIndex with T tokens given in (value, owner) order.
 class TokenIndex::Writer {
 public:
-    // Sizes the layout for T tokens over owners < `slots`. Takes `spare`
-    // for its record buffers when it holds 8 bytes a token (a sort's
-    // scratch: its pages are faulted in already, and at 16M tokens new
-    // ones cost more than filling them).
-    Writer(TokenIndex &index, size_t T, size_t slots, HugeArray<Token> spare = {});
+    // Sizes the layout for T tokens over owners < `slots`. Its records
+    // (8 bytes a token: token k's hot and cold words at 8k) go to
+    // `records` when given; else to `spare` when that is big enough (a
+    // sort's scratch: its pages are faulted in already, and at 16M tokens
+    // new ones cost more than filling them); else to a buffer of its own.
+    // `records` may be the array of 16-byte Tokens the caller adds, in
+    // order, and nothing else: record k then lands on tokens already read.
+    Writer(TokenIndex &index, size_t T, size_t slots, HugeArray<Token> spare = {}, void *records = nullptr);
 
     // The next token; also counts its bucket. Inline: once per token of
     // every build.
     void add(uint64_t v, uint32_t o) noexcept {
-        encode(v, o, bits_, owner_mask_, hot_bits_, hot_[k_], cold_[k_]);
+        encode(v, o, bits_, owner_mask_, hot_bits_, rec_[2 * k_], rec_[2 * k_ + 1]);
         ++start_[(v >> shift_) + 1];
         ++k_;
     }
@@ -519,10 +522,10 @@ private:
     const size_t T_;
     size_t k_ = 0;
     HugeArray<uint32_t> start_vec_;  // tokens per bucket, then first token per bucket
-    HugeArray<Token> records_;  // hot then cold words (T each), before the split into chunks
+    HugeArray<Token> records_;  // its own records, when not given any
     // Raw pointers and copies: add() stores through uint32_t pointers,
     // which could alias uint32_t members and force reloads.
-    uint32_t *start_, *hot_, *cold_;
+    uint32_t *start_, *rec_;  // rec_: (hot, cold) word pairs, before the split into chunks
     unsigned bits_, shift_, hot_bits_;  // P, 64 - P, R
     uint32_t owner_mask_;
 };

@@ -42,15 +42,15 @@ private:
     size_t n_ = 0;
 };
 
-// Appends the tokens of the nodes `delta` regenerates to `out` (reserved
-// for them), hashing each "id#i" with `hash`.
+// Gives put(value, owner) the tokens of the nodes `delta` regenerates,
+// hashing each "id#i" with `hash`.
 //
 // Token i's name is written kLanes tokens before it is hashed, each lane
 // its own buffer: a hash read right after the name's byte stores would
 // wait for them (a wide load cannot be forwarded from narrower stores),
 // which took a third of a build's hashing.
-template <class Hash>
-void generate(const MembershipDelta &delta, uint32_t tpw, std::vector<Token> &out, Hash &&hash) {
+template <class Hash, class Put>
+void generate(const MembershipDelta &delta, uint32_t tpw, Hash &&hash, Put &&put) {
     constexpr uint32_t kLanes = 8;
     struct Lane {
         char name[CHR_NODE_ID_MAX + 1 + 10];
@@ -70,32 +70,46 @@ void generate(const MembershipDelta &delta, uint32_t tpw, std::vector<Token> &ou
         }
         for (uint32_t t = 0; t < count; ++t) {
             const uint32_t j = t % kLanes;
-            Token &token = out.emplace_back();  // fields stored one by one: no 16-byte reload
-            token.value = hash(lanes[j].name, prefix + digits[j].size());
-            token.owner = uint32_t(k);
+            put(hash(lanes[j].name, prefix + digits[j].size()), uint32_t(k));
             digits[j].add(kLanes);
         }
     }
 }
 
-void fresh_tokens(const Placement &p, const MembershipDelta &delta, std::vector<Token> &tokens,
-                  HugeArray<Token> *spare) {
+// The tokens `delta` regenerates, sorted: a big set sorted as it is made
+// (RangeSort), unless a range overflows; else made, then sorted.
+template <class Hash>
+void make_sorted(const MembershipDelta &delta, uint32_t tpw, size_t total, Hash &&hash, FreshTokens &tokens,
+                 HugeArray<Token> *spare) {
+    if (RangeSort::suits(total)) {
+        RangeSort sort(tokens, total);
+        generate(delta, tpw, hash, [&](uint64_t value, uint32_t owner) { sort.put(value, owner); });
+        if (sort.finish()) return;
+    }
+    tokens.clear();
+    reserve_huge(tokens, total);
+    generate(delta, tpw, hash, [&](uint64_t value, uint32_t owner) {
+        Token &token = tokens.emplace_back();  // fields stored one by one: no 16-byte reload
+        token.value = value;
+        token.owner = owner;
+    });
+    sort_tokens(tokens, spare);
+}
+
+void fresh_tokens(const Placement &p, const MembershipDelta &delta, FreshTokens &tokens, HugeArray<Token> *spare) {
     const uint32_t tpw = p.tokens_per_weight;
     const uint64_t seed = p.seed;
     const chr_hash64_fn hash64 = p.hasher->hash64;
     size_t total = 0;
     for (size_t k = 0; k < delta.nodes.size(); ++k)
         if (delta.regenerate[k]) total += size_t(delta.nodes[k].weight) * tpw;
-
-    tokens.clear();
-    reserve_huge(tokens, total);
     // The built-in xxh3 inline for names that fit its short path, as key
     // lookups do (xxh3_inline.hpp); the same values.
     if (is_builtin_xxh3(hash64))
-        generate(delta, tpw, tokens, [&](const char *b, size_t len) { return builtin_xxh3(b, len, seed); });
+        make_sorted(delta, tpw, total, [&](const char *b, size_t len) { return builtin_xxh3(b, len, seed); }, tokens,
+                    spare);
     else
-        generate(delta, tpw, tokens, [&](const char *b, size_t len) { return hash64(b, len, seed); });
-    sort_tokens(tokens, spare);
+        make_sorted(delta, tpw, total, [&](const char *b, size_t len) { return hash64(b, len, seed); }, tokens, spare);
 }
 
 uint64_t native_bound(const Placement &p, uint32_t weight) noexcept {

@@ -41,7 +41,7 @@ struct PlacementOps {
     // rebuild every point on any change, and so does this).
     // `spare`, when not null, receives the sort's scratch memory, already
     // faulted in, for the build to reuse (it may stay empty).
-    void (*fresh_tokens)(const Placement &p, const MembershipDelta &delta, std::vector<Token> &out,
+    void (*fresh_tokens)(const Placement &p, const MembershipDelta &delta, FreshTokens &out,
                          HugeArray<Token> *spare);
     void (*all_points)(const Placement &p, const std::vector<Node> &nodes, std::vector<Token> &out);
 };

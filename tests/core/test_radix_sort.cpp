@@ -1,7 +1,9 @@
 // White-box: the fresh tokens' radix sort (src/core/radix_sort.hpp) gives
 // exactly std::sort's (value, owner) order, on sizes around its one- and
 // two-pass thresholds and on inputs that defeat its bucketing: equal
-// values, all-equal, sorted, reversed, crowded top bits, duplicates.
+// values, all-equal, sorted, reversed, crowded top bits, duplicates. So
+// does the sort a big build does as it makes its tokens (RangeSort), or
+// it reports that a range overflowed (the build then sorts the usual way).
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
@@ -104,13 +106,53 @@ void test_crowded_bits(void **) {
                 random_owner));
 }
 
+// RangeSort fed `tokens` in their order: true and std::sort's order, or
+// false (a range overflowed its room).
+bool range_sorts_like_std_sort(const std::vector<Token> &tokens) {
+    chring::FreshTokens out;
+    chring::RangeSort sort(out, tokens.size());
+    for (const Token &t : tokens) sort.put(t.value, t.owner);
+    if (!sort.finish()) return false;
+    std::vector<Token> expected = tokens;
+    std::sort(expected.begin(), expected.end());
+    assert_int_equal(out.size(), expected.size());
+    for (size_t i = 0; i < out.size(); ++i)
+        if (out[i].value != expected[i].value || out[i].owner != expected[i].owner)
+            fail_msg("n = %zu: token %zu is (%llx, %u), std::sort has (%llx, %u)", out.size(), i,
+                     (unsigned long long)out[i].value, out[i].owner, (unsigned long long)expected[i].value,
+                     expected[i].owner);
+    return true;
+}
+
+void test_range_sort(void **) {
+    const size_t first = size_t(1) << 20;
+    assert_true(chring::RangeSort::suits(first));
+    assert_false(chring::RangeSort::suits(first - 1));
+    for (size_t n : {first, first + 12345, size_t(1) << 21}) {
+        // Uniform values fit every range's room.
+        assert_true(range_sorts_like_std_sort(
+            make(n, [](size_t, std::mt19937_64 &rng) { return rng(); }, random_owner)));
+        // Pairs of equal values, ordered by owner.
+        assert_true(range_sorts_like_std_sort(make(
+            n, [](size_t i, std::mt19937_64 &) { return uint64_t(i / 2) * 0x9E3779B97F4A7C15ull; },
+            [](size_t i, std::mt19937_64 &) { return uint32_t(1000 - i % 2); })));
+    }
+    // A skewed hasher: the top bits fixed put every token in one range,
+    // which overflows; so does one value for all.
+    assert_false(range_sorts_like_std_sort(make(
+        first, [](size_t, std::mt19937_64 &rng) { return (rng() & 0x000FFFFFFFFFFFFFull) | (0xA5ull << 56); },
+        random_owner)));
+    assert_false(range_sorts_like_std_sort(
+        make(first, [](size_t, std::mt19937_64 &) { return uint64_t(42); }, random_owner)));
+}
+
 }  // namespace
 
 int main() {
     const CMUnitTest tests[] = {
         cmocka_unit_test(test_random),      cmocka_unit_test(test_equal_values),
         cmocka_unit_test(test_all_equal),   cmocka_unit_test(test_sorted_and_reversed),
-        cmocka_unit_test(test_crowded_bits),
+        cmocka_unit_test(test_crowded_bits), cmocka_unit_test(test_range_sort),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
