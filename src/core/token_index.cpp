@@ -39,6 +39,19 @@ void pack_cold_words(const uint32_t *records, uint32_t n, unsigned cold_shift, u
     std::memcpy(cold, &acc, sizeof acc);  // the rest, within the stream's slack
 }
 
+// The hot words of n (hot, cold) record pairs, in order.
+void copy_hot_words(const uint32_t *records, uint32_t n, uint32_t *hot) noexcept {
+    uint32_t i = 0;
+#if defined(__SSE2__)
+    for (; i + 4 <= n; i += 4) {  // four records, two loads: their even words
+        const __m128 a = _mm_loadu_ps(reinterpret_cast<const float *>(records + 2 * size_t(i)));
+        const __m128 b = _mm_loadu_ps(reinterpret_cast<const float *>(records + 2 * size_t(i) + 4));
+        _mm_storeu_ps(reinterpret_cast<float *>(hot + i), _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+    }
+#endif
+    for (; i < n; ++i) hot[i] = records[2 * size_t(i)];
+}
+
 }  // namespace
 
 uint32_t *TokenIndex::new_chunk(uint32_t n, unsigned cold_shift, chunk_pool::Source source, bool with_cold) {
@@ -320,7 +333,7 @@ void TokenIndex::Writer::finish() {
             const uint32_t n = s.group_start_[(c + 1) << s.chunk_shift_] - first;
             uint32_t *base = new_chunk(n, cold_shift, s.build_source(), false);
             s.chunks_[c] = base;
-            for (uint32_t i = 0; i < n; ++i) base[i] = rec_[2 * (size_t(first) + i)];
+            copy_hot_words(rec_ + 2 * size_t(first), n, base);
             for (size_t G = c << s.chunk_shift_; G < (c + 1) << s.chunk_shift_; ++G)
                 s.hot_of_group_[G] = base + (s.group_start_[G] - first);
         }
