@@ -199,7 +199,8 @@ void sort_tokens(Tokens &tokens, HugeArray<Token> *spare = nullptr) {
 // sort_tokens is. Then each range is sorted in a buffer that stays in
 // cache and copied down to its place. At 16M tokens this spares the
 // build 256 MB of new memory, which the kernel must fault in and zero
-// (tests/bench/RESULTS.md, "A big build's memory"). A range that
+// (tests/bench/RESULTS.md, "Chunks freed by lineage; a big
+// build's memory"). A range that
 // overflows its room (a skewed hasher) fails the whole: the caller then
 // makes the tokens again and sorts them with sort_tokens.
 class RangeSort {

@@ -7,16 +7,23 @@
 // for the memory figures (links the core, as bench_memory does).
 //
 //   bench_scale [max_nodes]      default 100000
+//   bench_scale --builds R [nodes]
+//       only builds: R builds of `nodes` (default 100000) in this process,
+//       each one's wall time, then the process's peak resident memory
+//       (compare libraries by alternating processes)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include "bench_support.hpp"
 #include "snapshot.hpp"
@@ -86,16 +93,33 @@ double pointer_chase_ns(size_t bytes, size_t steps) {
     return t / double(steps) * 1e9;
 }
 
+// A ring of `batch`'s nodes, built with one chr_ring_apply.
+chr_ring *apply_nodes(const bench::NodeBatch &batch) {
+    chr_ring *ring = nullptr;
+    bench::check(chr_ring_new(nullptr, &ring), "chr_ring_new");
+    bench::check(chr_ring_apply(ring, batch.changes.data(), batch.changes.size(), nullptr), "apply");
+    return ring;
+}
+
+// --builds: each build's time, then the peak resident memory.
+void builds_only(int rounds, size_t nodes) {
+    const bench::NodeBatch batch(nodes);
+    for (int r = 0; r < rounds; ++r) {
+        const Clock::time_point start = Clock::now();
+        chr_ring_free(apply_nodes(batch));
+        std::printf("build %d of %zu nodes: %.0f ms\n", r, nodes, seconds_since(start) * 1e3);
+        std::fflush(stdout);
+    }
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    std::printf("peak resident memory: %ld MB\n", usage.ru_maxrss / 1024);
+}
+
 void one_size(size_t nodes) {
     const bench::NodeBatch batch(nodes);
     // Build: the first in this size (its memory new to the process), then
     // the median of later ones.
-    auto build = [&] {
-        chr_ring *ring = nullptr;
-        bench::check(chr_ring_new(nullptr, &ring), "chr_ring_new");
-        bench::check(chr_ring_apply(ring, batch.changes.data(), batch.changes.size(), nullptr), "apply");
-        return ring;
-    };
+    auto build = [&] { return apply_nodes(batch); };
     Clock::time_point start = Clock::now();
     chr_ring_free(build());
     const double first_build = seconds_since(start);
@@ -203,6 +227,10 @@ void one_size(size_t nodes) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    if (argc > 2 && std::strcmp(argv[1], "--builds") == 0) {
+        builds_only(std::atoi(argv[2]), argc > 3 ? size_t(std::strtoull(argv[3], nullptr, 10)) : 100000);
+        return 0;
+    }
     const size_t max_nodes = argc > 1 ? size_t(std::strtoull(argv[1], nullptr, 10)) : 100000;
     std::printf("| nodes | tokens | build ms (first / warm) | add one ms | remove one ms | "
                 "lookup ns (snapshot / ring) | lower_bound / lookup (snapshot / ring) | lower_bound / batch | "
