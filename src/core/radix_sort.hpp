@@ -83,6 +83,55 @@ inline void sort_range(const Token *src, size_t m, Token *out, unsigned shift, u
     insertion_sort(out, out + m);
 }
 
+// Bits a sort looks at in all for n tokens: about one token per final range.
+inline unsigned final_bits(size_t n) noexcept {
+    unsigned K = 1;
+    while (K < 24 && (size_t(1) << (K + 1)) <= n) ++K;
+    return K;
+}
+
+// Sorts a first-pass range of m tokens from src into dst by the next `bits`
+// bits from `shift` up: through `buffer` (`buffer_size` tokens), which stays
+// in cache from one range to the next, then copied to dst in one go
+// (scattered into dst directly, every line of it would be a miss: it was
+// last written by the first pass); a range past the buffer (a skewed
+// hasher) straight into dst, which must not then overlap src. A range of up
+// to 32 may overlap dst.
+inline void sort_range_to(const Token *src, size_t m, Token *dst, Token *buffer, size_t buffer_size, unsigned shift,
+                          unsigned bits, std::vector<size_t> &count, std::vector<size_t> &next) {
+    if (m <= 32) {
+        std::memmove(dst, src, m * sizeof(Token));
+        finish_range(dst, dst + m);
+    } else if (m <= buffer_size) {
+        sort_range(src, m, buffer, shift, bits, count, next);
+        std::memcpy(dst, buffer, m * sizeof(Token));
+    } else {
+        sort_range(src, m, dst, shift, bits, count, next);
+    }
+}
+
+// A first pass's write buffer for one range: four tokens, one cache line,
+// written out whole with stream_line().
+struct alignas(64) Line {
+    Token t[4];  // position p of the output in slot p % 4
+};
+static_assert(sizeof(Token) == 16 && sizeof(Line) == 64, "four tokens a cache line");
+
+// Stores a full line at `to` (16-byte aligned) with non-temporal stores,
+// which write the line without reading it first.
+inline void stream_line(const Line &line, Token *to) noexcept {
+#if defined(__SSE2__)
+    const __m128i *from = reinterpret_cast<const __m128i *>(line.t);
+    __m128i *dst = reinterpret_cast<__m128i *>(to);
+    _mm_stream_si128(dst, _mm_load_si128(from));
+    _mm_stream_si128(dst + 1, _mm_load_si128(from + 1));
+    _mm_stream_si128(dst + 2, _mm_load_si128(from + 2));
+    _mm_stream_si128(dst + 3, _mm_load_si128(from + 3));
+#else
+    std::copy(line.t, line.t + 4, to);
+#endif
+}
+
 #if defined(__SSE2__)
 // The first pass of a big sort: n tokens from src into dst by their top
 // `bits` value bits (count as counting_pass leaves it, no finish). Every
@@ -102,10 +151,6 @@ inline void scatter_by_top_bits(const Token *src, size_t n, Token *dst, unsigned
     std::fill(count.begin(), count.begin() + buckets + 1, 0);
     for (size_t i = 0; i < n; ++i) ++count[(src[i].value >> shift) + 1];
     for (size_t b = 1; b <= buckets; ++b) count[b] += count[b - 1];
-    struct alignas(64) Line {
-        Token t[4];  // position p of the output in slot p % 4
-    };
-    static_assert(sizeof(Token) == 16 && sizeof(Line) == 64, "four tokens a cache line");
     std::vector<Line> lines(buckets);
     std::vector<size_t> next(count.begin(), count.begin() + buckets);
     for (size_t i = 0; i < n; ++i) {
@@ -117,12 +162,7 @@ inline void scatter_by_top_bits(const Token *src, size_t n, Token *dst, unsigned
         if ((at & 3) != 3) continue;
         const size_t start = at - 3;  // the output line [start, start + 4)
         if (start >= count[b]) {
-            const __m128i *from = reinterpret_cast<const __m128i *>(line.t);
-            __m128i *to = reinterpret_cast<__m128i *>(dst + start);
-            _mm_stream_si128(to, _mm_load_si128(from));
-            _mm_stream_si128(to + 1, _mm_load_si128(from + 1));
-            _mm_stream_si128(to + 2, _mm_load_si128(from + 2));
-            _mm_stream_si128(to + 3, _mm_load_si128(from + 3));
+            stream_line(line, dst + start);
         } else {  // the range's first line, begun by the range before
             for (size_t p = count[b]; p <= at; ++p) dst[p] = line.t[p & 3];
         }
@@ -145,9 +185,7 @@ void sort_tokens(Tokens &tokens, HugeArray<Token> *spare = nullptr) {
         std::sort(tokens.begin(), tokens.end());
         return;
     }
-    // K bits in all: about one token per final range.
-    unsigned K = 1;
-    while (K < 24 && (size_t(1) << (K + 1)) <= n) ++K;
+    const unsigned K = radix::final_bits(n);
     // Uninitialized (every slot is written), on huge pages from 2 MiB: a
     // build's scratch is new memory each time the heap was trimmed.
     HugeArray<Token> scratch(n);
@@ -168,25 +206,14 @@ void sort_tokens(Tokens &tokens, HugeArray<Token> *spare = nullptr) {
     else
 #endif
         radix::counting_pass(a, n, tmp, 64 - kFirstBits, kFirstBits, first_count, next, false);
-    // Each range is sorted in a buffer that stays in cache from one range
-    // to the next, then copied back in order: scattered into `a` directly,
-    // every line of it would be a miss (it was last read by the first
-    // pass). Ranges past the buffer (a skewed hasher) sort in place.
+    // Each range back into `a`, in order, through a buffer of up to 1 MiB.
     size_t longest = 0;
     for (size_t b = 0; b + 1 < first_count.size(); ++b) longest = std::max(longest, first_count[b + 1] - first_count[b]);
-    constexpr size_t kBufferedRange = size_t(1) << 16;  // 1 MiB of tokens
-    HugeArray<Token> buffer(std::min(longest, kBufferedRange));
+    HugeArray<Token> buffer(std::min(longest, size_t(1) << 16));
     for (size_t b = 0; b + 1 < first_count.size(); ++b) {
-        const size_t lo = first_count[b], m = first_count[b + 1] - lo;
-        if (m <= 32) {
-            std::memcpy(a + lo, tmp + lo, m * sizeof(Token));
-            radix::finish_range(a + lo, a + lo + m);
-        } else if (m <= kBufferedRange) {
-            radix::sort_range(tmp + lo, m, buffer.data(), 64 - K, second, count, next);
-            std::memcpy(a + lo, buffer.data(), m * sizeof(Token));
-        } else {
-            radix::sort_range(tmp + lo, m, a + lo, 64 - K, second, count, next);
-        }
+        const size_t lo = first_count[b];
+        radix::sort_range_to(tmp + lo, first_count[b + 1] - lo, a + lo, buffer.data(), buffer.size(), 64 - K, second,
+                             count, next);
     }
     if (spare) *spare = std::move(scratch);
 }
@@ -214,12 +241,11 @@ public:
     // Room for n tokens in `out` (resized, its elements not yet written).
     // Throws bad_alloc.
     RangeSort(FreshTokens &out, size_t n) : out_(out), n_(n) {
-        unsigned K = 1;  // as sort_tokens: about one token per final range
-        while (K < 24 && (size_t(1) << (K + 1)) <= n) ++K;
-        range_bits_ = std::min(11u, K - 10);  // ranges of >= ~1,000 tokens
-        second_bits_ = K - range_bits_;
-        shift_ = 64 - range_bits_;
-        const size_t ranges = size_t(1) << range_bits_, expected = n >> range_bits_;
+        const unsigned K = radix::final_bits(n);
+        const unsigned range_bits = std::min(11u, K - 10);  // ranges of >= ~1,000 tokens
+        second_bits_ = K - range_bits;
+        shift_ = 64 - range_bits;
+        const size_t ranges = size_t(1) << range_bits, expected = n >> range_bits;
         size_t sd = 1;
         while (sd * sd < expected) ++sd;
         room_ = (expected + 8 * sd + 16 + 3) & ~size_t(3);  // whole lines: each range's starts line-aligned
@@ -242,7 +268,7 @@ public:
         Token &t = lines_[r].t[f & 3];
         t.value = value;  // fields stored one by one: no 16-byte reload
         t.owner = owner;
-        if ((f & 3) == 3) stream_line(r, f - 3);
+        if ((f & 3) == 3) radix::stream_line(lines_[r], out_.data() + r * room_ + (f - 3));
     }
 
     // Sorts what was put and leaves `out` the n tokens in order; false
@@ -259,46 +285,22 @@ public:
         HugeArray<Token> buffer(room_);
         std::vector<size_t> count((size_t(1) << second_bits_) + 1), next;
         size_t at = 0;
-        for (size_t r = 0; r < ranges; ++r) {
-            Token *range = base + r * room_;
-            const size_t m = fill_[r];
-            if (m <= 32) {
-                radix::finish_range(range, range + m);
-                std::memmove(base + at, range, m * sizeof(Token));
-            } else {
-                radix::sort_range(range, m, buffer.data(), shift_ - second_bits_, second_bits_, count, next);
-                std::memcpy(base + at, buffer.data(), m * sizeof(Token));
-            }
-            at += m;
+        for (size_t r = 0; r < ranges; ++r) {  // down to its place: at <= r * room_, m <= room_
+            radix::sort_range_to(base + r * room_, fill_[r], base + at, buffer.data(), room_, shift_ - second_bits_,
+                                 second_bits_, count, next);
+            at += fill_[r];
         }
         out_.resize(n_);
         return true;
     }
 
 private:
-    struct alignas(64) Line {
-        Token t[4];  // position p of the range's slot in t[p % 4]
-    };
-    void stream_line(size_t r, size_t first) noexcept {
-        Token *to = out_.data() + r * room_ + first;
-#if defined(__SSE2__)
-        const __m128i *from = reinterpret_cast<const __m128i *>(lines_[r].t);
-        __m128i *dst = reinterpret_cast<__m128i *>(to);  // 16-byte aligned: Token arrays are
-        _mm_stream_si128(dst, _mm_load_si128(from));
-        _mm_stream_si128(dst + 1, _mm_load_si128(from + 1));
-        _mm_stream_si128(dst + 2, _mm_load_si128(from + 2));
-        _mm_stream_si128(dst + 3, _mm_load_si128(from + 3));
-#else
-        std::copy(lines_[r].t, lines_[r].t + 4, to);
-#endif
-    }
-
-    FreshTokens &out_;
+    FreshTokens &out_;  // 64-byte aligned (TokenAllocator), each range's room whole lines
     const size_t n_;
-    unsigned range_bits_, second_bits_, shift_;
+    unsigned second_bits_, shift_;
     size_t room_;
     std::vector<size_t> fill_;
-    std::vector<Line> lines_;
+    std::vector<radix::Line> lines_;
     bool overflow_ = false;
 };
 
