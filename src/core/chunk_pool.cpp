@@ -20,23 +20,6 @@
 namespace chring::chunk_pool {
 namespace {
 
-// Under AddressSanitizer a free block is poisoned past its free-list links,
-// so that a read of a chunk freed too early is reported, as the heap's are.
-void poison_free_block(void *payload, size_t size) noexcept {
-#if defined(CHRING_ASAN)
-    ASAN_POISON_MEMORY_REGION(static_cast<unsigned char *>(payload) + 16, size - 16);
-#else
-    (void)payload, (void)size;
-#endif
-}
-void unpoison(void *payload, size_t size) noexcept {
-#if defined(CHRING_ASAN)
-    ASAN_UNPOISON_MEMORY_REGION(payload, size);
-#else
-    (void)payload, (void)size;
-#endif
-}
-
 // Slab sizes by source (none from the heap); each aligned to its size.
 constexpr size_t kSlabBytes[3] = {0, size_t(64) << 10, kHugePage};
 constexpr size_t kSlabHeader = 64;
@@ -72,6 +55,24 @@ static_assert(sizeof(BlockHeader) == kBlockHeader, "payloads stay 16-byte aligne
 struct FreeBlock {  // a free block's payload
     FreeBlock *prev, *next;
 };
+
+// Under AddressSanitizer a free block is poisoned past its free-list links,
+// so that a read of a chunk freed too early is reported, as the heap's are.
+void poison_free_block(void *payload, size_t size) noexcept {
+#if defined(CHRING_ASAN)
+    ASAN_POISON_MEMORY_REGION(static_cast<unsigned char *>(payload) + sizeof(FreeBlock), size - sizeof(FreeBlock));
+#else
+    (void)payload, (void)size;
+#endif
+}
+void unpoison(void *payload, size_t size) noexcept {
+#if defined(CHRING_ASAN)
+    ASAN_UNPOISON_MEMORY_REGION(payload, size);
+#else
+    (void)payload, (void)size;
+#endif
+}
+
 struct Slab {  // at the start of each slab
     size_t live;  // blocks in use
     size_t bump;  // where the next new block goes
