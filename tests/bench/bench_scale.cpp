@@ -93,20 +93,12 @@ double pointer_chase_ns(size_t bytes, size_t steps) {
     return t / double(steps) * 1e9;
 }
 
-// A ring of `batch`'s nodes, built with one chr_ring_apply.
-chr_ring *apply_nodes(const bench::NodeBatch &batch) {
-    chr_ring *ring = nullptr;
-    bench::check(chr_ring_new(nullptr, &ring), "chr_ring_new");
-    bench::check(chr_ring_apply(ring, batch.changes.data(), batch.changes.size(), nullptr), "apply");
-    return ring;
-}
-
 // --builds: each build's time, then the peak resident memory.
 void builds_only(int rounds, size_t nodes) {
     const bench::NodeBatch batch(nodes);
     for (int r = 0; r < rounds; ++r) {
         const Clock::time_point start = Clock::now();
-        chr_ring_free(apply_nodes(batch));
+        chr_ring_free(bench::build_ring(batch));
         std::printf("build %d of %zu nodes: %.0f ms\n", r, nodes, seconds_since(start) * 1e3);
         std::fflush(stdout);
     }
@@ -119,7 +111,7 @@ void one_size(size_t nodes) {
     const bench::NodeBatch batch(nodes);
     // Build: the first in this size (its memory new to the process), then
     // the median of later ones.
-    auto build = [&] { return apply_nodes(batch); };
+    auto build = [&] { return bench::build_ring(batch); };
     Clock::time_point start = Clock::now();
     chr_ring_free(build());
     const double first_build = seconds_since(start);

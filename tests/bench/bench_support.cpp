@@ -50,8 +50,9 @@ NodeBatch::NodeBatch(size_t nodes) {
         changes.push_back({CHR_OP_ADD, 1, ids[i].data(), ids[i].size(), nullptr, 0, i});
 }
 
-chr_ring *build_ring(size_t nodes) {
-    NodeBatch batch(nodes);
+chr_ring *build_ring(size_t nodes) { return build_ring(NodeBatch(nodes)); }
+
+chr_ring *build_ring(const NodeBatch &batch) {
     chr_ring *ring = nullptr;
     check(chr_ring_new(nullptr, &ring), "chr_ring_new");
     check(chr_ring_apply(ring, batch.changes.data(), batch.changes.size(), nullptr),

@@ -45,6 +45,10 @@ std::string node_id(size_t i);
 // A ring of `nodes` nodes of weight 1 (160 tokens each, default options),
 // built with one chr_ring_apply batch. Release with chr_ring_free().
 chr_ring *build_ring(size_t nodes);
+struct NodeBatch;
+// The same from a batch made beforehand (so that a timed build times only
+// the library), or one the caller changed (zones, weights).
+chr_ring *build_ring(const NodeBatch &batch);
 
 // A ring of `nodes` nodes built once per process and kept for its lifetime;
 // safe to call from several benchmark threads at once.

@@ -36,10 +36,7 @@ const chr_snapshot *zoned_snapshot(Topology topology, size_t nodes) {
         batch.changes[i].zone = zones[zone];
         batch.changes[i].zone_len = 1;
     }
-    chr_ring *ring = nullptr;
-    bench::check(chr_ring_new(nullptr, &ring), "chr_ring_new");
-    bench::check(chr_ring_apply(ring, batch.changes.data(), batch.changes.size(), nullptr),
-                 "chr_ring_apply");
+    chr_ring *ring = bench::build_ring(batch);
     bench::check(chr_ring_snapshot(ring, &snap), "chr_ring_snapshot");
     chr_ring_free(ring);
     return snap;
