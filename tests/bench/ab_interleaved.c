@@ -14,6 +14,7 @@
  * rings whose index 2^16 keys would mostly bring into the caches), then as
  * many timed calls as take about 10 ms. AB_CHURN=N adds and removes N nodes
  * first, one at a time, so that the rings hold chunks made by updates.
+ * AB_OPS=add_remove_one,build_from_scratch (say) runs only those rows.
  * Per operation it prints each side's
  * median ns per call and the median over rounds of B/A with its quartiles.
  *
@@ -149,6 +150,17 @@ enum Op {
 static const char *const kOpNames[OPS] = {"ring_lookup",    "snapshot_lookup",    "snapshot_lookup_batch",
                                           "ring_replicas3", "snapshot_replicas3", "add_remove_one",
                                           "build_from_scratch"};
+
+/* Whether AB_OPS (operation names, comma-separated) lists `name`; every
+ * operation when it is not set. */
+static int op_wanted(const char *name) {
+    const char *list = getenv("AB_OPS");
+    if (!list) return 1;
+    const size_t n = strlen(name);
+    for (const char *at = list; (at = strstr(at, name)) != NULL; at += n)
+        if ((at == list || at[-1] == ',') && (at[n] == '\0' || at[n] == ',')) return 1;
+    return 0;
+}
 
 static double now_ns(void) {
     struct timespec t;
@@ -298,6 +310,7 @@ int main(int argc, char **argv) {
      * first row. */
     for (const double until = now_ns() + 5e8; now_ns() < until;) timed_calls(&libs[0], RING_LOOKUP, 0, 10000);
     for (int op = 0; op < OPS; ++op) {
+        if (!op_wanted(kOpNames[op])) continue;
         for (int r = 0; r < sizes; ++r) {
             if (op >= ADD_REMOVE_ONE && kNodes[r] > 10000) continue;
             /* Slices of about kSliceNs, so that refilling the caches the
