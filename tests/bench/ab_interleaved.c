@@ -151,15 +151,18 @@ static const char *const kOpNames[OPS] = {"ring_lookup",    "snapshot_lookup",  
                                           "ring_replicas3", "snapshot_replicas3", "add_remove_one",
                                           "build_from_scratch"};
 
+/* Whether the comma-separated `list` names `name`. */
+static int lists(const char *list, const char *name, size_t n) {
+    for (const char *at = list; (at = strstr(at, name)) != NULL; at += n)
+        if ((at == list || at[-1] == ',') && (at[n] == '\0' || at[n] == ',')) return 1;
+    return 0;
+}
+
 /* Whether AB_OPS (operation names, comma-separated) lists `name`; every
  * operation when it is not set. */
 static int op_wanted(const char *name) {
     const char *list = getenv("AB_OPS");
-    if (!list) return 1;
-    const size_t n = strlen(name);
-    for (const char *at = list; (at = strstr(at, name)) != NULL; at += n)
-        if ((at == list || at[-1] == ',') && (at[n] == '\0' || at[n] == ',')) return 1;
-    return 0;
+    return !list || lists(list, name, strlen(name));
 }
 
 static double now_ns(void) {
@@ -258,6 +261,15 @@ int main(int argc, char **argv) {
     }
     const int rounds = argc == 4 ? atoi(argv[3]) : 41;
     if (rounds < 1) die("ROUNDS must be at least 1", NULL);
+    if (getenv("AB_OPS")) {  /* every name one of kOpNames: a typo would run nothing */
+        for (const char *at = getenv("AB_OPS"); *at;) {
+            const size_t n = strcspn(at, ",");
+            int known = 0;
+            for (int op = 0; op < OPS; ++op) known |= strlen(kOpNames[op]) == n && strncmp(at, kOpNames[op], n) == 0;
+            if (!known) die("AB_OPS: not an operation", at);
+            at += n + (at[n] == ',');
+        }
+    }
     if (getenv("AB_CHURN")) churn = (size_t)strtoull(getenv("AB_CHURN"), NULL, 10);
     if (getenv("AB_KEYS")) {
         key_count = (size_t)strtoull(getenv("AB_KEYS"), NULL, 10);

@@ -44,8 +44,7 @@ double median_seconds(int rounds, F f) {
         f();
         t.push_back(seconds_since(start));
     }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    return bench::median(t);
 }
 
 const chring::Snapshot &core(const chr_snapshot *s) {
@@ -128,8 +127,6 @@ void one_size(size_t nodes) {
         bench::check(chr_ring_remove(ring, extra.data(), extra.size()), "remove");
         removes.push_back(seconds_since(start));
     }
-    std::sort(adds.begin(), adds.end());
-    std::sort(removes.begin(), removes.end());
 
     // Memory: one snapshot; two, the second one node more, sharing chunks.
     chr_snapshot *before = nullptr, *after = nullptr;
@@ -217,15 +214,14 @@ void one_size(size_t nodes) {
     }
     stop = true;
     writer.join();
-    std::sort(busy_share.begin(), busy_share.end());
-    const double busy_over_quiet = busy_share[busy_share.size() / 2];
+    const double busy_over_quiet = bench::median(busy_share);
     chr_snapshot_release(before);
     chr_ring_free(ring);
 
     std::printf("| %zu | %.0f | %.0f / %.0f | %.3f | %.3f | %.1f / %.1f | %.2fx / %.2fx | %.2fx | %.1f | %.2f | "
                 "%.2f | %.2f / %.2f | %.1f%% |\n",
-                nodes, T, first_build * 1e3, warm_build * 1e3, adds[adds.size() / 2] * 1e3,
-                removes[removes.size() / 2] * 1e3, lookup, ring_lookup, lower_bound / lookup,
+                nodes, T, first_build * 1e3, warm_build * 1e3, bench::median(adds) * 1e3,
+                bench::median(removes) * 1e3, lookup, ring_lookup, lower_bound / lookup,
                 lower_bound / ring_lookup, lower_bound / batch_lookup, lookup / chase, one, two, one_all, two_all,
                 100.0 * busy_over_quiet);
     std::fflush(stdout);

@@ -4,6 +4,7 @@
 
 #include <chring.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -77,6 +78,12 @@ struct TokenArray {
 // chr_snapshot_lookup row 15.9 ns instead of 9.6 (the 100- and 1,000-node
 // rows were unaffected), an artifact of the loop, not of the code timed.
 inline void consume(uint64_t value) noexcept { asm volatile("" : : "r"(value)); }
+
+// The median of repeated measurements (the upper one of an even count).
+inline double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
 
 // Where a timed loop writes its results: iteration i uses slot i % 16, and
 // the slots sit at 16 different offsets within a 4 KiB page. A lookup's

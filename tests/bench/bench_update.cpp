@@ -168,10 +168,7 @@ void single_adds_against_batch(benchmark::State &state) {
         chr_ring_free(singles);
         state.SetIterationTime(adds.back() / 1e3);
     }
-    auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
+    using bench::median;
     state.counters["adds_ms"] = median(adds);
     state.counters["apply_ms"] = median(apply);
     state.counters["apply_cold_ms"] = median(cold);
