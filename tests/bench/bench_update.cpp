@@ -110,7 +110,9 @@ void batch_in_order(benchmark::State &state) {
 // Building a ring of n members (ids n0.., weight 1, default options) by
 // n single chr_ring_add calls against one chr_ring_apply of the same n, in
 // the same iteration (the goal: at most 5x at 1,000), then one add
-// (undone, untimed) on the ring so built, the median of 21. CPU time of
+// (undone, untimed) on the ring so built, and one on a one-member ring,
+// the median of 21 each; then the n adds again, each timed, to find those
+// that rebuilt the index. CPU time of
 // this thread (the host's other load is not charged). The apply is timed
 // five times back to back on new rings, "ratio" against the fastest,
 // "ratio_cold" against the first. How fast an apply is depends on where
@@ -140,7 +142,7 @@ void single_adds_against_batch(benchmark::State &state) {
         ids[i] = "n" + std::to_string(i);
         changes[i] = chr_change{CHR_OP_ADD, 1, ids[i].data(), ids[i].size(), nullptr, 0, i};
     }
-    std::vector<double> cold, apply, adds, one_add_us;
+    std::vector<double> cold, apply, adds, one_add_us, small_add_us, rebuild_ms, rebuilds;
     for (auto _ : state) {
         double applies[5];
         for (double &a : applies) {
@@ -166,6 +168,41 @@ void single_adds_against_batch(benchmark::State &state) {
             bench::check(remove_extra(singles), "chr_ring_remove");
         }
         chr_ring_free(singles);
+        // The same n adds again, each timed: those that took over 4x the
+        // median of the 21 around them built the index afresh (the ring
+        // outgrew its layout's buckets or owner field) instead of updating it.
+        chr_ring *each = nullptr;
+        bench::check(chr_ring_new(nullptr, &each), "chr_ring_new");
+        std::vector<double> add_ms(n);
+        for (size_t i = 0; i < n; ++i) {
+            t = thread_cpu_ms();
+            bench::check(chr_ring_add(each, ids[i].data(), ids[i].size(), 1, nullptr, 0, i), "chr_ring_add");
+            add_ms[i] = thread_cpu_ms() - t;
+        }
+        chr_ring_free(each);
+        double rebuilt_ms = 0;
+        size_t rebuilt = 0;
+        for (size_t i = 0; i < n; ++i) {
+            const size_t from = i < 10 ? 0 : i - 10, to = std::min(n, i + 11);
+            if (add_ms[i] > 4 * bench::median(std::vector<double>(add_ms.begin() + from, add_ms.begin() + to))) {
+                rebuilt_ms += add_ms[i];
+                ++rebuilt;
+            }
+        }
+        rebuild_ms.push_back(rebuilt_ms);
+        rebuilds.push_back(double(rebuilt));
+        // The same add on a one-member ring: what an add costs whatever the
+        // ring's size (making, placing and publishing one node's tokens).
+        chr_ring *tiny = nullptr;
+        bench::check(chr_ring_new(nullptr, &tiny), "chr_ring_new");
+        bench::check(chr_ring_add(tiny, ids[0].data(), ids[0].size(), 1, nullptr, 0, 0), "chr_ring_add");
+        for (int k = 0; k < 21; ++k) {
+            t = thread_cpu_ms();
+            bench::check(add_extra(tiny), "chr_ring_add");
+            small_add_us.push_back((thread_cpu_ms() - t) * 1e3);
+            bench::check(remove_extra(tiny), "chr_ring_remove");
+        }
+        chr_ring_free(tiny);
         state.SetIterationTime(adds.back() / 1e3);
     }
     using bench::median;
@@ -175,6 +212,14 @@ void single_adds_against_batch(benchmark::State &state) {
     state.counters["ratio"] = median(adds) / median(apply);
     state.counters["ratio_cold"] = median(adds) / median(cold);
     state.counters["one_add_us"] = median(one_add_us);
+    state.counters["small_add_us"] = median(small_add_us);
+    // The ratio if each of the n adds cost no more than an add to a
+    // one-member ring: the part of "ratio" no sharing between snapshots
+    // can remove.
+    state.counters["ratio_small"] = double(n) * median(small_add_us) / 1e3 / median(apply);
+    // The adds that rebuilt the index, and their share of "ratio".
+    state.counters["rebuilds"] = median(rebuilds);
+    state.counters["ratio_rebuilds"] = median(rebuild_ms) / median(apply);
 }
 
 }  // namespace
