@@ -130,6 +130,30 @@ double thread_cpu_ms() {
     return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
 }
 
+// A new ring with ids[0..count) added one chr_ring_add call each; each
+// add's CPU milliseconds into `each_ms` when given.
+chr_ring *add_one_by_one(const std::vector<std::string> &ids, size_t count, std::vector<double> *each_ms) {
+    chr_ring *ring = nullptr;
+    bench::check(chr_ring_new(nullptr, &ring), "chr_ring_new");
+    for (size_t i = 0; i < count; ++i) {
+        const double t = each_ms ? thread_cpu_ms() : 0;  // no clock read in an untimed-each loop
+        bench::check(chr_ring_add(ring, ids[i].data(), ids[i].size(), 1, nullptr, 0, i), "chr_ring_add");
+        if (each_ms) each_ms->push_back(thread_cpu_ms() - t);
+    }
+    return ring;
+}
+
+// Appends the CPU microseconds of 21 adds of one more member to `ring`,
+// each undone (untimed).
+void time_extra_adds(chr_ring *ring, std::vector<double> &us) {
+    for (int k = 0; k < 21; ++k) {
+        const double t = thread_cpu_ms();
+        bench::check(add_extra(ring), "chr_ring_add");
+        us.push_back((thread_cpu_ms() - t) * 1e3);
+        bench::check(remove_extra(ring), "chr_ring_remove");
+    }
+}
+
 void single_adds_against_batch(benchmark::State &state) {
     const size_t n = size_t(state.range(0));
     if (state.range(1)) {
@@ -155,31 +179,16 @@ void single_adds_against_batch(benchmark::State &state) {
         }
         cold.push_back(applies[0]);
         apply.push_back(*std::min_element(applies, applies + 5));
-        chr_ring *singles = nullptr;
-        bench::check(chr_ring_new(nullptr, &singles), "chr_ring_new");
-        double t = thread_cpu_ms();
-        for (size_t i = 0; i < n; ++i)
-            bench::check(chr_ring_add(singles, ids[i].data(), ids[i].size(), 1, nullptr, 0, i), "chr_ring_add");
+        const double t = thread_cpu_ms();
+        chr_ring *singles = add_one_by_one(ids, n, nullptr);
         adds.push_back(thread_cpu_ms() - t);
-        for (int k = 0; k < 21; ++k) {
-            t = thread_cpu_ms();
-            bench::check(add_extra(singles), "chr_ring_add");
-            one_add_us.push_back((thread_cpu_ms() - t) * 1e3);
-            bench::check(remove_extra(singles), "chr_ring_remove");
-        }
+        time_extra_adds(singles, one_add_us);
         chr_ring_free(singles);
         // The same n adds again, each timed: those that took over 4x the
         // median of the 21 around them built the index afresh (the ring
         // outgrew its layout's buckets or owner field) instead of updating it.
-        chr_ring *each = nullptr;
-        bench::check(chr_ring_new(nullptr, &each), "chr_ring_new");
-        std::vector<double> add_ms(n);
-        for (size_t i = 0; i < n; ++i) {
-            t = thread_cpu_ms();
-            bench::check(chr_ring_add(each, ids[i].data(), ids[i].size(), 1, nullptr, 0, i), "chr_ring_add");
-            add_ms[i] = thread_cpu_ms() - t;
-        }
-        chr_ring_free(each);
+        std::vector<double> add_ms;
+        chr_ring_free(add_one_by_one(ids, n, &add_ms));
         double rebuilt_ms = 0;
         size_t rebuilt = 0;
         for (size_t i = 0; i < n; ++i) {
@@ -193,15 +202,8 @@ void single_adds_against_batch(benchmark::State &state) {
         rebuilds.push_back(double(rebuilt));
         // The same add on a one-member ring: what an add costs whatever the
         // ring's size (making, placing and publishing one node's tokens).
-        chr_ring *tiny = nullptr;
-        bench::check(chr_ring_new(nullptr, &tiny), "chr_ring_new");
-        bench::check(chr_ring_add(tiny, ids[0].data(), ids[0].size(), 1, nullptr, 0, 0), "chr_ring_add");
-        for (int k = 0; k < 21; ++k) {
-            t = thread_cpu_ms();
-            bench::check(add_extra(tiny), "chr_ring_add");
-            small_add_us.push_back((thread_cpu_ms() - t) * 1e3);
-            bench::check(remove_extra(tiny), "chr_ring_remove");
-        }
+        chr_ring *tiny = add_one_by_one(ids, 1, nullptr);
+        time_extra_adds(tiny, small_add_us);
         chr_ring_free(tiny);
         state.SetIterationTime(adds.back() / 1e3);
     }
