@@ -151,18 +151,21 @@ static const char *const kOpNames[OPS] = {"ring_lookup",    "snapshot_lookup",  
                                           "ring_replicas3", "snapshot_replicas3", "add_remove_one",
                                           "build_from_scratch"};
 
-/* Whether the comma-separated `list` names `name`. */
-static int lists(const char *list, const char *name, size_t n) {
-    for (const char *at = list; (at = strstr(at, name)) != NULL; at += n)
-        if ((at == list || at[-1] == ',') && (at[n] == '\0' || at[n] == ',')) return 1;
-    return 0;
-}
-
-/* Whether AB_OPS (operation names, comma-separated) lists `name`; every
- * operation when it is not set. */
-static int op_wanted(const char *name) {
-    const char *list = getenv("AB_OPS");
-    return !list || lists(list, name, strlen(name));
+/* Which operations run: every one, or those AB_OPS names (comma-separated;
+ * a name that is not an operation stops the program, since a typo would
+ * run nothing). */
+static int op_wanted[OPS];
+static void choose_ops(void) {
+    const char *at = getenv("AB_OPS");
+    for (int op = 0; op < OPS; ++op) op_wanted[op] = at == NULL;
+    while (at && *at) {
+        const size_t n = strcspn(at, ",");
+        int op = 0;
+        while (op < OPS && !(strlen(kOpNames[op]) == n && strncmp(at, kOpNames[op], n) == 0)) ++op;
+        if (op == OPS) die("AB_OPS: not an operation", at);
+        op_wanted[op] = 1;
+        at += n + (at[n] == ',');
+    }
 }
 
 static double now_ns(void) {
@@ -261,15 +264,7 @@ int main(int argc, char **argv) {
     }
     const int rounds = argc == 4 ? atoi(argv[3]) : 41;
     if (rounds < 1) die("ROUNDS must be at least 1", NULL);
-    if (getenv("AB_OPS")) {  /* every name one of kOpNames: a typo would run nothing */
-        for (const char *at = getenv("AB_OPS"); *at;) {
-            const size_t n = strcspn(at, ",");
-            int known = 0;
-            for (int op = 0; op < OPS; ++op) known |= strlen(kOpNames[op]) == n && strncmp(at, kOpNames[op], n) == 0;
-            if (!known) die("AB_OPS: not an operation", at);
-            at += n + (at[n] == ',');
-        }
-    }
+    choose_ops();
     if (getenv("AB_CHURN")) churn = (size_t)strtoull(getenv("AB_CHURN"), NULL, 10);
     if (getenv("AB_KEYS")) {
         key_count = (size_t)strtoull(getenv("AB_KEYS"), NULL, 10);
@@ -322,7 +317,7 @@ int main(int argc, char **argv) {
      * first row. */
     for (const double until = now_ns() + 5e8; now_ns() < until;) timed_calls(&libs[0], RING_LOOKUP, 0, 10000);
     for (int op = 0; op < OPS; ++op) {
-        if (!op_wanted(kOpNames[op])) continue;
+        if (!op_wanted[op]) continue;
         for (int r = 0; r < sizes; ++r) {
             if (op >= ADD_REMOVE_ONE && kNodes[r] > 10000) continue;
             /* Slices of about kSliceNs, so that refilling the caches the
