@@ -93,12 +93,15 @@ chr_status check_file(const ReadAtFn &read, const TrustedFile &file, const char 
     return fail(CHR_EPLUGIN_NOTSO, "%s: '%s' is not a loadable DLL: %s", who, file.path.c_str(), pe.why);
 }
 
-// Loads the checked file into `module`; false with `ec` set on failure.
-bool load_module(Module &module, TrustedFile &file, std::error_code &ec) {
+// Loads the checked file into `module`; false with `why` set on failure.
+bool load_module(Module &module, TrustedFile &file, std::string &why) {
     std::wstring wide;
     win::widen(file.path, &wide);
+    std::error_code ec;
     module.lib.load(boost::dll::fs::path(wide), ec, boost::dll::load_mode::default_mode);
-    return !ec && module.lib.is_loaded();
+    if (!ec && module.lib.is_loaded()) return true;
+    why = ec ? ec.message() : "unknown error";
+    return false;
 }
 #else
 // A loaded plugin and the descriptor it was loaded through. The loader
@@ -186,13 +189,22 @@ chr_status check_file(const ReadAtFn &read, const TrustedFile &file, const char 
 }
 
 // Loads the checked file into `module` (by the name loader_name_for()
-// chose); false with `ec` set on failure.
-bool load_module(Module &module, TrustedFile &file, std::error_code &ec) {
+// chose); false with `why` set on failure.
+bool load_module(Module &module, TrustedFile &file, std::string &why) {
     module.loader_name = loader_name_for(file);
     // rtld_now: a plugin with unresolved symbols fails here, not mid-lookup.
+    (void)::dlerror();  // a stale message must not pass for this load's
+    std::error_code ec;
     module.lib.load(module.loader_name, ec,
                     boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-    if (ec || !module.lib.is_loaded()) return false;
+    if (ec || !module.lib.is_loaded()) {
+        // Boost.DLL turns every dlopen failure into "Bad file descriptor";
+        // the loader's own reason ("undefined symbol: ...") is still in
+        // dlerror(), which nothing after the failed dlopen has read.
+        const char *loader_says = ::dlerror();
+        why = loader_says ? loader_says : ec ? ec.message() : "unknown error";
+        return false;
+    }
     if (module.loader_name != file.path) module.fd = file.release();  // see Module
     struct link_map *map = nullptr;
     if (::dlinfo(module.lib.native(), RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name ||
@@ -228,12 +240,12 @@ chr_status load_plugin_locked(const std::string &path, size_t *loaded, const cha
     if (!module) {
         module = std::make_shared<Module>();
         module->file_id = file_id;
-        std::error_code ec;
+        std::string why;
         files_opened.fetch_add(1, std::memory_order_relaxed);
-        if (!load_module(*module, file, ec)) {
+        if (!load_module(*module, file, why)) {
             loaded_modules().erase(file_id);
             return fail(CHR_EPLUGIN_NOTSO, "%s: '%s' is not a loadable shared object: %s", who,
-                        real.c_str(), ec ? ec.message().c_str() : "unknown error");
+                        real.c_str(), why.c_str());
         }
         loaded_modules()[file_id] = module;
     }

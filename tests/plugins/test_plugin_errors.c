@@ -134,6 +134,15 @@ static void test_executable_is_not_loadable(void **state) {
     expect_refused(fixture("fixture-program" PROGRAM_EXT), CHR_EPLUGIN_NOTSO, NOT_LOADABLE_REASON);
 }
 
+#if !defined(_WIN32)
+/* The dynamic loader's own reason, not a generic one. */
+static void test_undefined_symbol(void **state) {
+    (void)state;
+    expect_refused(fixture("broken-undefined" PLUGIN_EXT), CHR_EPLUGIN_NOTSO,
+                   "undefined symbol: chring_fixture_never_defined");
+}
+#endif
+
 static void test_no_entry_point(void **state) {
     (void)state;
     expect_refused(fixture("broken-no-entry" PLUGIN_EXT), CHR_EPLUGIN_SYMBOL, CHR_PLUGIN_ENTRY_SYMBOL);
@@ -353,6 +362,9 @@ int main(void) {
         cmocka_unit_test(test_directory_is_not_a_plugin),
         cmocka_unit_test(test_text_file),
         cmocka_unit_test(test_executable_is_not_loadable),
+#if !defined(_WIN32)
+        cmocka_unit_test(test_undefined_symbol),
+#endif
         cmocka_unit_test(test_no_entry_point),
         cmocka_unit_test(test_empty_table),
         cmocka_unit_test(test_abi_too_new),
