@@ -999,7 +999,10 @@ CHR_API chr_status chr_tracker_total(const chr_tracker *tracker, uint64_t *total
  *  - every search directory must be an absolute path (a relative entry
  *    such as CHRING_PLUGIN_PATH=plugins would follow the working directory);
  *  - the plugin file, the directory holding it and every directory above
- *    it must be owned by root or by the process's effective user;
+ *    it must be owned by root or by the process's effective user; in a
+ *    secure-execution process (setuid, setgid or capability-raised:
+ *    AT_SECURE), by root only, since there the effective user may be the
+ *    unprivileged caller (a setgid program) who chose the file;
  *  - the file and the directory holding it must not be writable by group
  *    or others (mode 1777 too: anyone could add a file); a directory above
  *    may be only if it is sticky (like /tmp: no one else can rename what

@@ -1,6 +1,7 @@
 #include "plugin/trust.hpp"
 
 #include <fcntl.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,16 +30,30 @@ struct Fd {
     }
 };
 
-bool trusted_owner(uid_t owner) { return owner == 0 || owner == ::geteuid(); }
+// A setuid, setgid or capability-raised process (AT_SECURE) runs with
+// privileges its caller lacks, and its effective uid may be the caller's
+// (setgid): a file that uid owns is the caller's choice, so only root's
+// files are trusted there, as ld.so does for such a process.
+bool secure_execution() { return ::getauxval(AT_SECURE) != 0; }
+
+bool trusted_owner(uid_t owner, bool secure) { return owner == 0 || (!secure && owner == ::geteuid()); }
 
 // `what` is "plugin", "directory" or "search directory", `path` its name.
 chr_status check_owner_and_mode(const struct stat &st, const char *what, const std::string &path,
                                 bool allow_sticky, const char *who) {
-    if (!trusted_owner(st.st_uid))
+    const bool secure = secure_execution();
+    if (!trusted_owner(st.st_uid, secure)) {
+        if (secure)
+            return fail(CHR_EPLUGIN_UNTRUSTED,
+                        "%s: refusing %s '%s': owned by uid %u: in a secure-execution process "
+                        "(setuid, setgid or raised capabilities) only root-owned plugins and "
+                        "directories are trusted", who, what, path.c_str(),
+                        static_cast<unsigned>(st.st_uid));
         return fail(CHR_EPLUGIN_UNTRUSTED,
                     "%s: refusing %s '%s': owned by uid %u, not by root or the effective uid %u",
                     who, what, path.c_str(), static_cast<unsigned>(st.st_uid),
                     static_cast<unsigned>(::geteuid()));
+    }
     bool writable = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
     if (writable && !(allow_sticky && (st.st_mode & S_ISVTX)))
         return fail(CHR_EPLUGIN_UNTRUSTED,

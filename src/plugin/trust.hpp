@@ -2,7 +2,8 @@
 // it must meet before any of its code runs (chring.h, "Hashers and
 // plugins"; docs/plugins.md). The same rules ld.so applies to its trusted
 // directories, sudo to sudoers and PAM to its modules: owned by root or by
-// this process's effective user, and writable by no one else.
+// this process's effective user (only root in a secure-execution process:
+// setuid, setgid or raised capabilities), and writable by no one else.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +39,7 @@ struct TrustedFile {
 // Resolves `path` (relative paths against the working directory: an
 // explicit load is the caller's own choice), then opens every directory
 // from / down without following links and checks each: owned by root or
-// the effective user, not writable by group or others (an ancestor may be
+// the effective user (root only when AT_SECURE), not writable by group or others (an ancestor may be
 // if it is sticky, like /tmp, since then no one else can rename what is in
 // it; the plugin's own directory may not be, since anyone could add a
 // file). Then opens the file (O_NOFOLLOW) and checks it the same way, and

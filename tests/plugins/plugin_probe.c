@@ -4,12 +4,14 @@
  * (options.plugin_dir from --plugin-dir; "-" means chr_ring_new(NULL), the
  * default options), looks a key up in it, and prints
  *   library <path of the libchring this process loaded>
- *   secure <AT_SECURE: 1 in a setuid process, where CHRING_PLUGIN_PATH is ignored>
+ *   secure <AT_SECURE: 1 in a setuid or setgid process, where CHRING_PLUGIN_PATH is ignored>
+ *   ids <uid> <euid> <gid> <egid>
  *   loaded <name> <plugin objects mapped after the lookup, before listing>
  *   hasher <name> <origin from chr_hasher_list>
  * or, on the first failure,
  *   error <name> <status> <chr_last_error()>
- * exiting 1.
+ * exiting 1. "--load PATH" among the names loads that file (chr_plugin_load)
+ * and prints "load <status> <chr_last_error() or the path>", going on either way.
  */
 #define _GNU_SOURCE /* dl_iterate_phdr */
 #include <link.h>
@@ -17,6 +19,7 @@
 #include <sys/auxv.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <chring.h>
 
@@ -94,7 +97,15 @@ int main(int argc, char **argv) {
     }
     printf("library %s\n", loaded_library());
     printf("secure %lu\n", getauxval(AT_SECURE));
-    for (int i = first; i < argc; ++i)
+    printf("ids %u %u %u %u\n", (unsigned)getuid(), (unsigned)geteuid(), (unsigned)getgid(),
+           (unsigned)getegid());
+    for (int i = first; i < argc; ++i) {
+        if (strcmp(argv[i], "--load") == 0 && i + 1 < argc) {
+            chr_status st = chr_plugin_load(argv[++i], NULL);
+            printf("load %d %s\n", st, st == CHR_OK ? argv[i] : chr_last_error());
+            continue;
+        }
         if (probe(argv[i], plugin_dir) != 0) return 1;
+    }
     return 0;
 }
