@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh NAME SECONDS [LIBFUZZER ARGS...]
 # A long run of one fuzzer (tests/fuzz/fuzz_NAME.cpp; names: api_ops,
-# ringfile_parser, plugin_descriptors, plugin_elf) in one process (no -jobs:
+# ringfile_parser, ringfile_roundtrip, plugin_descriptors, plugin_elf) in
+# one process (no -jobs:
 # the machine is shared):
 #   - builds a clang ASan+UBSan build in $FUZZ_BUILD (default build-fuzz) if missing;
 #   - runs for SECONDS (-max_total_time) from the committed corpus

@@ -1291,8 +1291,10 @@ CHR_API chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags,
 /**
  * The field spelling of `bytes`, as chr_ring_export() writes ids and zones:
  * a byte is %XX (uppercase hex) if and only if it is a control byte
- * (0x00-0x1F, 0x7F), a space, '%', a '#' at the start, or not part of a
- * valid UTF-8 sequence; everything else is copied. With CHR_ESCAPE_HIDDEN,
+ * (0x00-0x1F, 0x7F), a space, '%', a '#' at the start, a byte of U+FEFF
+ * (EF BB BF, wherever it stands: first in a file it would read as a byte
+ * order mark, which the parser refuses), or not part of a valid UTF-8
+ * sequence; everything else is copied. With CHR_ESCAPE_HIDDEN,
  * the bytes of the code points a terminal acts on instead of showing them
  * are %XX too: the C1 controls U+0080..U+009F (U+009B is a CSI) and the
  * bidirectional marks, embeddings, overrides and isolates (U+061C,

@@ -74,6 +74,8 @@ bool invisible(uint32_t cp) noexcept {
            (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
+bool escaped_everywhere(uint32_t cp) noexcept { return cp == 0xFEFF; }
+
 namespace {
 
 bool plain_ascii(unsigned char c) noexcept {
@@ -97,7 +99,7 @@ Quoted::Quoted(const void *bytes, size_t len) noexcept {
         size_t seq = s[i] >= 0x80 ? utf8_sequence(s, n, i, &cp) : 0;
         if (seq) {
             for (size_t k = 0; k < seq; ++k) {
-                if (invisible(cp)) encode(s[i + k]);
+                if (invisible(cp) || escaped_everywhere(cp)) encode(s[i + k]);
                 else *out++ = char(s[i + k]);
             }
             i += seq;

@@ -57,10 +57,16 @@ size_t utf8_sequence(const unsigned char *s, size_t n, size_t i, uint32_t *cp) n
 // isolates (U+061C, U+200E/F, U+202A..E, U+2066..9).
 bool invisible(uint32_t cp) noexcept;
 
+// Code points every spelling of an id writes as %XX, wherever they stand:
+// U+FEFF, which first in a file is a byte order mark the ring-file parser
+// refuses (so a canonical file starting with that member could not be read).
+bool escaped_everywhere(uint32_t cp) noexcept;
+
 // Caller bytes as a message shows them, spelled as the CLI spells ids (a
 // membership file reads them back): printable ASCII and valid UTF-8 stay
 // as they are; C0 and C1 controls, DEL, space, '%', '\\', bidirectional
-// overrides and isolates, and bytes that are not valid UTF-8 become %XX.
+// overrides and isolates, U+FEFF, and bytes that are not valid UTF-8
+// become %XX.
 // At most kQuotedInput bytes are spelled, then "...": a message stays
 // bounded whatever the id. Never allocates.
 class Quoted {

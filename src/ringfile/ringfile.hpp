@@ -64,7 +64,8 @@ std::string canonical_text(const Snapshot &s, uint32_t flags, uint64_t revision)
 std::string json_text(const Snapshot &s, uint32_t flags, uint64_t revision);
 
 // The field spelling of bytes in canonical form (%XX for control bytes,
-// space, '%', a leading '#', and bytes that are not valid UTF-8); with
+// space, '%', a leading '#', U+FEFF anywhere (escaped_everywhere()), and
+// bytes that are not valid UTF-8); with
 // `hidden`, also the bytes of C1 and bidirectional controls (invisible()).
 std::string escape_field(std::string_view bytes, bool hidden = false);
 

@@ -73,7 +73,7 @@ std::string escape_field(std::string_view bytes, bool hidden) {
         uint32_t cp = 0;
         if (size_t len = c >= 0x80 ? utf8_sequence(s, bytes.size(), i, &cp) : 0) {
             for (size_t k = 0; k < len; ++k) {
-                if (hidden && invisible(cp)) encode(s[i + k]);
+                if ((hidden && invisible(cp)) || escaped_everywhere(cp)) encode(s[i + k]);
                 else out.push_back(char(s[i + k]));
             }
             i += len;

@@ -366,6 +366,7 @@ std::string canonical_field(const std::string &bytes) {
     for (size_t i = 0; i < bytes.size();) {
         unsigned char c = (unsigned char)bytes[i];
         size_t len = c < 0x80 ? 1 : utf8_at(bytes, i);
+        if (len == 3 && bytes.compare(i, 3, "\xEF\xBB\xBF") == 0) len = 0;  // U+FEFF: each byte %XX
         if (len == 0 || control(c) || c == ' ' || c == '%' || (c == '#' && i == 0)) {
             char esc[4];
             std::snprintf(esc, sizeof esc, "%%%02X", c);

@@ -118,10 +118,27 @@ static void add_members(chr_ring *ring, const member *members, size_t count) {
 static const char *const placement_hashers[] = {"xxh3", "md5", "md5", "crc32"};
 static const uint32_t placement_max_weight[] = {4, 6, 1, 2};
 
+/* Pieces the escapes treat specially, which uniform bytes almost never
+ * spell: a random id is sometimes made of them (U+FEFF first in an id that
+ * is first in its file is a byte order mark unless escaped). */
+static const char *const special_pieces[] = {"\xEF\xBB\xBF", "#", "%", " ", "%%", "\xC2\x9B", "\xE2\x80\xAE", "a"};
+
+static size_t special_bytes(test_rng *rng, unsigned char *out, size_t max) {
+    size_t len = 0, pieces = 1 + (size_t)rng_below(rng, 4);
+    for (size_t p = 0; p < pieces; ++p) {
+        const char *piece = special_pieces[rng_below(rng, sizeof special_pieces / sizeof special_pieces[0])];
+        size_t n = strlen(piece);
+        if (len + n > max) break;
+        memcpy(out + len, piece, n);
+        len += n;
+    }
+    return len ? len : (out[0] = 'a', 1);
+}
+
 /* A ring of placement `mode` with up to 8 members whose ids are random
- * bytes (1..256 of them), zones random bytes (0..64), random weights and,
- * for the compatibility placements, random tags that may repeat. Every id
- * byte drawn is marked in `seen`. */
+ * bytes (1..256 of them) or special pieces, zones random bytes (0..64),
+ * random weights and, for the compatibility placements, random tags that
+ * may repeat. Every id byte drawn is marked in `seen`. */
 static chr_ring *random_ring(test_rng *rng, int32_t mode, unsigned char seen[256]) {
     chr_options opts = CHR_OPTIONS_INIT;
     opts.placement = mode;
@@ -136,10 +153,10 @@ static chr_ring *random_ring(test_rng *rng, int32_t mode, unsigned char seen[256
                                                : 1 + (size_t)rng_below(rng, 12);
         size_t zone_len = (size_t)rng_below(rng, CHR_ZONE_MAX + 1);
         if (rng_below(rng, 3) == 0) zone_len = 0;
-        for (size_t i = 0; i < id_len; ++i) {
-            id[i] = (unsigned char)rng_below(rng, 256);
-            seen[id[i]] = 1;
-        }
+        if (rng_below(rng, 8) == 0) id_len = special_bytes(rng, id, sizeof id);
+        else
+            for (size_t i = 0; i < id_len; ++i) id[i] = (unsigned char)rng_below(rng, 256);
+        for (size_t i = 0; i < id_len; ++i) seen[id[i]] = 1;
         for (size_t i = 0; i < zone_len; ++i) zone[i] = (unsigned char)rng_below(rng, 256);
         uint32_t weight = (uint32_t)rng_below(rng, placement_max_weight[mode] + 1);
         chr_status st = chr_ring_add(ring, id, id_len, weight, zone, zone_len, rng_below(rng, 6));
@@ -186,6 +203,55 @@ static void test_round_trip_random_rings(void **state) {
         chr_ring_free(ring);
     }
     for (int b = 0; b < 256; ++b) assert_true(seen[b]);
+}
+
+/* A member whose id starts with U+FEFF, first in its file: the export
+ * spells it %EF%BB%BF (raw, the file would start with a byte order mark
+ * and be refused), and reads back to the same ring, in every placement and
+ * in a members file without directives. */
+static void test_byte_order_mark_id_first(void **state) {
+    (void)state;
+    static const member members[] = {
+        {"\xEF\xBB\xBF" "a", 4, 1, NULL, 0},
+        {"\xEF\xBB\xBF" "b\xEF\xBB\xBF", 7, 2, "\xEF\xBB\xBF" "z", 1},
+        {"\xF0\x9F\x98\x80", 4, 1, NULL, 2}, /* sorts after U+FEFF: it is not first */
+    };
+    for (int32_t mode = 0; mode < 4; ++mode) {
+        chr_options opts = CHR_OPTIONS_INIT;
+        opts.placement = mode;
+        opts.hasher = placement_hashers[mode];
+        chr_ring *ring = new_ring(&opts);
+        for (size_t i = 0; i < 3; ++i) {
+            member m = members[i];
+            m.weight = m.weight < placement_max_weight[mode] ? m.weight : placement_max_weight[mode];
+            add_members(ring, &m, 1);
+        }
+        size_t len;
+        char *text = export_ring(ring, 0, 0, &len);
+        const char *first = strstr(text, "%%fingerprint ");
+        assert_non_null(first);
+        first = strchr(first, '\n') + 1;
+        assert_true(strncmp(first, "%EF%BB%BFa ", 11) == 0);
+        char line[64];
+        snprintf(line, sizeof line, "\n%%EF%%BB%%BFb%%EF%%BB%%BF %u %%EF%%BB%%BFz\n",
+                 (unsigned)(placement_max_weight[mode] < 2 ? placement_max_weight[mode] : 2));
+        assert_non_null(strstr(text, line));
+        assert_null(memmem(text, len, "\xEF\xBB\xBF", 3)); /* nowhere raw */
+
+        chr_ring *back = load(text, len, NULL);
+        assert_int_equal(ring_fingerprint(back), ring_fingerprint(ring));
+        assert_same_members(ring, back);
+        chr_ring_free(back);
+
+        /* The member lines alone, as a members file: still read, first line first. */
+        if (mode == CHR_PLACEMENT_NATIVE) {
+            chr_ring *plain = load(first, strlen(first), NULL);
+            assert_int_equal(ring_fingerprint(plain), ring_fingerprint(ring));
+            chr_ring_free(plain);
+        }
+        free(text);
+        chr_ring_free(ring);
+    }
 }
 
 /* ---- malformed files ------------------------------------------------------------- */
@@ -908,6 +974,10 @@ static void test_field_spelling(void **state) {
         {"csi\xC2\x9B" "2J", CHR_ESCAPE_HIDDEN, "csi%C2%9B2J"},
         {"r\xE2\x80\xAEl\xE2\x81\xA6x\xD8\x9C", CHR_ESCAPE_HIDDEN, "r%E2%80%AEl%E2%81%A6x%D8%9C"},
         {"\xE2\x82\xAC", CHR_ESCAPE_HIDDEN, "\xE2\x82\xAC"}, /* the euro sign is shown */
+        /* U+FEFF wherever it stands, with either flag; a lone EF BB is not valid UTF-8 */
+        {"\xEF\xBB\xBF" "a\xEF\xBB\xBF" "b", 0, "%EF%BB%BFa%EF%BB%BFb"},
+        {"a\xEF\xBB\xBF", CHR_ESCAPE_HIDDEN, "a%EF%BB%BF"},
+        {"\xEF\xBB\xBE", 0, "\xEF\xBB\xBE"}, /* U+FEFE: not escaped */
     };
     char out[256];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
@@ -1052,6 +1122,7 @@ static void test_vectors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_random_rings),
+        cmocka_unit_test(test_byte_order_mark_id_first),
         cmocka_unit_test(test_malformed_files),
         cmocka_unit_test(test_overlong_fields),
         cmocka_unit_test(test_fingerprint_mismatch),

@@ -106,6 +106,11 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
     std::vector<std::string> line_key;  // what line n + 1 of `text` came from
     const std::string options_key = layout.options_key();
     const std::string dir = layout.members_dir();
+    // An empty first line: no key's bytes start the text, so a member key
+    // with a raw U+FEFF (put by etcdctl or an older chring) is read as on
+    // any other line, not refused as a byte order mark with the whole state.
+    text += '\n';
+    line_key.push_back(layout.prefix());
 
     auto options = state.find(options_key);
     if (options != state.end()) {
