@@ -6,6 +6,9 @@
 #if defined(_WIN32)
 #include <io.h>
 #include <windows.h>
+#else
+#include <dirent.h>
+#include <sys/file.h>
 #endif
 
 #include <algorithm>
@@ -31,6 +34,72 @@ const char *last_of(const char *p, size_t n, char c) {
         if (p[n] == c) return p + n;
     return nullptr;
 }
+
+// A temporary file of a write to BASE is ".BASE" + kTempMark + mkstemp's
+// six letters or digits: a mark no user file is likely to carry, since
+// leftovers matching it are deleted.
+constexpr const char *kTempMark = ".chring-";
+constexpr size_t kTempRandom = 6;
+
+#if !defined(_WIN32)
+bool is_temp_name(const char *name, const std::string &base) {
+    const size_t mark = std::strlen(kTempMark), n = std::strlen(name);
+    if (n != 1 + base.size() + mark + kTempRandom || name[0] != '.' ||
+        base.compare(0, base.size(), name + 1, base.size()) != 0 ||
+        std::strncmp(name + 1 + base.size(), kTempMark, mark) != 0)
+        return false;
+    for (const char *c = name + n - kTempRandom; *c; ++c)
+        if (!((*c >= '0' && *c <= '9') || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z'))) return false;
+    return true;
+}
+
+// Deletes the temporary files that writers of BASE in `dir` left when they
+// died mid-write (SIGKILL, SIGXFSZ, a crash): nothing else ever would. A
+// live writer holds an exclusive flock on its file from creation until it
+// is renamed, so a file whose lock can be taken has no writer left. Only
+// regular files of this user; whatever fails leaves the file where it is.
+void remove_dead_writers_temps(const std::string &dir, const std::string &base) {
+    int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0) return;
+    DIR *d = ::fdopendir(dir_fd);
+    if (!d) {
+        ::close(dir_fd);
+        return;
+    }
+    while (const dirent *e = ::readdir(d)) {
+        if (!is_temp_name(e->d_name, base)) continue;
+        int fd = ::openat(dir_fd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat by_fd, by_name;
+        // Still the file opened (not a new writer's under a reused name) when unlinked.
+        if (::fstat(fd, &by_fd) == 0 && S_ISREG(by_fd.st_mode) && by_fd.st_uid == ::geteuid() &&
+            ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            ::fstatat(dir_fd, e->d_name, &by_name, AT_SYMLINK_NOFOLLOW) == 0 &&
+            by_name.st_dev == by_fd.st_dev && by_name.st_ino == by_fd.st_ino)
+            ::unlinkat(dir_fd, e->d_name, 0);
+        ::close(fd);
+    }
+    ::closedir(d);
+}
+
+// A new temporary file for BASE, locked (see remove_dead_writers_temps);
+// -1 with errno set on failure.
+int create_locked_temp(std::string &temp) {
+    const std::string pattern = temp;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        temp = pattern;
+        int fd = ::mkostemp(temp.data(), O_CLOEXEC);
+        if (fd < 0) return -1;
+        struct stat st;
+        // Blocking: another writer's cleanup holds the lock only to unlink the
+        // file, which it can do between mkostemp and this flock; then try anew.
+        if (::flock(fd, LOCK_EX) == 0 && ::fstat(fd, &st) == 0 && st.st_nlink > 0) return fd;
+        ::close(fd);
+    }
+    errno = EAGAIN;
+    return -1;
+}
+#endif
 
 }  // namespace
 
@@ -99,12 +168,14 @@ void write_file_atomically(const std::string &path, std::string_view data, const
         ::umask(mask);
         mode = 0666 & ~mask;
     }
-    std::string temp = path.substr(0, slash == std::string::npos ? 0 : slash + 1) + "." + base + ".XXXXXX";
+    std::string temp = path.substr(0, slash == std::string::npos ? 0 : slash + 1) + "." + base + kTempMark +
+                       std::string(kTempRandom, 'X');
 #if defined(_WIN32)
     int fd = ::mkstemp(temp.data());
     if (fd >= 0) ::_setmode(fd, O_BINARY);
 #else
-    int fd = ::mkostemp(temp.data(), O_CLOEXEC);
+    remove_dead_writers_temps(dir, base);
+    int fd = create_locked_temp(temp);
 #endif
     if (fd < 0) throw failure(std::strerror(errno));
     struct Temp {  // removed unless renamed into place
@@ -136,10 +207,12 @@ void write_file_atomically(const std::string &path, std::string_view data, const
     (void)dir;
 #else
     if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) throw failure(std::strerror(errno));
-    guard.fd = -1;
-    if (::close(fd) != 0) throw failure(std::strerror(errno));
+    // Renamed while still open, so still locked: unlocked under its
+    // temporary name, another writer would take it for a dead writer's.
     if (::rename(temp.c_str(), path.c_str()) != 0) throw failure(std::strerror(errno));
     guard.done = true;
+    guard.fd = -1;
+    ::close(fd);  // fsync has reported any write error
     int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd >= 0) {  // the rename itself on disk; a directory that cannot be opened still has it
         ::fsync(dir_fd);

@@ -29,11 +29,14 @@ std::string input_name(const std::string &path);
 std::string read_input(const std::string &path, const InputLimits &limits);
 
 // Replaces `path` with `data` so that a reader sees the old file or the
-// new one, never part of it: a temporary file in the same directory,
-// written, fsync'ed, renamed over `path`, then the directory fsync'ed. The
-// file keeps the old one's permissions, or gets 0666 less the umask. On
-// failure the temporary file is removed and `path` is unchanged; throws
-// CliError "PATH: cannot write the <what>: <reason>".
+// new one, never part of it: a temporary file in the same directory
+// (".NAME.chring-XXXXXX", flock'ed until renamed), written, fsync'ed,
+// renamed over `path`, then the directory fsync'ed. The file keeps the old
+// one's permissions, or gets 0666 less the umask. On failure the temporary
+// file is removed and `path` is unchanged; throws CliError "PATH: cannot
+// write the <what>: <reason>". First deletes the temporary files of
+// writers of `path` that died mid-write (those no one holds locked); the
+// one helper that writes a file atomically.
 void write_file_atomically(const std::string &path, std::string_view data, const char *what);
 
 }  // namespace chring::cli

@@ -14,7 +14,8 @@ CHECK is one of:
   escapes         C0, C1, bidi controls and invalid UTF-8 in ids, keys and messages are escaped
   ring-files      check on valid and malformed ring files (the parser's FILE:LINE message), export
                   round trips (export of export is byte-identical; check, %%fingerprint and
-                  chr_ring_fingerprint agree), the JSON twin, --revision, atomic -o, directives vs flags
+                  chr_ring_fingerprint agree), the JSON twin, --revision, atomic -o (a killed
+                  writer's temporary file deleted by the next write), directives vs flags
   key-limits      --key-file and lookup's stdin: keys up to 64 KiB, key files up to 256 MiB, FILE:LINE
   sim-load        sim --workload: the bounded busiest node within its cap, the plain ring over it
   diff            chring diff against chring lookup: the keys it lists are those that move, ranges
@@ -790,7 +791,56 @@ def ring_files(opts):
         os.umask(mask)
         if r.returncode != 0 or os.stat(fresh).st_mode & 0o777 != 0o666 & ~mask:
             failures.append(f"-o new file: mode {oct(os.stat(fresh).st_mode & 0o777)}, umask {oct(mask)}")
+        failures += dead_writer_temps(opts, tmp)
     failures += export_terminal(opts)
+    return failures
+
+
+def dead_writer_temps(opts, tmp):
+    """A writer killed mid-write (SIGXFSZ: past its file size limit) leaves its temporary file and
+    the old file as it was; the next write of the same file deletes that temporary file, but not
+    one a live writer holds locked, nor files that only look alike."""
+    import fcntl
+    import resource
+    import signal
+    failures = []
+    d = os.path.join(tmp, "temps")
+    os.mkdir(d)
+    target = os.path.join(d, "ring")
+    run_chring(["export", "--nodes", "2", "-o", target], opts.chring, opts.data)
+    with open(target, "rb") as f:
+        old = f.read()
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+
+    p = subprocess.run([opts.chring, "export", "--nodes", "200", "-o", target], cwd=opts.data,
+                       capture_output=True, preexec_fn=small_files)
+    left = [n for n in os.listdir(d) if n.startswith(".ring.chring-")]
+    with open(target, "rb") as f:
+        kept = f.read()
+    if p.returncode != -signal.SIGXFSZ or len(left) != 1 or kept != old:
+        return [f"a writer past its size limit: exit {p.returncode}, left {left}, old file kept {kept == old}"]
+    lookalikes = [".ring.backup", ".ring.chring-short", ".ring.chring-toolong", ".other.chring-AbC123"]
+    for name in lookalikes:
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(b"not a temporary file\n")
+    live = os.path.join(d, ".ring.chring-Live01")
+    fd = os.open(live, os.O_CREAT | os.O_WRONLY, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # this process: a writer still at work
+        r = run_chring(["export", "--nodes", "3", "-o", target], opts.chring, opts.data)
+        names = sorted(os.listdir(d))
+        want = sorted(["ring", ".ring.chring-Live01"] + lookalikes)
+        if r.returncode != 0 or names != want:
+            failures.append(f"the next write: exit {r.returncode}, files {names}, expected {want}")
+    finally:
+        os.close(fd)
+    r = run_chring(["export", "--nodes", "3", "-o", target], opts.chring, opts.data)
+    names = sorted(os.listdir(d))
+    want = sorted(["ring"] + lookalikes)
+    if r.returncode != 0 or names != want:
+        failures.append(f"a write after the live writer is gone: exit {r.returncode}, files {names}, expected {want}")
     return failures
 
 
