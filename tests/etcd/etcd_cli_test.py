@@ -121,6 +121,20 @@ def case_admin(opts):
         check("fingerprint  " + shown["fingerprint"] in table and "cache-b" in table, "show table:\n" + table)
         check(int(shown["revision"]) == etcd.client().revision(), "show's revision is etcd's")
 
+        # U+FEFF first in an id, the first member: the key is escaped, and a raw key
+        # (etcdctl) is still read, not taken for a byte order mark.
+        bom = "/chring/bom"
+        c.ok("add", "%EF%BB%BFa", "--weight", "1", prefix=bom)
+        code, got, _ = etcd.etcdctl("get", "--prefix", bom + "/members/", "--keys-only")
+        check(got.strip() == bom + "/members/%EF%BB%BFa", "U+FEFF is escaped in the key: %r" % got)
+        text = c.ok("show", "--format", "ring-file", prefix=bom)
+        check("\n%EF%BB%BFa 1\n" in text and "\ufeff" not in text, "U+FEFF escaped in the ring file:\n" + text)
+        raw = "/chring/bom-raw"
+        etcd.etcdctl("put", raw + "/members/\ufeffb", "2")
+        shown_raw = json.loads(c.ok("show", "--format", "json", prefix=raw))
+        check([m["id"] for m in shown_raw["members"]] == ["%EF%BB%BFb"], "a raw U+FEFF key: %s" % shown_raw)
+        c.ok("remove", "%EF%BB%BFb", prefix=raw)
+
         # Refusals: nothing reaches etcd (the revision does not move).
         before = etcd.client().revision()
         refusals = [
