@@ -32,19 +32,15 @@
 #include <vector>
 
 #include "chring.h"
+#include "ring_checks.hpp"
 #include "ringfile/ringfile.hpp"
 
 namespace {
 
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            std::fprintf(stderr, "ringfile_parser: check failed at line %d: %s\n  ", __LINE__, #cond); \
-            std::fprintf(stderr, __VA_ARGS__);                                                \
-            std::fprintf(stderr, "\n  last error: %s\n", chr_last_error());                   \
-            std::abort();                                                                     \
-        }                                                                                     \
-    } while (0)
+using ring_checks::export_text;
+using ring_checks::fingerprint_of;
+using ring_checks::own_hasher;
+constexpr const char *kHarness = "ringfile_parser";
 
 constexpr size_t kTokenBudget = 1000;
 constexpr const char *kName = "fuzz";
@@ -281,9 +277,6 @@ struct Options {
     uint32_t tpw = CHR_DEFAULT_TOKENS_PER_WEIGHT;
 };
 
-const char *own_hasher(int32_t placement) {
-    return placement == CHR_PLACEMENT_NATIVE ? "xxh3" : placement == CHR_PLACEMENT_NGINX ? "crc32" : "md5";
-}
 const char *placement_text(int32_t placement) {
     static const char *const names[] = {"native", "ketama", "ketama-unweighted", "nginx"};
     return names[placement];
@@ -444,21 +437,6 @@ void check_parser(const std::string &text, const Ref &want) {
         CHECK(g.id == w.id && g.zone == w.zone && g.weight == w.weight && g.line == w.line,
               "member %zu differs (line %zu/%zu, weight %u/%u)", i, g.line, w.line, g.weight, w.weight);
     }
-}
-
-std::string export_text(const chr_ring *ring, uint32_t flags, uint64_t revision) {
-    size_t len = 0;
-    CHECK(chr_ring_export(ring, flags, revision, nullptr, 0, &len) == CHR_ERANGE || len == 0, "export size query");
-    std::string out(len + 1, '\0');
-    CHECK(chr_ring_export(ring, flags, revision, &out[0], out.size(), &len) == CHR_OK, "chr_ring_export");
-    out.resize(len);
-    return out;
-}
-
-uint64_t fingerprint_of(const chr_ring *ring) {
-    uint64_t fp = 0;
-    CHECK(chr_ring_fingerprint(ring, &fp) == CHR_OK, "chr_ring_fingerprint");
-    return fp;
 }
 
 // The ring a file gave: members, options (through the export), info.

@@ -26,40 +26,17 @@
 #include <vector>
 
 #include "chring.h"
+#include "ring_checks.hpp"
 
 namespace {
 
-#define CHECK(cond, ...)                                                                            \
-    do {                                                                                            \
-        if (!(cond)) {                                                                              \
-            std::fprintf(stderr, "ringfile_roundtrip: check failed at line %d: %s\n  ", __LINE__, #cond); \
-            std::fprintf(stderr, __VA_ARGS__);                                                      \
-            std::fprintf(stderr, "\n  last error: %s\n", chr_last_error());                         \
-            std::abort();                                                                           \
-        }                                                                                           \
-    } while (0)
+using ring_checks::export_text;
+using ring_checks::fingerprint_of;
+using ring_checks::own_hasher;
+constexpr const char *kHarness = "ringfile_roundtrip";
 
 constexpr size_t kMaxMembers = 12;
 constexpr const char *kBom = "\xEF\xBB\xBF";
-
-const char *own_hasher(int32_t placement) {
-    return placement == CHR_PLACEMENT_NATIVE ? "xxh3" : placement == CHR_PLACEMENT_NGINX ? "crc32" : "md5";
-}
-
-std::string export_text(const chr_ring *ring, uint32_t flags, uint64_t revision) {
-    size_t len = 0;
-    CHECK(chr_ring_export(ring, flags, revision, nullptr, 0, &len) == CHR_ERANGE, "export size query");
-    std::string out(len + 1, '\0');
-    CHECK(chr_ring_export(ring, flags, revision, &out[0], out.size(), &len) == CHR_OK, "chr_ring_export");
-    out.resize(len);
-    return out;
-}
-
-uint64_t fingerprint_of(const chr_ring *ring) {
-    uint64_t fp = 0;
-    CHECK(chr_ring_fingerprint(ring, &fp) == CHR_OK, "chr_ring_fingerprint");
-    return fp;
-}
 
 // A member as chr_ring_nodes lists it (tags are not compared: a file's
 // tags are positions, the original ring's any values in the same order).
