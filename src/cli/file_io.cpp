@@ -183,8 +183,8 @@ void write_file_atomically(const std::string &path, std::string_view data, const
         int fd;
         bool done = false;
         ~Temp() {
+            if (!done) ::unlink(name.c_str());  // before close: while it is still ours, locked
             if (fd >= 0) ::close(fd);
-            if (!done) ::unlink(name.c_str());
         }
     } guard{temp, fd};
     for (size_t off = 0; off < data.size();) {
