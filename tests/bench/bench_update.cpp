@@ -224,7 +224,7 @@ void single_adds_against_batch(benchmark::State &state) {
     state.counters["ratio_rebuilds"] = median(rebuild_ms) / median(apply);
 }
 
-// Batches of every kind against one of adds (issue 39): on a ring of n
+// Batches of every kind against one of adds: on a ring of n
 // members "m0000000".. (weight 1, tokens_per_weight 1, built untimed), one
 // chr_ring_apply of n removes, of n weight changes (1 -> 2), of n mixed
 // changes (in turn: remove, reweight, add a new id, add back the member
