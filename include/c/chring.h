@@ -915,7 +915,9 @@ CHR_API void chr_tracker_free(chr_tracker *tracker) CHR_NOEXCEPT;
 
 /**
  * Places one request: chr_snapshot_lookup_bounded() over the tracker's
- * counts and availability, then counts the request on the chosen node. The
+ * counts of the snapshot's members (L is their sum: requests in flight on
+ * nodes not in `snap`, another ring's included, do not count) and its
+ * availability, then counts the request on the chosen node. The
  * increment is a compare-and-swap that succeeds only while the node's count
  * is below the capacity just computed (a race lost to another thread is
  * retried), so after every acquire the node's count is at most its
