@@ -368,6 +368,7 @@ BENCHMARK(batches_of_every_kind)
 BENCHMARK(reload_every_member)
     ->ArgNames({"members"})
     ->Arg(100000)
+    ->Arg(200000)
     ->Iterations(5)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
