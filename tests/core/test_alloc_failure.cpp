@@ -545,6 +545,14 @@ struct Replicas {
     bool operator==(const Replicas &o) const {
         return count == o.count && std::memcmp(tags, o.tags, sizeof tags) == 0;
     }
+    // The tags of what a replicas call with status st wrote (refs or views).
+    template <class Node>
+    chr_status take(chr_status st, const Node *nodes, size_t n) {
+        if (st != CHR_OK) return st;
+        count = n;
+        for (size_t i = 0; i < n; ++i) tags[i] = nodes[i].tag;
+        return st;
+    }
 };
 
 // chr_ring_replicas(key, kMembers) on `ring`, as node tags in order.
@@ -553,10 +561,7 @@ auto replicas_reading(const chr_ring *ring) {
         static chr_node_ref refs[kMembers];  // caller memory: nothing here may allocate
         size_t count = 0;
         chr_status st = chr_ring_replicas(r, "object/1", 8, kMembers, refs, &count);
-        if (st != CHR_OK) return st;
-        out->count = count;
-        for (size_t i = 0; i < count; ++i) out->tags[i] = refs[i].tag;
-        return st;
+        return out->take(st, refs, count);
     });
 }
 
@@ -630,10 +635,7 @@ void test_snapshot_readers_first_call_on_a_thread(void **) {
         static chr_node_view views[kMembers];
         size_t count = 0;
         chr_status st = chr_snapshot_replicas(snap, "object/1", 8, kMembers, views, &count);
-        if (st != CHR_OK) return st;
-        out->count = count;
-        for (size_t i = 0; i < count; ++i) out->tags[i] = views[i].tag;
-        return st;
+        return out->take(st, views, count);
     });
     countdown_both_modes(replicas, Where::new_thread);
 
