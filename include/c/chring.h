@@ -855,12 +855,15 @@ CHR_API chr_status chr_bound_capacities(const uint32_t *weights, size_t n, uint6
  *         n_nodes not the node count, unknown spill); CHR_EVERSION;
  *         CHR_ERANGE (factor_pct, slack or a load out of range);
  *         CHR_EEMPTY (no node has tokens, or every node with tokens is
- *         unavailable). Without max_probes it never fails for lack of room.
+ *         unavailable); CHR_ENOMEM (only past 65,536 members, on a
+ *         thread's first spill along the replica walk, which sizes its
+ *         table). Without max_probes it never fails for lack of room.
  * Cost: the home check is one lookup plus a pass over loads (O(nodes));
  * a spill walks tokens (replica walk) or members (shuffle) until a node
  * has room; with some node unavailable, each probe adds O(nodes).
  * Thread-safety: any thread; lock-free, allocation-free for up to 65,536
- * members (a per-thread table beyond, sized once). Ownership: reads loads
+ * members (a per-thread table beyond, sized once per thread and kept for
+ * the threads that follow it). Ownership: reads loads
  * and available, writes out and result only. Since: 0.1.
  */
 CHR_API chr_status chr_snapshot_lookup_bounded(const chr_snapshot *snap, const void *key,
@@ -912,7 +915,9 @@ CHR_API void chr_tracker_free(chr_tracker *tracker) CHR_NOEXCEPT;
 
 /**
  * Places one request: chr_snapshot_lookup_bounded() over the tracker's
- * counts and availability, then counts the request on the chosen node. The
+ * counts of the snapshot's members (L is their sum: requests in flight on
+ * nodes not in `snap`, another ring's included, do not count) and its
+ * availability, then counts the request on the chosen node. The
  * increment is a compare-and-swap that succeeds only while the node's count
  * is below the capacity just computed (a race lost to another thread is
  * retried), so after every acquire the node's count is at most its
@@ -923,8 +928,10 @@ CHR_API void chr_tracker_free(chr_tracker *tracker) CHR_NOEXCEPT;
  * @param ticket  receives the ticket to release
  * @return CHR_OK; CHR_EINVAL; CHR_EVERSION; CHR_ERANGE (opts out of range,
  *         or the tracker has no room for another node id); CHR_EEMPTY (no
- *         available node with tokens). On failure nothing is counted.
- * Thread-safety: any thread; lock-free, allocation-free. Ownership: `snap`
+ *         available node with tokens); CHR_ENOMEM (as
+ *         chr_snapshot_lookup_bounded). On failure nothing is counted.
+ * Thread-safety: any thread; lock-free, allocation-free as
+ * chr_snapshot_lookup_bounded. Ownership: `snap`
  * stays the caller's. Since: 0.1.
  */
 CHR_API chr_status chr_tracker_acquire(chr_tracker *tracker, const chr_snapshot *snap,

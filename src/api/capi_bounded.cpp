@@ -130,22 +130,9 @@ CHR_API chr_status chr_snapshot_lookup_bounded(const chr_snapshot *snap, const v
     if (s.token_count() == 0) return chring::empty_ring(who);
     uint64_t total = 0;
     if (loads && p.bounded) {
-        // The sum and every load's bits (one range test for all of them),
-        // in four independent lanes.
-        uint64_t sum[4] = {0, 0, 0, 0}, bits[4] = {0, 0, 0, 0};
-        size_t i = 0;
-        for (; i + 4 <= n_nodes; i += 4)
-            for (size_t j = 0; j < 4; ++j) {
-                sum[j] += loads[i + j];
-                bits[j] |= loads[i + j];
-            }
-        for (; i < n_nodes; ++i) {
-            sum[0] += loads[i];
-            bits[0] |= loads[i];
-        }
-        total = sum[0] + sum[1] + sum[2] + sum[3];
-        const uint64_t high = bits[0] | bits[1] | bits[2] | bits[3];
-        if (high > CHR_LOAD_MAX)
+        const chring::MemberLoads m = chring::member_loads(s, [&](uint32_t i) { return loads[i]; });
+        total = m.total;
+        if (m.bits > CHR_LOAD_MAX)
             for (size_t i = 0; i < n_nodes; ++i)
                 if (loads[i] > CHR_LOAD_MAX) return load_over(who, "load", i, loads[i]);
     }

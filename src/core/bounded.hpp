@@ -55,6 +55,33 @@ inline uint64_t bound_capacity(uint64_t total_slots, uint64_t W, uint64_t before
     return saturate(cap + slack);
 }
 
+// L, the load a bound shares out: load(i) summed over the snapshot's
+// members only (not a node that left it with requests in flight, nor
+// another ring's), and every load's bits or-ed for one range test; in four
+// independent lanes. The one place L is computed, for the pure lookup over
+// caller loads and the tracker's acquire alike.
+struct MemberLoads {
+    uint64_t total = 0, bits = 0;
+};
+template <class Load>
+MemberLoads member_loads(const Snapshot &s, Load &&load) {
+    const size_t n = s.node_count();
+    uint64_t sum[4] = {0, 0, 0, 0}, bits[4] = {0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (size_t j = 0; j < 4; ++j) {
+            const uint64_t v = load(uint32_t(i + j));
+            sum[j] += v;
+            bits[j] |= v;
+        }
+    for (; i < n; ++i) {
+        const uint64_t v = load(uint32_t(i));
+        sum[0] += v;
+        bits[0] |= v;
+    }
+    return {sum[0] + sum[1] + sum[2] + sum[3], bits[0] | bits[1] | bits[2] | bits[3]};
+}
+
 struct BoundChoice {
     uint32_t index = 0, home = 0, probes = 0, flags = 0;
     uint64_t load = 0, capacity = 0;
@@ -62,7 +89,7 @@ struct BoundChoice {
 
 // Chooses a node for key hash h of a snapshot with tokens. load(i): node i's
 // in-flight count; up(i): whether it is available, never called when all_up.
-// total_load: L. Returns false when no node with tokens is available.
+// total_load: L, member_loads(s, load).total. Returns false when no node with tokens is available.
 template <class Load, class Up>
 bool choose_bounded(const Snapshot &s, uint64_t h, const BoundParams &p, uint64_t total_load,
                     bool all_up, Load &&load, Up &&up, BoundChoice &c) {

@@ -4,6 +4,7 @@
 #include <windows.h>
 #else
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -83,45 +84,51 @@ void release_slot(Slot *s) noexcept {
     s->in_use.store(false, std::memory_order_release);
 }
 
+// A thread's slot is released when the thread exits by a callback the
+// system calls with the slot itself, not by a C++ thread_local destructor:
+// registering one of those on a thread's first read allocates in glibc
+// (__cxa_thread_atexit_impl), which kills the process when that fails,
+// while the callbacks' per-thread values below are set without allocating
+// or fail with an error. The key (index) is
+// deleted when libchring is unloaded, so no callback outlives the code it
+// points to.
 #if defined(_WIN32)
-// Windows: the slot is released by a fiber-local storage callback, which
-// Windows runs at the exit of every thread, the ones CreateThread started
-// as well as std::thread's (a thread_local destructor under MinGW runs only
-// for threads its runtime knows). The callback gets the slot itself and
-// touches no thread-local variable (their storage may already be gone).
-// The index is freed when chring.dll is unloaded, so no callback outlives
-// the code it points to.
+// Windows: fiber-local storage, whose callback Windows runs at the exit of
+// every thread, the ones CreateThread started as well as std::thread's (a
+// thread_local destructor under MinGW runs only for threads its runtime
+// knows). The callback touches no thread-local variable (their storage may
+// already be gone).
 void WINAPI release_at_thread_exit(void *slot) {
     if (slot) release_slot(static_cast<Slot *>(slot));
 }
-struct FlsIndex {
+struct ExitKey {
     DWORD index = ::FlsAlloc(release_at_thread_exit);
-    ~FlsIndex() {
+    ~ExitKey() {
         if (index != FLS_OUT_OF_INDEXES) ::FlsFree(index);
     }
+    bool set(Slot *s) const noexcept { return index != FLS_OUT_OF_INDEXES && ::FlsSetValue(index, s); }
 };
-FlsIndex fls_index;
-
-void release_at_exit(Slot *s) noexcept {
-    if (fls_index.index != FLS_OUT_OF_INDEXES) ::FlsSetValue(fls_index.index, s);
-}
 #else
-// Releases the thread's slot at thread exit.
-struct SlotRelease {
-    ~SlotRelease() {
-        if (tls_slot) {
-            release_slot(tls_slot);
-            tls_slot = nullptr;
-            tls_fast_slot = nullptr;
-        }
-    }
-};
-thread_local SlotRelease tls_release;
-
-void release_at_exit(Slot *) noexcept {
-    (void)&tls_release;  // odr-use so its destructor runs at thread exit
+// POSIX: a thread-specific key, whose destructor runs at thread exit,
+// while the thread's TLS is still there. A key below glibc's
+// PTHREAD_KEY_2NDLEVEL_SIZE (32) is set without allocating.
+void release_at_thread_exit(void *slot) {
+    // Another key's destructor may read a ring after this one: it must
+    // take a slot anew (and set the key again), not use a released one.
+    tls_slot = nullptr;
+    tls_fast_slot = nullptr;
+    release_slot(static_cast<Slot *>(slot));
 }
+struct ExitKey {
+    pthread_key_t key;
+    bool made = pthread_key_create(&key, release_at_thread_exit) == 0;
+    ~ExitKey() {
+        if (made) pthread_key_delete(key);
+    }
+    bool set(Slot *s) const noexcept { return made && pthread_setspecific(key, s) == 0; }
+};
 #endif
+ExitKey exit_key;
 
 Slot *acquire_slot() noexcept {
     for (Slot *s = slot_list.load(std::memory_order_acquire); s; s = s->next) {
@@ -140,16 +147,26 @@ Slot *acquire_slot() noexcept {
     return s;
 }
 
+// The calling thread's slot, taken on its first call; nullptr if that
+// could not allocate.
+Slot *thread_slot() noexcept {
+    if (Slot *s = tls_slot) return s;
+    Slot *s = acquire_slot();
+    if (!s) return nullptr;
+    if (!exit_key.set(s)) {
+        release_slot(s);
+        return nullptr;
+    }
+    tls_slot = s;
+    if (asymmetric) tls_fast_slot = s;  // later reads take ReadGuard's fast path
+    return s;
+}
+
 }  // namespace
 
 Slot *detail::enter_read_slow() noexcept {
-    Slot *s = tls_slot;
-    if (!s) {
-        if (!(s = acquire_slot())) return nullptr;
-        tls_slot = s;
-        if (asymmetric) tls_fast_slot = s;  // later reads take ReadGuard's fast path
-        release_at_exit(s);
-    }
+    Slot *s = thread_slot();
+    if (!s) return nullptr;
     if (asymmetric) {
         detail::announce_unfenced(s);
     } else {  // the fence is the store's own
@@ -157,6 +174,19 @@ Slot *detail::enter_read_slow() noexcept {
         s->active.store(global_epoch.load(std::memory_order_acquire), std::memory_order_seq_cst);
     }
     return s;
+}
+
+uint64_t *thread_scratch(size_t words) noexcept {
+    Slot *s = thread_slot();
+    if (!s) return nullptr;
+    if (s->scratch_words < words) {
+        uint64_t *bigger = new (std::nothrow) uint64_t[words];
+        if (!bigger) return nullptr;
+        delete[] s->scratch;
+        s->scratch = bigger;
+        s->scratch_words = words;
+    }
+    return s->scratch;
 }
 
 uint64_t retire_epoch() noexcept { return global_epoch.fetch_add(1, std::memory_order_seq_cst); }

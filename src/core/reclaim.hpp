@@ -27,6 +27,10 @@ struct alignas(64) Slot {
     std::atomic<uint64_t> active{0};  // 0 = not reading, else the epoch it entered in
     std::atomic<bool> in_use{true};
     Slot *next = nullptr;
+    // thread_scratch()'s buffer, used only by the thread holding the slot
+    // and kept with the slot for the next one.
+    uint64_t *scratch = nullptr;
+    size_t scratch_words = 0;
 };
 
 // What the inline read guard below needs from reclaim.cpp. Hidden: the
@@ -87,6 +91,13 @@ public:
 private:
     Slot *slot_;
 };
+
+// A buffer of at least `words` words for the calling thread's use within
+// one call, kept for its later calls (and, after it exits, for the thread
+// that reuses its slot); registers the thread as enter_read_slow() does.
+// nullptr if that or the buffer could not be allocated. Allocates nothing
+// at thread exit or in glibc's thread-exit bookkeeping.
+uint64_t *thread_scratch(size_t words) noexcept;
 
 // Called by a writer right after it swapped the published pointer: returns
 // the epoch its old object was retired in, and opens the next epoch.

@@ -33,6 +33,14 @@ chr_status read_change(const void *changes, size_t c, size_t change_size, chr_ch
     return CHR_OK;
 }
 
+// Room for one more element of `v`, growing geometrically: reserving
+// exactly size() + 1 reallocates and copies the whole vector on every
+// call, which made a batch of n removes or weight changes O(n^2).
+template <class T>
+void reserve_one_more(std::vector<T> &v) {
+    if (v.size() == v.capacity()) v.reserve(std::max<size_t>(8, 2 * v.capacity()));
+}
+
 }  // namespace
 
 Ring::Ring(PlacementPtr placement)
@@ -124,7 +132,7 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
     auto edit = [&](size_t pos) -> Edited & {
         auto it = edited_at.find(pos);
         if (it != edited_at.end()) return edited[it->second];
-        edited.reserve(edited.size() + 1);  // may throw: nothing changed yet
+        reserve_one_more(edited);  // may throw: nothing changed yet
         edited_at.emplace(pos, edited.size());
         edited.push_back({pos, table[pos], true, false});
         return edited.back();
@@ -254,7 +262,7 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
     }
     d.token_bound = total_tokens;
 
-    retired_.reserve(retired_.size() + 1);  // so publishing cannot fail after the swap
+    reserve_one_more(retired_);  // so publishing cannot fail after the swap
     *next = new Snapshot(base, std::move(d));
     return CHR_OK;
 }

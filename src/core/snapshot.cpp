@@ -1,6 +1,9 @@
 #include "snapshot.hpp"
 
 #include <algorithm>
+#include <new>
+
+#include "reclaim.hpp"
 
 namespace chring {
 
@@ -76,9 +79,10 @@ size_t Snapshot::member_bytes() const noexcept {
 }
 
 uint64_t *Snapshot::thread_bitmap(size_t bit_count) {
-    static thread_local std::vector<uint64_t> bits;  // grows once per thread, then reused
-    if (bits.size() < (bit_count + 63) / 64) bits.resize((bit_count + 63) / 64);
-    return bits.data();
+    // Not a thread_local vector: its destructor's registration could abort.
+    uint64_t *bits = reclaim::thread_scratch((bit_count + 63) / 64);
+    if (!bits) throw std::bad_alloc();
+    return bits;
 }
 
 void Snapshot::replica_shares(ReplicaPolicy policy, size_t n, double *out) const {

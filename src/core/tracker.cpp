@@ -63,12 +63,15 @@ chr_status Tracker::acquire(const char *who, const Snapshot &s, const void *key,
         return find(id_key(v.id, v.id_len));
     };
     for (;;) {
-        const uint64_t total = total_.load(std::memory_order_acquire);
         const bool all_up = down_.load(std::memory_order_acquire) == 0;
-        auto load = [&](uint32_t i) {
+        auto load = [&](uint32_t i) -> uint64_t {
             const Slot *sl = slot_of(i);
             return sl ? sl->count.load(std::memory_order_acquire) : 0;
         };
+        // The snapshot's members' counts, as chr_snapshot_lookup_bounded
+        // sums the caller's: not total_, which also holds the requests of
+        // nodes that left and of other rings sharing this tracker.
+        const uint64_t total = p.bounded ? member_loads(s, load).total : 0;
         auto up = [&](uint32_t i) {
             const Slot *sl = slot_of(i);
             return !sl || sl->down.load(std::memory_order_acquire) == 0;

@@ -24,13 +24,19 @@ namespace {
 // The most of skipped_plugins() kept: a message, not a log.
 constexpr size_t kSkippedMax = 1024;
 
-thread_local std::string tls_skipped;
+// Plain bytes, not a std::string: a thread_local with a destructor is
+// registered on first use by an allocation whose failure aborts (glibc).
+thread_local char tls_skipped[kSkippedMax];
+thread_local size_t tls_skipped_len;
 
 void note_skip(const std::string &what) {
-    if (tls_skipped.size() >= kSkippedMax) return;
-    if (!tls_skipped.empty()) tls_skipped += "; ";
-    tls_skipped += what;
-    if (tls_skipped.size() > kSkippedMax) tls_skipped.resize(kSkippedMax);
+    auto append = [](const char *p, size_t n) {
+        n = std::min(n, kSkippedMax - tls_skipped_len);
+        std::memcpy(tls_skipped + tls_skipped_len, p, n);
+        tls_skipped_len += n;
+    };
+    if (tls_skipped_len) append("; ", 2);
+    append(what.data(), what.size());
 }
 
 #if defined(_WIN32)
@@ -173,7 +179,7 @@ std::vector<std::string> search_path(const char *plugin_dir) {
 
 void discover_plugins(const char *plugin_dir, const char *want) {
     PreserveLastError keep_message;  // skipped failures are not the caller's errors
-    tls_skipped.clear();
+    tls_skipped_len = 0;
     std::lock_guard<std::mutex> lock(plugin_load_mutex());
     Discovery &d = discovery();
     for (const std::string &entry : search_path(plugin_dir)) {
@@ -203,6 +209,6 @@ HasherPtr resolve_hasher(const std::string &name, const char *plugin_dir) {
     return find_hasher(name);
 }
 
-std::string skipped_plugins() { return tls_skipped; }
+std::string skipped_plugins() { return std::string(tls_skipped, tls_skipped_len); }
 
 }  // namespace chring

@@ -224,6 +224,128 @@ void single_adds_against_batch(benchmark::State &state) {
     state.counters["ratio_rebuilds"] = median(rebuild_ms) / median(apply);
 }
 
+// Batches of every kind against one of adds: on a ring of n
+// members "m0000000".. (weight 1, tokens_per_weight 1, built untimed), one
+// chr_ring_apply of n removes, of n weight changes (1 -> 2), of n mixed
+// changes (in turn: remove, reweight, add a new id, add back the member
+// removed three changes earlier) and of n removes whose last change fails
+// (removes the first again: nothing is published); against n adds into an
+// empty ring. CPU time of this thread, the median of the iterations;
+// "ratio_<kind>" is that kind over the adds (the goal: at most 2). Removes
+// and weight changes were quadratic (50,000 removes: 52 s).
+struct KindBatch {
+    const char *name;
+    std::vector<chr_change> changes;
+    chr_status expected;
+};
+
+chr_ring *one_token_ring() {
+    chr_options opts;
+    bench::check(chr_options_init(&opts, CHR_OPTIONS_VERSION), "chr_options_init");
+    opts.tokens_per_weight = 1;
+    chr_ring *ring = nullptr;
+    bench::check(chr_ring_new(&opts, &ring), "chr_ring_new");
+    return ring;
+}
+
+std::vector<std::string> numbered_ids(char prefix, size_t n) {
+    std::vector<std::string> ids(n);
+    for (size_t i = 0; i < n; ++i) {
+        char buf[24];
+        std::snprintf(buf, sizeof buf, "%c%07zu", prefix, i);
+        ids[i] = buf;
+    }
+    return ids;
+}
+
+chr_change change_of(uint32_t op, uint32_t weight, const std::string &id, uint64_t tag = 0) {
+    return chr_change{op, weight, id.data(), id.size(), nullptr, 0, tag};
+}
+
+void batches_of_every_kind(benchmark::State &state) {
+    const size_t n = size_t(state.range(0));
+    const std::vector<std::string> ids = numbered_ids('m', n), fresh = numbered_ids('x', n);
+    std::vector<chr_change> adds(n);
+    for (size_t i = 0; i < n; ++i) adds[i] = change_of(CHR_OP_ADD, 1, ids[i], i);
+    std::vector<KindBatch> kinds = {{"removes", {}, CHR_OK},
+                                    {"set_weights", {}, CHR_OK},
+                                    {"mixed", {}, CHR_OK},
+                                    {"failing", {}, CHR_ENOENT}};
+    for (size_t i = 0; i < n; ++i) {
+        kinds[0].changes.push_back(change_of(CHR_OP_REMOVE, 0, ids[i]));
+        kinds[1].changes.push_back(change_of(CHR_OP_SET_WEIGHT, 2, ids[i]));
+        const uint32_t ops[] = {CHR_OP_REMOVE, CHR_OP_SET_WEIGHT, CHR_OP_ADD, CHR_OP_ADD};
+        const std::string &id = i % 4 == 2 ? fresh[i] : ids[i % 4 == 3 ? i - 3 : i];
+        kinds[2].changes.push_back(change_of(ops[i % 4], 2, id, i));
+    }
+    kinds[3].changes = kinds[0].changes;
+    kinds[3].changes.back() = kinds[3].changes.front();
+    std::vector<double> adds_ms;
+    std::vector<std::vector<double>> kind_ms(kinds.size());
+    for (auto _ : state) {
+        chr_ring *ring = one_token_ring();
+        double t = thread_cpu_ms();
+        bench::check(chr_ring_apply(ring, adds.data(), n, nullptr), "chr_ring_apply");
+        adds_ms.push_back(thread_cpu_ms() - t);
+        chr_ring_free(ring);
+        for (size_t k = 0; k < kinds.size(); ++k) {
+            ring = one_token_ring();
+            bench::check(chr_ring_apply(ring, adds.data(), n, nullptr), "chr_ring_apply");
+            t = thread_cpu_ms();
+            const chr_status st = chr_ring_apply(ring, kinds[k].changes.data(), n, nullptr);
+            kind_ms[k].push_back(thread_cpu_ms() - t);
+            if (st != kinds[k].expected) bench::check(st == CHR_OK ? CHR_EINVAL : st, kinds[k].name);
+            chr_ring_free(ring);
+        }
+        state.SetIterationTime(adds_ms.back() / 1e3);
+    }
+    state.counters["adds_ms"] = bench::median(adds_ms);
+    for (size_t k = 0; k < kinds.size(); ++k) {
+        state.counters[std::string(kinds[k].name) + "_ms"] = bench::median(kind_ms[k]);
+        state.counters[std::string("ratio_") + kinds[k].name] =
+            bench::median(kind_ms[k]) / bench::median(adds_ms);
+    }
+}
+
+// A ring-file reload that changes every member (chr_ring_apply_text of
+// the ring's members at weight 2 onto the ring at weight 1, as a watcher
+// or nginx check= does), at n and at 2n members in the same iteration;
+// "ratio_2n" is the 2n reload over the n one: about 2 for an O(n log n)
+// reload, 4 for the quadratic one it was. CPU time of this thread; the
+// texts are made and the rings built untimed.
+std::string members_text(const std::vector<std::string> &ids, size_t count, unsigned weight) {
+    std::string text;
+    for (size_t i = 0; i < count; ++i) text += ids[i] + ' ' + std::to_string(weight) + '\n';
+    return text;
+}
+
+double reload_ms(const std::vector<std::string> &ids, size_t count) {
+    const std::string before = members_text(ids, count, 1), after = members_text(ids, count, 2);
+    chr_ring *ring = one_token_ring();
+    bench::check(chr_ring_apply_text(ring, before.data(), before.size(), "before", nullptr),
+                 "chr_ring_apply_text");
+    const double t = thread_cpu_ms();
+    bench::check(chr_ring_apply_text(ring, after.data(), after.size(), "after", nullptr),
+                 "chr_ring_apply_text");
+    const double ms = thread_cpu_ms() - t;
+    chr_ring_free(ring);
+    return ms;
+}
+
+void reload_every_member(benchmark::State &state) {
+    const size_t n = size_t(state.range(0));
+    const std::vector<std::string> ids = numbered_ids('m', 2 * n);
+    std::vector<double> at_n, at_2n;
+    for (auto _ : state) {
+        at_n.push_back(reload_ms(ids, n));
+        at_2n.push_back(reload_ms(ids, 2 * n));
+        state.SetIterationTime(at_n.back() / 1e3);
+    }
+    state.counters["reload_ms"] = bench::median(at_n);
+    state.counters["reload_2n_ms"] = bench::median(at_2n);
+    state.counters["ratio_2n"] = bench::median(at_2n) / bench::median(at_n);
+}
+
 }  // namespace
 
 BENCHMARK(single_adds_against_batch)
@@ -235,6 +357,19 @@ BENCHMARK(single_adds_against_batch)
 BENCHMARK(batch_in_order)
     ->ArgNames({"members", "order", "weight"})
     ->ArgsProduct({{100000, 1000000}, {0, 1, 2}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(batches_of_every_kind)
+    ->ArgNames({"members"})
+    ->Arg(50000)
+    ->Iterations(5)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(reload_every_member)
+    ->ArgNames({"members"})
+    ->Arg(100000)
+    ->Arg(200000)
+    ->Iterations(5)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(add_one_node)->Arg(100)->Arg(1000)->UseManualTime()->Unit(benchmark::kMicrosecond);

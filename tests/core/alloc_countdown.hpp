@@ -5,6 +5,8 @@
 // forms. The replacement also counts blocks not yet deleted, so a test can
 // tell that a failed call gave back everything it took.
 //
+// It can also replace malloc, calloc and realloc (see Hooks).
+//
 // The replacement allocates with malloc/aligned_alloc and frees with free,
 // so it also works under ASan (whose own operator new it overrides: ASan
 // still sees every block through malloc, and LeakSanitizer still reports
@@ -20,9 +22,19 @@ enum class Mode {
     persistent,  // the k-th and every later one fail
 };
 
+enum class Hooks {
+    new_only,        // operator new
+    new_and_malloc,  // and malloc, calloc, realloc, the C library's own calls
+                     // included, where hooks_malloc() (no sanitizer)
+};
+
 // Arms the calling thread: its k-th allocation from now on fails
 // (k >= 1); k == 0 only counts.
-void arm(unsigned long k, Mode mode) noexcept;
+void arm(unsigned long k, Mode mode, Hooks hooks = Hooks::new_only) noexcept;
+
+// Whether this build replaces malloc (ALLOC_COUNTDOWN_MALLOC: not under a
+// sanitizer, which brings its own allocator).
+bool hooks_malloc() noexcept;
 
 struct Tally {
     unsigned long allocations;  // attempted by this thread while armed

@@ -284,11 +284,12 @@ struct Outcome {
 // function, so a stale message cannot pass for the failing call's.
 void prime_last_error() { (void)chr_options_init(nullptr, CHR_OPTIONS_VERSION); }
 
-Outcome run_armed(Scenario &s, unsigned long k, Mode mode) {
+Outcome run_armed(Scenario &s, unsigned long k, Mode mode,
+                  alloc_countdown::Hooks hooks = alloc_countdown::Hooks::new_only) {
     prime_last_error();
     Outcome o;
     const long blocks = alloc_countdown::outstanding_blocks();
-    alloc_countdown::arm(k, mode);
+    alloc_countdown::arm(k, mode, hooks);
     o.status = s.call();
     o.tally = alloc_countdown::disarm();
     o.blocks_kept = alloc_countdown::outstanding_blocks() - blocks;
@@ -358,10 +359,13 @@ Counts countdown(Scenario &s, Mode mode, Where where) {
             o = run_armed(s, k, mode);
         } else {
             // Blocks counted across the thread's whole life: per-thread
-            // buffers the call keeps are freed when the thread exits.
+            // buffers the call keeps are freed when the thread exits. A
+            // thread's first call fails malloc too: the C library's
+            // per-thread bookkeeping (glibc aborted when registering a
+            // thread_local destructor could not allocate).
             occupiers.fill();
             const long blocks = alloc_countdown::outstanding_blocks();
-            std::thread t([&] { o = run_armed(s, k, mode); });
+            std::thread t([&] { o = run_armed(s, k, mode, alloc_countdown::Hooks::new_and_malloc); });
             t.join();
             o.blocks_kept = alloc_countdown::outstanding_blocks() - blocks;
         }
@@ -541,6 +545,14 @@ struct Replicas {
     bool operator==(const Replicas &o) const {
         return count == o.count && std::memcmp(tags, o.tags, sizeof tags) == 0;
     }
+    // The tags of what a replicas call with status st wrote (refs or views).
+    template <class Node>
+    chr_status take(chr_status st, const Node *nodes, size_t n) {
+        if (st != CHR_OK) return st;
+        count = n;
+        for (size_t i = 0; i < n; ++i) tags[i] = nodes[i].tag;
+        return st;
+    }
 };
 
 // chr_ring_replicas(key, kMembers) on `ring`, as node tags in order.
@@ -549,10 +561,7 @@ auto replicas_reading(const chr_ring *ring) {
         static chr_node_ref refs[kMembers];  // caller memory: nothing here may allocate
         size_t count = 0;
         chr_status st = chr_ring_replicas(r, "object/1", 8, kMembers, refs, &count);
-        if (st != CHR_OK) return st;
-        out->count = count;
-        for (size_t i = 0; i < count; ++i) out->tags[i] = refs[i].tag;
-        return st;
+        return out->take(st, refs, count);
     });
 }
 
@@ -566,9 +575,10 @@ void test_replicas_many(void **) {
     chr_ring_free(ring);
 }
 
-// Past 65,536 members replicas mark chosen nodes in a per-thread table
+// A ring past 65,536 members (tokens_per_weight 1), where replicas and
+// bounded spills mark the nodes they met in a per-thread table
 // (snapshot.hpp), sized on a thread's first such call.
-void test_replicas_in_a_huge_ring(void **) {
+chr_ring *huge_ring() {
     constexpr unsigned kHuge = 65536 + 64;
     chr_options opts = fixture_options();
     opts.tokens_per_weight = 1;
@@ -583,8 +593,84 @@ void test_replicas_in_a_huge_ring(void **) {
         adds[n] = chr_change{CHR_OP_ADD, 1, ids[n].data(), ids[n].size(), nullptr, 0, n};
     }
     assert_chr_ok(chr_ring_apply(ring, adds.data(), adds.size(), nullptr));
+    return ring;
+}
+
+void test_replicas_in_a_huge_ring(void **) {
+    chr_ring *ring = huge_ring();
     auto s = replicas_reading(ring);
     countdown_both_modes(s, Where::new_thread);
+    chr_ring_free(ring);
+}
+
+// Each reader entry point of a snapshot and a tracker as a thread's first
+// call: CHR_ENOMEM or the result a call without failures gives, never an
+// abort. In the huge ring the key's home is loaded, so the bounded calls
+// spill along the replica walk (the per-thread table).
+void test_snapshot_readers_first_call_on_a_thread(void **) {
+    chr_ring *ring = huge_ring();
+    chr_snapshot *snap = nullptr;
+    assert_chr_ok(chr_ring_snapshot(ring, &snap));
+    size_t nodes = 0;
+    assert_chr_ok(chr_snapshot_node_count(snap, &nodes));
+    chr_node_view home;
+    assert_chr_ok(chr_snapshot_lookup(snap, "object/7", 8, &home));
+    std::vector<uint64_t> loads(nodes, 0);
+    loads[home.index] = 1000;
+    chr_tracker *tracker = nullptr;
+    assert_chr_ok(chr_tracker_new(nodes, &tracker));
+    chr_ticket held;  // the home's load in the tracker
+    for (int i = 0; i < 1000; ++i) assert_chr_ok(chr_tracker_acquire(tracker, snap, "object/7", 8, nullptr, nullptr, nullptr, &held));
+    const chr_bound_options bound = CHR_BOUND_OPTIONS_INIT;
+
+    auto lookup = reading<uint64_t>("chr_snapshot_lookup", ring, [&](const chr_ring *, uint64_t *tag) {
+        chr_node_view v;
+        chr_status st = chr_snapshot_lookup(snap, "object/7", 8, &v);
+        if (st == CHR_OK) *tag = v.tag + 1;  // + 1: 0 means "nothing written"
+        return st;
+    });
+    countdown_both_modes(lookup, Where::new_thread, Allocates::may_not);
+
+    auto replicas = reading<Replicas>("chr_snapshot_replicas", ring, [&](const chr_ring *, Replicas *out) {
+        static chr_node_view views[kMembers];
+        size_t count = 0;
+        chr_status st = chr_snapshot_replicas(snap, "object/1", 8, kMembers, views, &count);
+        return out->take(st, views, count);
+    });
+    countdown_both_modes(replicas, Where::new_thread);
+
+    auto bounded = reading<uint64_t>("chr_snapshot_lookup_bounded", ring, [&](const chr_ring *, uint64_t *tag) {
+        chr_node_view v;
+        chr_status st = chr_snapshot_lookup_bounded(snap, "object/7", 8, loads.data(), nullptr, nodes,
+                                                    &bound, &v, nullptr);
+        if (st == CHR_OK) *tag = v.tag + 1;
+        return st;
+    });
+    countdown_both_modes(bounded, Where::new_thread);
+
+    // Acquired and released in the call, so every run sees the same loads.
+    auto acquire = reading<uint64_t>("chr_tracker_acquire", ring, [&](const chr_ring *, uint64_t *tag) {
+        chr_node_view v;
+        chr_ticket t;
+        chr_status st = chr_tracker_acquire(tracker, snap, "object/7", 8, &bound, &v, nullptr, &t);
+        if (st != CHR_OK) return st;
+        *tag = v.tag + 1;
+        return chr_tracker_release(tracker, &t);
+    });
+    countdown_both_modes(acquire, Where::new_thread);
+
+    auto counts = reading<uint64_t>("chr_tracker_load", ring, [&](const chr_ring *, uint64_t *sum) {
+        uint64_t load = 0, total = 0;
+        chr_status st = chr_tracker_load(tracker, home.id, home.id_len, &load);
+        if (st == CHR_OK) st = chr_tracker_total(tracker, &total);
+        if (st == CHR_OK) *sum = load + total;
+        return st;
+    });
+    countdown_both_modes(counts, Where::new_thread, Allocates::may_not);
+
+    for (int i = 0; i < 1000; ++i) assert_chr_ok(chr_tracker_release(tracker, &held));
+    chr_tracker_free(tracker);
+    chr_snapshot_release(snap);
     chr_ring_free(ring);
 }
 
@@ -718,6 +804,7 @@ int main(void) {
         cmocka_unit_test(test_update_path_apply_batch),
         cmocka_unit_test(test_replicas_many),
         cmocka_unit_test(test_replicas_in_a_huge_ring),
+        cmocka_unit_test(test_snapshot_readers_first_call_on_a_thread),
         cmocka_unit_test(test_lookup_first_read_on_a_thread),
         cmocka_unit_test(test_snapshot_first_read_on_a_thread),
         cmocka_unit_test(test_diff_new),

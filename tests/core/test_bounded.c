@@ -520,6 +520,87 @@ static void tracker_survives_removal(void **state) {
     chr_ring_free(ring);
 }
 
+/* chr_tracker_acquire bounds by L summed over the snapshot's members, as
+ * chr_snapshot_lookup_bounded does with the same counts: requests in flight
+ * on a member that left the snapshot, and on the members of another ring
+ * sharing the tracker, are not part of it (they were: the bound was
+ * looser than documented). Each acquire's choice and capacity equal the
+ * pure lookup's over chr_tracker_load of each member. */
+static void tracker_bounds_by_the_snapshots_members(void **state) {
+    (void)state;
+    chr_ring *ring = ring_with_nodes(NULL, 8, 1);
+    chr_ring *other = ring_with_nodes(NULL, 0, 1);
+    for (unsigned n = 100; n < 104; ++n) assert_chr_ok(add_node(other, n, 1));
+    chr_tracker *t = NULL;
+    assert_chr_ok(chr_tracker_new(64, &t));
+    chr_snapshot *before = NULL, *theirs = NULL;
+    assert_chr_ok(chr_ring_snapshot(ring, &before));
+    assert_chr_ok(chr_ring_snapshot(other, &theirs));
+    /* 200 requests in flight on node 3 and 300 on the other ring's nodes. */
+    enum { ON_THREE = 200, THEIRS = 300 };
+    static chr_ticket held[ON_THREE + THEIRS];
+    char id[TEST_ID_BUF];
+    const size_t three_len = node_id(3, id);
+    const chr_bound_options none = bound(CHR_BALANCE_FACTOR_MAX);
+    size_t h = 0;
+    for (int i = 0; h < ON_THREE; ++i) {
+        char key[16];
+        const int len = snprintf(key, sizeof key, "t%d", i);
+        chr_node_view v;
+        assert_chr_ok(chr_snapshot_lookup(before, key, (size_t)len, &v));
+        if (v.id_len != three_len || memcmp(v.id, id, three_len) != 0) continue;
+        assert_chr_ok(chr_tracker_acquire(t, before, key, (size_t)len, &none, NULL, NULL, &held[h++]));
+    }
+    for (int i = 0; i < THEIRS; ++i) {
+        char key[16];
+        const int len = snprintf(key, sizeof key, "o%d", i);
+        assert_chr_ok(chr_tracker_acquire(t, theirs, key, (size_t)len, NULL, NULL, NULL, &held[h++]));
+    }
+    assert_chr_ok(remove_node(ring, 3));
+    chr_snapshot *now = NULL;
+    assert_chr_ok(chr_ring_snapshot(ring, &now));
+    size_t nodes = 0;
+    assert_chr_ok(chr_snapshot_node_count(now, &nodes));
+    uint64_t loads[8] = {0}, sum = 0, total = 0;
+    for (size_t i = 0; i < nodes; ++i) {
+        chr_node_view v;
+        assert_chr_ok(chr_snapshot_node(now, i, &v));
+        assert_chr_ok(chr_tracker_load(t, v.id, v.id_len, &loads[i]));
+        sum += loads[i];
+    }
+    assert_chr_ok(chr_tracker_total(t, &total));
+    assert_int_equal(sum, 0);
+    assert_int_equal(total, ON_THREE + THEIRS);
+    /* Acquires on the 7 members left, each checked against the pure lookup
+     * over the counts just before it, then kept. */
+    const chr_bound_options o = bound(125);
+    static chr_ticket mine[400];
+    for (int i = 0; i < 400; ++i) {
+        char key[16];
+        const int len = snprintf(key, sizeof key, "k%d", i % 23);
+        chr_node_view want, got;
+        chr_bound_result wr, gr;
+        assert_chr_ok(chr_snapshot_lookup_bounded(now, key, (size_t)len, loads, NULL, nodes, &o, &want, &wr));
+        assert_chr_ok(chr_tracker_acquire(t, now, key, (size_t)len, &o, &got, &gr, &mine[i]));
+        assert_int_equal(gr.index, wr.index);
+        assert_int_equal(gr.capacity, wr.capacity);
+        assert_int_equal(gr.flags, wr.flags);
+        assert_int_equal(gr.load, loads[gr.index]);
+        assert_true(gr.load < gr.capacity);
+        loads[gr.index]++;
+    }
+    for (int i = 0; i < 400; ++i) assert_chr_ok(chr_tracker_release(t, &mine[i]));
+    for (size_t i = 0; i < h; ++i) assert_chr_ok(chr_tracker_release(t, &held[i]));
+    assert_chr_ok(chr_tracker_total(t, &total));
+    assert_int_equal(total, 0);
+    chr_snapshot_release(before);
+    chr_snapshot_release(theirs);
+    chr_snapshot_release(now);
+    chr_tracker_free(t);
+    chr_ring_free(ring);
+    chr_ring_free(other);
+}
+
 /* A tracker with room for 2 ids refuses a third, and counts nothing. */
 static void tracker_full(void **state) {
     (void)state;
@@ -644,6 +725,7 @@ int main(void) {
         cmocka_unit_test(masked_node_gets_nothing_and_keys_return),
         cmocka_unit_test(spill_orders),
         cmocka_unit_test(tracker_survives_removal),
+        cmocka_unit_test(tracker_bounds_by_the_snapshots_members),
         cmocka_unit_test(tracker_full),
         cmocka_unit_test(api_errors),
     };
