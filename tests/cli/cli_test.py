@@ -18,13 +18,14 @@ CHECK is one of:
   key-limits      --key-file and lookup's stdin: keys up to 64 KiB, key files up to 256 MiB, FILE:LINE
   sim-load        sim --workload: the bounded busiest node within its cap, the plain ring over it
   diff            chring diff against chring lookup: the keys it lists are those that move, ranges
-                  sorted and summing to the moved share, the refusals
+                  sorted and summing to the moved share, no owner never spelled as an id, the refusals
 
 chring runs without LD_LIBRARY_PATH, as a user would run it: it must find libchring
 through its rpath. The library does not look for its build tree, so the build's plugins
 come from CHRING_PLUGIN_PATH, which meson test sets.
 """
 import argparse
+import csv
 import json
 import math
 import os
@@ -617,7 +618,7 @@ def diff_check(opts):
                 owners_by_lookup(opts, new, keys)
             moved = {row["key"]: (row["from"], row["to"]) for row in doc["moved_keys"]}
             for i, owner in enumerate(after):
-                key, was = f"key:{i}", before[i] if before else "-"
+                key, was = f"key:{i}", before[i] if before else None  # no owner: null
                 if (was != owner) != (key in moved) or (key in moved and moved[key] != (was, owner)):
                     failures.append(f"{what}: {key} {was} -> {owner}, diff says {moved.get(key)}")
                     break
@@ -643,6 +644,7 @@ def diff_check(opts):
             cells = sum(c["share_pct"] for c in doc["matrix"])
             if abs(cells - 100) > 1e-6:
                 failures.append(f"{what}: the matrix sums to {cells}%")
+    failures += diff_no_owner(opts)
     for args, status, text in (
             (["diff", "small.members", "seed7.ring"], 1, "seed 0 and 7"),
             (["diff", "-", "-"], 2, "cannot both be standard input"),
@@ -656,6 +658,32 @@ def diff_check(opts):
         if r.returncode != status or text not in err or not err.startswith("chring: ") or err.count("\n") != 1:
             failures.append(f"chring {' '.join(args)}: exit {r.returncode}, stderr {err!r}; want exit {status} "
                             f"and one line with {text!r}")
+    return failures
+
+
+def diff_no_owner(opts):
+    """No owner (a ring without tokens) is null in JSON and an empty CSV field, never "-",
+    which is also a valid id: a diff to an empty ring and one to a ring of member '-' differ."""
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in (("x.members", "x 1\n"), ("dash.members", "- 1\n"), ("none.members", "")):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text)
+        for new, owner in (("none.members", None), ("dash.members", "-")):
+            r = run_chring(["diff", "x.members", new, "--format", "json", "--replicas", "1"], opts.chring, tmp)
+            doc = json.loads(r.stdout)
+            tos = {row["to"] for table in ("ranges", "matrix", "plan") for row in doc[table]}
+            lost_to = {flow["node"] for row in doc["nodes"] if row["node"] == "x" for flow in row["lost_to"]}
+            if r.returncode != 0 or tos != {owner} or lost_to != {owner}:
+                failures.append(f"diff x.members {new} --format json: exit {r.returncode}, to {tos}, lost to "
+                                f"{lost_to}, want {owner!r}")
+            r = run_chring(["diff", "x.members", new, "--format", "csv"], opts.chring, tmp)
+            rows = list(csv.reader(r.stdout.decode().splitlines()))
+            header = next(row for row in rows if row[:1] == ["table"] and "to" in row and "first" in row)
+            tos = {row[header.index("to")] for row in rows if row[:1] == ["ranges"]}
+            if r.returncode != 0 or tos != {owner or ""}:
+                failures.append(f"diff x.members {new} --format csv: exit {r.returncode}, to {tos}, "
+                                f"want {{{owner or ''!r}}}")
     return failures
 
 
