@@ -272,8 +272,7 @@ Table keys_table(const Diff &d, const KeySet &keys, uint64_t *moved) {
 
 LoadedRing load(const std::string &file, const RingConfig &config) {
     MemberSource source;
-    source.name = input_name(file);
-    source.text = read_input(file, ring_file_limits());
+    read_ring_file(file, source);
     return build_ring(source, config);
 }
 
