@@ -55,7 +55,8 @@ for f in "$tmp"/*; do
     if [ ! -e "$corpus/$b" ]; then cp "$f" "$out/merged/"; added=$((added + 1)); fi
 done
 
-grep -E '^#[0-9]+ +(DONE|pulse|NEW)' "$log" | tail -1 || true
+# libFuzzer writes a tab after "#N" ("#4096\tpulse  cov: ..."), not a space.
+grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED|RELOAD)' "$log" | tail -1 || true
 grep -E 'stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb' "$log" || true
 echo "fuzz.sh: $added new corpus entries in $out/merged; exit status $rc"
 if [ "$rc" -ne 0 ]; then

@@ -64,8 +64,7 @@ void run(CheckFlags &f, const CLI::App &cmd) {
     note_given_options(cmd, f.ring);
     Format format = parse_format(f.output.format);
     MemberSource source;
-    source.name = input_name(f.file);
-    source.text = read_input(f.file, ring_file_limits());
+    read_ring_file(f.file, source);
     LoadedRing loaded = build_ring(source, f.ring);
     Snapshot snap = loaded.ring->snapshot();
     if (snap.token_count() == 0)

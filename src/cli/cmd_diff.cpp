@@ -63,10 +63,12 @@ public:
         check(chr_diff_counterpart(diff_, CHR_DIFF_OLD, from, &same), "diff");
         return same != to;
     }
-    // A node of one side as printed, "-" for no node.
-    std::string id(int32_t side, uint32_t index) const {
-        if (index == CHR_DIFF_NONE) return "-";
-        return printable_id((side == CHR_DIFF_OLD ? old_nodes_ : new_nodes_)[index].id);
+    // A node of one side as printed; no node (a ring without tokens) is
+    // none_cell(): "-" for people, null in JSON, an empty CSV field, since
+    // "-" is also a valid id (ids are never empty).
+    Cell owner(int32_t side, uint32_t index) const {
+        if (index == CHR_DIFF_NONE) return none_cell();
+        return text_cell(printable_id((side == CHR_DIFF_OLD ? old_nodes_ : new_nodes_)[index].id));
     }
 
 private:
@@ -102,16 +104,17 @@ Table summary_table(const DiffFlags &f, const LoadedRing &a, const Diff &d) {
 }
 
 // "a 1.20%, b 0.31%, 2 more": the largest flows of a node, with a JSON twin
-// listing them all ({"node": id, "share_pct": x}).
-Cell flows_cell(std::vector<std::pair<double, std::string>> flows) {
+// listing them all ({"node": id or null, "share_pct": x}).
+Cell flows_cell(std::vector<std::pair<double, Cell>> flows) {
     std::sort(flows.begin(), flows.end(), [](const auto &x, const auto &y) {
-        return x.first != y.first ? x.first > y.first : x.second < y.second;
+        return x.first != y.first ? x.first > y.first : x.second.text < y.second.text;
     });
     std::string text;
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (size_t i = 0; i < flows.size(); ++i) {
-        list.push_back({{"node", flows[i].second}, {"share_pct", percent_cell(flows[i].first, 3).value}});
-        if (i < kNamedFlows) text += (i ? ", " : "") + flows[i].second + " " + format_fixed(flows[i].first * 100, 2) + "%";
+        list.push_back({{"node", flows[i].second.value}, {"share_pct", percent_cell(flows[i].first, 3).value}});
+        if (i < kNamedFlows)
+            text += (i ? ", " : "") + flows[i].second.text + " " + format_fixed(flows[i].first * 100, 2) + "%";
     }
     if (flows.size() > kNamedFlows) text += ", " + std::to_string(flows.size() - kNamedFlows) + " more";
     if (flows.empty()) text = "-";
@@ -122,17 +125,17 @@ Cell flows_cell(std::vector<std::pair<double, std::string>> flows) {
 // it gains and from whom, what it loses and to whom.
 Table nodes_table(const Diff &d) {
     const auto &old_nodes = d.old_nodes(), &new_nodes = d.new_nodes();
-    std::vector<std::vector<std::pair<double, std::string>>> gained_from(new_nodes.size()), lost_to(old_nodes.size());
+    std::vector<std::vector<std::pair<double, Cell>>> gained_from(new_nodes.size()), lost_to(old_nodes.size());
     std::vector<double> gained(new_nodes.size(), 0.0), lost(old_nodes.size(), 0.0);
     for (const chr_diff_cell &c : d.cells()) {
         if (!d.moves(c.from, c.to)) continue;
         if (c.to != CHR_DIFF_NONE) {
             gained[c.to] += c.fraction;
-            gained_from[c.to].push_back({c.fraction, d.id(CHR_DIFF_OLD, c.from)});
+            gained_from[c.to].push_back({c.fraction, d.owner(CHR_DIFF_OLD, c.from)});
         }
         if (c.from != CHR_DIFF_NONE) {
             lost[c.from] += c.fraction;
-            lost_to[c.from].push_back({c.fraction, d.id(CHR_DIFF_NEW, c.to)});
+            lost_to[c.from].push_back({c.fraction, d.owner(CHR_DIFF_NEW, c.to)});
         }
     }
     Table t;
@@ -175,7 +178,7 @@ Table matrix_table(const Diff &d, Format format) {
     for (const chr_diff_cell &c : d.cells()) {
         const bool moves = d.moves(c.from, c.to);
         if (!moves && format == Format::table) continue;
-        t.add_row({text_cell(d.id(CHR_DIFF_OLD, c.from)), text_cell(d.id(CHR_DIFF_NEW, c.to)),
+        t.add_row({d.owner(CHR_DIFF_OLD, c.from), d.owner(CHR_DIFF_NEW, c.to),
                    percent_cell(c.fraction, 4), {moves ? "yes" : "no", nlohmann::ordered_json(moves)}});
     }
     if (format == Format::table) {
@@ -200,8 +203,8 @@ Table ranges_table(const Diff &d) {
     t.title = "Ranges of key positions that change owner (first..last, both included)";
     t.columns = {{"first", "first"}, {"last", "last"}, {"from", "from", false}, {"to", "to", false}, {"share_pct", "share"}};
     for (const chr_diff_range &r : d.ranges())
-        t.add_row({hex_cell(r.first), hex_cell(r.last), text_cell(d.id(CHR_DIFF_OLD, r.from)),
-                   text_cell(d.id(CHR_DIFF_NEW, r.to)), percent_cell(width_share(r.first, r.last), 4)});
+        t.add_row({hex_cell(r.first), hex_cell(r.last), d.owner(CHR_DIFF_OLD, r.from), d.owner(CHR_DIFF_NEW, r.to),
+                   percent_cell(width_share(r.first, r.last), 4)});
     return t;
 }
 
@@ -233,11 +236,11 @@ Table plan_table(const Diff &d, size_t replicas, const std::string &policy) {
         std::string text;
         nlohmann::ordered_json list = nlohmann::ordered_json::array();
         for (uint32_t k = 0; k < e.source_count; ++k) {
-            const std::string id = d.id(CHR_DIFF_OLD, e.sources[k]);
-            text += (k ? " " : "") + id;
-            list.push_back(id);
+            const Cell source = d.owner(CHR_DIFF_OLD, e.sources[k]);
+            text += (k ? " " : "") + source.text;
+            list.push_back(source.value);
         }
-        t.add_row({hex_cell(e.first), hex_cell(e.last), text_cell(d.id(CHR_DIFF_NEW, e.to)),
+        t.add_row({hex_cell(e.first), hex_cell(e.last), d.owner(CHR_DIFF_NEW, e.to),
                    {text.empty() ? "-" : text, list}, percent_cell(width_share(e.first, e.last), 4)});
     }
     t.notes.push_back("Copies to make: " + format_fixed(info.copies * 100, 4) +
@@ -260,8 +263,8 @@ Table keys_table(const Diff &d, const KeySet &keys, uint64_t *moved) {
             if (!d.moves(from[i], to[i])) continue;
             ++*moved;
             const std::string key(static_cast<const char *>(block.data[i]), block.lens[i]);
-            t.add_row({{visible(key), nlohmann::ordered_json(key)}, text_cell(d.id(CHR_DIFF_OLD, from[i])),
-                       text_cell(d.id(CHR_DIFF_NEW, to[i]))});
+            t.add_row({{visible(key), nlohmann::ordered_json(key)}, d.owner(CHR_DIFF_OLD, from[i]),
+                       d.owner(CHR_DIFF_NEW, to[i])});
         }
     });
     return t;
@@ -269,8 +272,7 @@ Table keys_table(const Diff &d, const KeySet &keys, uint64_t *moved) {
 
 LoadedRing load(const std::string &file, const RingConfig &config) {
     MemberSource source;
-    source.name = input_name(file);
-    source.text = read_input(file, ring_file_limits());
+    read_ring_file(file, source);
     return build_ring(source, config);
 }
 

@@ -28,13 +28,6 @@ constexpr int kOpenFlags = O_RDONLY | O_BINARY;
 constexpr int kOpenFlags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
 #endif
 
-// The last `c` in p[0, n), as memrchr (a GNU extension).
-const char *last_of(const char *p, size_t n, char c) {
-    while (n--)
-        if (p[n] == c) return p + n;
-    return nullptr;
-}
-
 // A temporary file of a write to BASE is ".BASE" + kTempMark + mkstemp's
 // six letters or digits: a mark no user file is likely to carry, since
 // leftovers matching it are deleted.
@@ -105,9 +98,10 @@ int create_locked_temp(std::string &temp) {
 
 std::string input_name(const std::string &path) { return path == "-" ? "<stdin>" : path; }
 
-std::string read_input(const std::string &path, const InputLimits &limits) {
+std::string read_input(const std::string &path, const InputLimits &limits, size_t *cut_line) {
     const std::string name = input_name(path);
     const std::string max = std::to_string(limits.file_max);
+    if (cut_line) *cut_line = 0;
     int fd = STDIN_FILENO;
     if (path != "-") {
         do fd = ::open(path.c_str(), kOpenFlags);
@@ -139,15 +133,25 @@ std::string read_input(const std::string &path, const InputLimits &limits) {
         if (got < 0) throw CliError(name + ": read error: " + std::strerror(errno));
         text.resize(have + size_t(got));
         if (got == 0) break;
+        // Every line of the chunk, not only its last: where the read stops
+        // must not depend on how the input arrived in chunks.
+        bool cut = false;
+        for (size_t from = have; limits.line_max && !cut;) {
+            const void *nl = std::memchr(text.data() + from, '\n', text.size() - from);
+            const size_t end = nl ? size_t(static_cast<const char *>(nl) - text.data()) : text.size();
+            if (end - line_start > limits.line_max + 1) {  // + 1: a CR before the LF
+                text.resize(line_start + limits.line_max + 2);
+                if (cut_line) *cut_line = 1 + size_t(std::count(text.begin(), text.begin() + long(line_start), '\n'));
+                cut = true;
+            } else if (nl) {
+                line_start = from = end + 1;
+            } else {
+                break;
+            }
+        }
         if (text.size() > limits.file_max)
             throw CliError(name + ": is more than " + max + " bytes (the limit for a " + limits.what + ")");
-        const char *fresh = text.data() + have;
-        if (limits.stop_at_nul && std::memchr(fresh, '\0', size_t(got))) break;
-        if (limits.line_max) {
-            if (const char *nl = last_of(fresh, size_t(got), '\n'))
-                line_start = size_t(nl - text.data()) + 1;
-            if (text.size() - line_start > limits.line_max + 1) break;  // + 1: a CR before the LF
-        }
+        if (cut || (limits.stop_at_nul && std::memchr(text.data() + have, '\0', text.size() - have))) break;
     }
     return text;
 }

@@ -16,7 +16,10 @@ struct InputLimits {
     const char *what;         // "ring file", "key file": named in messages
     size_t file_max;          // bytes in the whole input
     bool stop_at_nul = false;  // a NUL byte: the rest need not be read
-    size_t line_max = 0;      // a line longer than this (without its LF): stop; 0 = no rule
+    // A line of more than line_max + 1 bytes (without its LF; + 1 for a CR):
+    // the read stops there, the text ending with line_max + 2 bytes of it.
+    // 0 = no rule.
+    size_t line_max = 0;
 };
 
 // The name an input has in messages: the path, or "<stdin>" for "-".
@@ -25,8 +28,9 @@ std::string input_name(const std::string &path);
 // Reads all of `path` ("-" = standard input). Regular files, FIFOs,
 // devices and process substitutions are read alike, in bounded chunks.
 // Throws CliError "NAME: ..." when it cannot be opened, is a directory, is
-// larger than limits.file_max or fails to read.
-std::string read_input(const std::string &path, const InputLimits &limits);
+// larger than limits.file_max or fails to read. *cut_line (if given): the
+// 1-based line the line_max rule stopped in, else 0.
+std::string read_input(const std::string &path, const InputLimits &limits, size_t *cut_line = nullptr);
 
 // Replaces `path` with `data` so that a reader sees the old file or the
 // new one, never part of it: a temporary file in the same directory

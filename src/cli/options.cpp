@@ -143,10 +143,7 @@ MemberSource MembershipFlags::read() const {
     for (uint32_t i = 1; i <= generated; ++i)
         add(Member{"node-" + std::to_string(i), 1, ""}, "--nodes " + std::to_string(generated));
     for (const std::string &spec : specs) add(member_from_flag(spec, 1, "--node"), "--node " + spec);
-    if (!file.empty()) {
-        source.name = input_name(file);
-        source.text = read_input(file, ring_file_limits());
-    }
+    if (!file.empty()) read_ring_file(file, source);
     return source;
 }
 

@@ -14,8 +14,17 @@ constexpr const char *kDirectivesRule =
 
 // The library refused the file: its message names the file and the line.
 // Without a line, the options the file did not set (the flags') were bad.
-[[noreturn]] void file_refused(chr_status st, const chr_ringfile_info &info, const RingConfig &flags) {
+[[noreturn]] void file_refused(chr_status st, const chr_ringfile_info &info, const RingConfig &flags,
+                              const MemberSource &source) {
     if (st == CHR_ENOMEM) throw std::bad_alloc();
+    // The read stopped in an overlong line: the parser measured only the
+    // line_max + 2 bytes read of it, not its length.
+    if (source.cut_line && info.error_line == source.cut_line) {
+        const std::string where = source.name + ":" + std::to_string(source.cut_line) + ": line is ";
+        const std::string limit = " bytes long (limit " + std::to_string(CHR_RINGFILE_LINE_MAX) + ")";
+        if (chr_last_error() == where + std::to_string(CHR_RINGFILE_LINE_MAX + 2) + limit)
+            throw CliError(where + "more than " + std::to_string(CHR_RINGFILE_LINE_MAX) + limit);
+    }
     const bool the_file = st == CHR_EFORMAT || st == CHR_EIO || info.error_line != 0;
     const std::string context = the_file ? "" : "cannot create the ring";
     if (st == CHR_ENOHASHER) throw_no_hasher(context, flags.plugin_dir.empty() ? nullptr : flags.plugin_dir.c_str());
@@ -102,7 +111,11 @@ void add_flag_members(const MemberSource &source, LoadedRing &out, const chr_opt
 
 }  // namespace
 
-InputLimits ring_file_limits() { return InputLimits{"ring file", CHR_RINGFILE_SIZE_MAX, true, 0}; }
+void read_ring_file(const std::string &path, MemberSource &source) {
+    source.name = input_name(path);
+    source.text = read_input(path, InputLimits{"ring file", CHR_RINGFILE_SIZE_MAX, true, CHR_RINGFILE_LINE_MAX},
+                             &source.cut_line);
+}
 
 std::string describe_options(const RingConfig &c) {
     return "placement " + c.placement + ", hasher " + c.effective_hasher() + ", seed " + std::to_string(c.seed) +
@@ -119,7 +132,7 @@ LoadedRing build_ring(const MemberSource &source, const RingConfig &flags) {
         chr_ring *ring = nullptr;
         chr_status st = chr_ring_new_from_text(source.text.data(), source.text.size(), source.name.c_str(), &base,
                                                &ring, &out.info);
-        if (st != CHR_OK) file_refused(st, out.info, flags);
+        if (st != CHR_OK) file_refused(st, out.info, flags, source);
         out.ring = std::make_unique<Ring>(ring);
         if (out.info.flags & CHR_RINGFILE_HAS_OPTIONS) {
             out.config = out.ring->snapshot().options();

@@ -25,12 +25,15 @@ struct FlagMember {
 struct MemberSource {
     std::string name;  // the ring file in messages ("<stdin>" for "-"); empty without one
     std::string text;  // the ring file's bytes
+    size_t cut_line = 0;  // the text stops inside this line, longer than the parser's limit
     std::vector<FlagMember> flags;  // added after the file's members, in this order
 };
 
-// The limits a ring file is read with: the library's size limit; a NUL
-// byte ends the read (the parser refuses binary data at that line).
-InputLimits ring_file_limits();
+// Reads the ring file `path` ("-" = stdin) into source's name and text,
+// within the library's limits: its size; a NUL byte (binary data, which
+// the parser refuses at that line) or a line over CHR_RINGFILE_LINE_MAX
+// ends the read, so an endless line fails at once.
+void read_ring_file(const std::string &path, MemberSource &source);
 
 struct LoadedRing {
     std::unique_ptr<Ring> ring;

@@ -19,13 +19,14 @@ CHECK is one of:
   key-limits      --key-file and lookup's stdin: keys up to 64 KiB, key files up to 256 MiB, FILE:LINE
   sim-load        sim --workload: the bounded busiest node within its cap, the plain ring over it
   diff            chring diff against chring lookup: the keys it lists are those that move, ranges
-                  sorted and summing to the moved share, the refusals
+                  sorted and summing to the moved share, no owner never spelled as an id, the refusals
 
 chring runs without LD_LIBRARY_PATH, as a user would run it: it must find libchring
 through its rpath. The library does not look for its build tree, so the build's plugins
 come from CHRING_PLUGIN_PATH, which meson test sets.
 """
 import argparse
+import csv
 import json
 import math
 import os
@@ -33,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 # name -> (arguments, file for stdin or None). Run in the data directory, so
 # paths in the output are the short names below. No timings in any of them.
@@ -453,6 +455,7 @@ def bad_input(opts):
         else:
             print("ok:", what)
     failures += members_limits(opts)
+    failures += endless_line(opts)
     # --help and --version stay normal: stdout, exit 0.
     for args, want in ((["--help"], "Usage: chring"), (["sim", "--help"], "Usage: chring sim"),
                        (["--version"], "chring ")):
@@ -499,6 +502,78 @@ def members_limits(opts):
         want = f"chring: {big}: is {file_max + 1} bytes (limit {file_max})"
         if r.returncode != 1 or r.stderr.decode(errors="replace").strip() != want:
             failures.append(f"sparse file over the limit: exit {r.returncode}, stderr {r.stderr[:300]!r}, want {want!r}")
+    return failures
+
+
+# Runs argv[1:] with stdout on /dev/null and prints its exit status and peak memory (KiB).
+PEAK_MEMORY = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
+def endless_line(opts):
+    """A line over 64 KiB ends the read of a ring file in that line (FILE:LINE), however long it
+    is: 300 MiB of 'a' without a newline through a pipe is not read whole (the writer is cut off
+    and chring's peak memory stays far below the 256 MiB it would hold); an earlier bad line is
+    still the one named; a file and a pipe of the same bytes get the same message."""
+    line_max, endless = 64 << 10, 300 << 20
+    too_long = "line is more than 65536 bytes long (limit 65536)"
+    failures = []
+    for prefix, want in ((b"", f"<stdin>:1: {too_long}"), (b"a 1\n# ok\n", f"<stdin>:3: {too_long}"),
+                         (b"a 1\nb x\n", "<stdin>:2: weight 'x' is not a whole number")):
+        with tempfile.TemporaryFile() as err:
+            # A small process in between forks chring: a child's peak memory counts the memory
+            # of the process it was forked from, which for this one may be hundreds of MiB.
+            p = subprocess.Popen([sys.executable, "-c", PEAK_MEMORY, opts.chring, "check", "-"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+            written = [0]
+
+            def feed():
+                chunk = b"a" * (1 << 20)
+                try:
+                    p.stdin.write(prefix)
+                    while written[0] < endless:
+                        p.stdin.write(chunk)
+                        written[0] += len(chunk)
+                except OSError:  # chring stopped reading: EPIPE
+                    pass
+                try:
+                    p.stdin.close()
+                except OSError:
+                    pass
+
+            writer = threading.Thread(target=feed)
+            writer.start()
+            status, peak_kib = map(int, p.stdout.read().split())
+            p.wait()
+            writer.join()
+            err.seek(0)
+            text = err.read().decode(errors="replace")
+        what = f"check - of {prefix!r} + 300 MiB of 'a'"
+        if status != 1 or not text.startswith("chring: " + want) or text.count("\n") != 1:
+            failures.append(f"{what}: exit {status}, stderr {text[:300]!r}, want 'chring: {want}'")
+        if written[0] > 64 << 20:
+            failures.append(f"{what}: {written[0] >> 20} MiB read before it stopped")
+        if peak_kib > 128 << 10:
+            failures.append(f"{what}: peak memory {peak_kib >> 10} MiB")
+    # The same bytes from a file and from a pipe: the same message (where a read stops does not
+    # depend on how the bytes arrive).
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "long.ring")
+        with open(path, "wb") as f:
+            f.write(b"a 1\n#" + b"y" * (line_max + 4464) + b"\nb 1\n")
+        from_file = run_chring(["check", "long.ring"], opts.chring, tmp)
+        from_pipe = run_chring(["check", "-"], opts.chring, tmp, "long.ring")
+        want = f"long.ring:2: {too_long}"
+        got = (from_file.returncode, from_file.stderr.decode(), from_pipe.returncode, from_pipe.stderr.decode())
+        if got != (1, f"chring: {want}\n", 1, f"chring: {want.replace('long.ring', '<stdin>')}\n"):
+            failures.append(f"a 70,000-byte line from a file and a pipe: {got}")
     return failures
 
 
@@ -618,7 +693,7 @@ def diff_check(opts):
                 owners_by_lookup(opts, new, keys)
             moved = {row["key"]: (row["from"], row["to"]) for row in doc["moved_keys"]}
             for i, owner in enumerate(after):
-                key, was = f"key:{i}", before[i] if before else "-"
+                key, was = f"key:{i}", before[i] if before else None  # no owner: null
                 if (was != owner) != (key in moved) or (key in moved and moved[key] != (was, owner)):
                     failures.append(f"{what}: {key} {was} -> {owner}, diff says {moved.get(key)}")
                     break
@@ -644,6 +719,7 @@ def diff_check(opts):
             cells = sum(c["share_pct"] for c in doc["matrix"])
             if abs(cells - 100) > 1e-6:
                 failures.append(f"{what}: the matrix sums to {cells}%")
+    failures += diff_no_owner(opts)
     for args, status, text in (
             (["diff", "small.members", "seed7.ring"], 1, "seed 0 and 7"),
             (["diff", "-", "-"], 2, "cannot both be standard input"),
@@ -657,6 +733,32 @@ def diff_check(opts):
         if r.returncode != status or text not in err or not err.startswith("chring: ") or err.count("\n") != 1:
             failures.append(f"chring {' '.join(args)}: exit {r.returncode}, stderr {err!r}; want exit {status} "
                             f"and one line with {text!r}")
+    return failures
+
+
+def diff_no_owner(opts):
+    """No owner (a ring without tokens) is null in JSON and an empty CSV field, never "-",
+    which is also a valid id: a diff to an empty ring and one to a ring of member '-' differ."""
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in (("x.members", "x 1\n"), ("dash.members", "- 1\n"), ("none.members", "")):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text)
+        for new, owner in (("none.members", None), ("dash.members", "-")):
+            r = run_chring(["diff", "x.members", new, "--format", "json", "--replicas", "1"], opts.chring, tmp)
+            doc = json.loads(r.stdout)
+            tos = {row["to"] for table in ("ranges", "matrix", "plan") for row in doc[table]}
+            lost_to = {flow["node"] for row in doc["nodes"] if row["node"] == "x" for flow in row["lost_to"]}
+            if r.returncode != 0 or tos != {owner} or lost_to != {owner}:
+                failures.append(f"diff x.members {new} --format json: exit {r.returncode}, to {tos}, lost to "
+                                f"{lost_to}, want {owner!r}")
+            r = run_chring(["diff", "x.members", new, "--format", "csv"], opts.chring, tmp)
+            rows = list(csv.reader(r.stdout.decode().splitlines()))
+            header = next(row for row in rows if row[:1] == ["table"] and "to" in row and "first" in row)
+            tos = {row[header.index("to")] for row in rows if row[:1] == ["ranges"]}
+            if r.returncode != 0 or tos != {owner or ""}:
+                failures.append(f"diff x.members {new} --format csv: exit {r.returncode}, to {tos}, "
+                                f"want {{{owner or ''!r}}}")
     return failures
 
 

@@ -208,6 +208,19 @@ def case_admin(opts):
         c.ok("remove", "broken")
         c.ok("add", "fine", "--weight", "1")
 
+        # A tab separates fields, as in a ring file line (docs/etcd.md, section 1),
+        # in a member's value and in the options; any other control byte is refused.
+        etcd.put(PREFIX + "/members/tabbed", "2\teu-west-1c\t# a comment")
+        etcd.put(PREFIX + "/options", "%%seed\t9\n")
+        text = c.show()
+        check("\ntabbed 2 eu-west-1c\n" in text and "%%seed 9\n" in text, "tabs separate fields:\n" + text)
+        for value in ("2\x0beu-west-1c", "2 eu\x1b[2J"):
+            etcd.put(PREFIX + "/members/tabbed", value)
+            r = c.run("show")
+            check(r.returncode == 1 and "raw control byte 0x" in r.stderr and "tabbed" in r.stderr,
+                  "value %r: %d %s" % (value, r.returncode, r.stderr))
+        c.ok("remove", "tabbed")
+
 
 # -- conflict --------------------------------------------------------------------
 

@@ -8,10 +8,14 @@
 // The parent then requires: child 2 did not crash in chring's code (nor
 // fail a sanitizer check), nor in the dynamic loader (chring validates the
 // ELF and program headers before dlopen, so a file ld.so cannot map must be
-// refused first), and returned a documented status with a message. A crash
-// in the plugin's own code (its constructors, its entry point: the edits
-// corrupt code too) is the plugin's, and counted. Child 2's coverage
-// counters are copied back, so libFuzzer is guided by the loader's branches.
+// refused first), and returned a documented status with a message. The
+// edits never change the plugin's machine code (chring cannot judge code;
+// a flipped instruction could break the calling convention and fault in
+// chring after it returns). A crash in the plugin's own code (its
+// constructors, its entry point, run from an edited address or on edited
+// data), or in chring's code called from it, is the plugin's, and counted.
+// Child 2's coverage counters are copied back, so libFuzzer is guided by
+// the loader's branches.
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -51,6 +55,7 @@ struct Shared {
     int32_t status;
     int32_t signal;
     int32_t dl_ok;
+    int64_t entry_offset;  // child 1: where dlsym found the entry point, from the file's load base
     int32_t frames;
     void *frame[kFrames];
     char message[512];
@@ -63,6 +68,7 @@ uint8_t *g_cov;  // shared copy of the counters
 uint8_t *g_counters_start;  // this executable's inline 8-bit counters
 size_t g_cov_size;
 unsigned long g_plugin_crashes, g_refused_unsurvivable, g_content_crashes;
+int64_t g_base_entry_offset = -1;  // the unedited plugin's entry point, from its load base
 
 void copy_counters() {
     if (g_cov_size) std::memcpy(g_cov, g_counters_start, g_cov_size);
@@ -110,6 +116,23 @@ bool sanitizer_entry(const char *name) {
                     std::strcmp(name, "strnlen") == 0 || std::strcmp(name, "strlen") == 0);
 }
 
+// chring's code faulted at frame i - 1: it is chring's crash unless
+// chring was called by the plugin (its code, run from an edited address,
+// jumped there through an edited pointer) or by the dynamic loader (its
+// constructors): the first caller outside this executable and libc decides.
+Where caller_of_chring(const Shared &s, int i) {
+    Dl_info self;
+    dladdr(reinterpret_cast<void *>(&caller_of_chring), &self);
+    for (; i < s.frames; ++i) {
+        Dl_info info;
+        if (!dladdr(s.frame[i], &info) || !info.dli_fname) return Where::Plugin;  // not mapped in the parent
+        if (info.dli_fbase == self.dli_fbase || std::strstr(info.dli_fname, "libc.so")) continue;
+        if (std::strstr(info.dli_fname, "ld-linux") || std::strstr(info.dli_fname, "/ld-")) return Where::DynamicLoader;
+        return Where::Plugin;
+    }
+    return Where::Chring;
+}
+
 // The innermost frame that is neither libc nor the signal handler decides.
 Where classify(const Shared &s) {
     Dl_info self;
@@ -154,7 +177,7 @@ Where classify(const Shared &s) {
             if (reinterpret_cast<uintptr_t>(s.frame[i]) >= reinterpret_cast<uintptr_t>(&on_fatal) &&
                 reinterpret_cast<uintptr_t>(s.frame[i]) < reinterpret_cast<uintptr_t>(&on_fatal) + 512)
                 continue;
-            return Where::Chring;
+            return caller_of_chring(s, i + 1);
         }
         if (std::strstr(info.dli_fname, "ld-linux") || std::strstr(info.dli_fname, "/ld-")) return Where::DynamicLoader;
         if (std::strstr(info.dli_fname, "libc.so")) continue;
@@ -220,6 +243,7 @@ struct Layout {
     uint64_t phoff = 0, shoff = 0, dyn = 0;
     unsigned phnum = 0, shnum = 0, dynnum = 0;
     uint64_t loaded_end = 0;  // end of the last PT_LOAD's file bytes
+    std::vector<std::pair<uint64_t, uint64_t>> code;  // file ranges of the SHF_EXECINSTR sections
 };
 Layout g_layout;
 
@@ -244,6 +268,13 @@ void read_layout() {
             l.dyn = ph.p_offset;
             l.dynnum = unsigned(ph.p_filesz / sizeof(Elf64_Dyn));
         }
+    }
+    for (unsigned i = 0; i < eh.e_shnum; ++i) {
+        Elf64_Shdr sh;
+        if (eh.e_shoff + (i + 1) * sizeof sh > g_base.size()) break;
+        std::memcpy(&sh, g_base.data() + eh.e_shoff + i * sizeof sh, sizeof sh);
+        if ((sh.sh_flags & SHF_EXECINSTR) && sh.sh_type == SHT_PROGBITS)
+            l.code.push_back({sh.sh_offset, sh.sh_offset + sh.sh_size});
     }
 }
 
@@ -315,6 +346,11 @@ std::vector<uint8_t> mutate(FuzzedDataProvider &in) {
         }
         }
     }
+    // The machine code stays as built: chring does not read it (it can only
+    // check that a code address is executable), and edited instructions
+    // that run would make any fault after them, in chring too, the plugin's.
+    for (const auto &r : l.code)
+        for (uint64_t i = r.first; i < r.second && i < f.size(); ++i) f[i] = g_base[i];
     return f;
 }
 
@@ -376,6 +412,17 @@ void write_file(const std::vector<uint8_t> &f) {
     close(fd);
 }
 
+// What any loader of the file does: open it, look up the entry point.
+void dlopen_alone() {
+    g_shared->entry_offset = -1;
+    void *h = dlopen(g_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void *entry = h ? dlsym(h, CHR_PLUGIN_ENTRY_SYMBOL) : nullptr;
+    Dl_info info;
+    g_shared->dl_ok = entry != nullptr;
+    if (entry && dladdr(entry, &info) && info.dli_fbase)
+        g_shared->entry_offset = static_cast<char *>(entry) - static_cast<char *>(info.dli_fbase);
+}
+
 // Whether dlopen alone survives the file with its structural edits kept and
 // every other byte put back: then the crash needs the edits of contents
 // (code, data, table entries), which chring does not judge, and a structural
@@ -390,10 +437,7 @@ bool structure_alone_survives(const std::vector<uint8_t> &file) {
         if (!structure) f[i] = g_base[i];
     }
     write_file(f);
-    return in_child([] {
-               void *h = dlopen(g_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-               g_shared->dl_ok = h != nullptr && dlsym(h, CHR_PLUGIN_ENTRY_SYMBOL) != nullptr;
-           }) == kDone;
+    return in_child(dlopen_alone) == kDone;
 }
 
 bool documented_status(int st) {
@@ -489,6 +533,12 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     }
     g_shared = static_cast<Shared *>(mem);
     g_cov = static_cast<uint8_t *>(mem) + sizeof(Shared);
+    write_file(g_base);
+    if (in_child(dlopen_alone) != kDone || g_shared->entry_offset < 0) {
+        std::fprintf(stderr, "plugin_elf: the unedited %s does not load\n", CHR_FUZZ_ELF_PLUGIN);
+        std::abort();
+    }
+    g_base_entry_offset = g_shared->entry_offset;
     return 0;
 }
 
@@ -505,12 +555,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
 
     // Child 1: the dynamic loader alone.
-    int raw = in_child([] {
-        // What any loader of the file does: open it, look up the entry point.
-        void *h = dlopen(g_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        g_shared->dl_ok = h != nullptr && dlsym(h, CHR_PLUGIN_ENTRY_SYMBOL) != nullptr;
-    });
+    int raw = in_child(dlopen_alone);
     const bool survives = raw == kDone;
+    const bool entry_moved = survives && g_shared->entry_offset != g_base_entry_offset;
 
     // Child 2: chring's loader, its counters copied back.
     if (g_cov_size) std::memset(g_cov, 0, g_cov_size);
@@ -556,6 +603,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         std::abort();
     }
     Where w = classify(*g_shared);
+    // An edited symbol value or relocation moved the entry point to other
+    // code of the plugin, which chr_plugin_load then called: what that code
+    // leaves behind (registers the calling convention says it keeps, the
+    // stack) is the plugin's doing, wherever the fault comes after it.
+    if (w == Where::Chring && entry_moved) w = Where::Plugin;
     if (w == Where::Chring) {
         report("chr_plugin_load crashed in chring's code", file.size());
         std::abort();
