@@ -879,7 +879,9 @@ CHR_API chr_status chr_snapshot_lookup_bounded(const chr_snapshot *snap, const v
  * added again finds its count, and a request acquired on an old snapshot is
  * released correctly after the node is gone. Acquire and release are
  * lock-free (atomic compare-and-swap on one counter and the total) and
- * never allocate; the counters live in a table sized at creation. Ids are
+ * never allocate, except the first acquire on a snapshot, which hashes its
+ * members' ids once (8 bytes a member, kept until the snapshot is freed);
+ * the counters live in a table sized at creation. Ids are
  * told apart by a 64-bit hash of their bytes: two ids of one tracker with
  * the same hash (odds about n^2 / 2^65 for n ids) would share a counter.
  */
@@ -929,9 +931,13 @@ CHR_API void chr_tracker_free(chr_tracker *tracker) CHR_NOEXCEPT;
  * @return CHR_OK; CHR_EINVAL; CHR_EVERSION; CHR_ERANGE (opts out of range,
  *         or the tracker has no room for another node id); CHR_EEMPTY (no
  *         available node with tokens); CHR_ENOMEM (as
- *         chr_snapshot_lookup_bounded). On failure nothing is counted.
+ *         chr_snapshot_lookup_bounded, or the first acquire on `snap`).
+ *         On failure nothing is counted.
  * Thread-safety: any thread; lock-free, allocation-free as
- * chr_snapshot_lookup_bounded. Ownership: `snap`
+ * chr_snapshot_lookup_bounded once a first acquire on `snap` has kept its
+ * members' hashed ids (one allocation of 8 bytes a member, freed with the
+ * snapshot; threads racing on it each make one, one is kept). Cost:
+ * O(nodes) table probes to sum L, plus the probes of the lookup. Ownership: `snap`
  * stays the caller's. Since: 0.1.
  */
 CHR_API chr_status chr_tracker_acquire(chr_tracker *tracker, const chr_snapshot *snap,

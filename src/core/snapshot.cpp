@@ -1,6 +1,7 @@
 #include "snapshot.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <new>
 
 #include "reclaim.hpp"
@@ -11,7 +12,21 @@ namespace detail {
 std::atomic<int64_t> live_snapshots{0};  // snapshot_build.cpp counts them in
 }  // namespace detail
 
-Snapshot::~Snapshot() { detail::live_snapshots.fetch_sub(1, std::memory_order_relaxed); }
+Snapshot::~Snapshot() {
+    delete[] member_keys_.load(std::memory_order_acquire);
+    detail::live_snapshots.fetch_sub(1, std::memory_order_relaxed);
+}
+
+const uint64_t *Snapshot::build_member_keys(MemberKeyFn key_of) const {
+    const size_t n = nodes_.size();
+    std::unique_ptr<uint64_t[]> keys(new uint64_t[n ? n : 1]);
+    for (size_t i = 0; i < n; ++i) keys[i] = key_of(nodes_[i].id.data(), nodes_[i].id.size());
+    const uint64_t *installed = nullptr;
+    if (member_keys_.compare_exchange_strong(installed, keys.get(), std::memory_order_acq_rel,
+                                             std::memory_order_acquire))
+        return keys.release();
+    return installed;  // another thread's copy won; ours is freed
+}
 
 void Snapshot::release() const noexcept {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
@@ -70,6 +85,7 @@ size_t Snapshot::member_bytes() const noexcept {
     size_t bytes = nodes_.capacity() * sizeof(Node) + cache_.bytes() +
                    (slot_node_.capacity() + node_slot_.capacity() + zone_of_slot_.capacity()) * sizeof(uint32_t) +
                    weight_before_.capacity() * sizeof(uint64_t);
+    if (member_keys_.load(std::memory_order_acquire)) bytes += nodes_.size() * sizeof(uint64_t);
     const std::string empty;
     for (const Node &n : nodes_) {  // heap beyond each string's own buffer
         if (n.id.capacity() > empty.capacity()) bytes += n.id.capacity() + 1;

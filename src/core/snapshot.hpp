@@ -167,6 +167,17 @@ public:
     // Computed on first use (an update does not walk every token); any
     // thread may call it.
     uint64_t fingerprint() const noexcept;
+    // key_of(id) of every member, by node index: computed by the first
+    // caller (a tracker's first acquire on this snapshot), not by the build,
+    // so updates cost the same without a tracker; freed with the snapshot.
+    // Lock-free: racing first callers each build a copy, one is installed.
+    // Every caller must pass the same key_of (Tracker::id_key). May throw
+    // bad_alloc.
+    using MemberKeyFn = uint64_t (*)(const void *id, size_t len) noexcept;
+    const uint64_t *member_keys(MemberKeyFn key_of) const {
+        if (const uint64_t *k = member_keys_.load(std::memory_order_acquire)) return k;
+        return build_member_keys(key_of);
+    }
     const PlacementPtr &placement() const noexcept { return placement_; }
     // The placement's point_bound summed over the nodes (the ring's token
     // limit is checked against it; kept so a change need not sum it again).
@@ -229,6 +240,7 @@ private:
         return true;
     }
     static uint64_t *thread_bitmap(size_t bits);
+    const uint64_t *build_member_keys(MemberKeyFn key_of) const;
     template <bool kSlots>
     uint32_t as_emitted(uint32_t slot) const noexcept { return kSlots ? slot : slot_node_[slot]; }
 
@@ -318,6 +330,7 @@ private:
     size_t live_zones_ = 0;          // of those, zones holding a node with tokens
     mutable std::atomic<uint64_t> fingerprint_{0};
     mutable std::atomic<bool> fingerprint_known_{false};
+    mutable std::atomic<const uint64_t *> member_keys_{nullptr};  // new[], see member_keys()
 };
 
 }  // namespace chring

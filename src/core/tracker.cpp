@@ -58,32 +58,34 @@ Tracker::Slot *Tracker::claim(uint64_t key) noexcept {
 chr_status Tracker::acquire(const char *who, const Snapshot &s, const void *key, size_t key_len,
                             const BoundParams &p, BoundChoice &c, chr_ticket &t) {
     const uint64_t h = s.hash_key(key, key_len);
-    auto slot_of = [&](uint32_t i) {
-        const chr_node_view &v = s.view(i);
-        return find(id_key(v.id, v.id_len));
+    // The members' id keys, hashed once per snapshot (the first acquire on
+    // it allocates them: bad_alloc is CHR_ENOMEM), so that reading a
+    // member's counter is one probe of the table, not a hash and a probe.
+    const uint64_t *const keys = s.member_keys(&Tracker::id_key);
+    auto load = [&](uint32_t i) -> uint64_t {
+        const Slot *sl = find(keys[i]);
+        return sl ? sl->count.load(std::memory_order_acquire) : 0;
+    };
+    auto up = [&](uint32_t i) {
+        const Slot *sl = find(keys[i]);
+        return !sl || sl->down.load(std::memory_order_acquire) == 0;
     };
     for (;;) {
         const bool all_up = down_.load(std::memory_order_acquire) == 0;
-        auto load = [&](uint32_t i) -> uint64_t {
-            const Slot *sl = slot_of(i);
-            return sl ? sl->count.load(std::memory_order_acquire) : 0;
-        };
         // The snapshot's members' counts, as chr_snapshot_lookup_bounded
         // sums the caller's: not total_, which also holds the requests of
-        // nodes that left and of other rings sharing this tracker.
+        // nodes that left and of other rings sharing this tracker. Read
+        // once per pass: the compare-and-swap below checks the chosen
+        // node's count against the capacity for this L, as the old total_
+        // read was; only a pass that lost a race reads it again.
         const uint64_t total = p.bounded ? member_loads(s, load).total : 0;
-        auto up = [&](uint32_t i) {
-            const Slot *sl = slot_of(i);
-            return !sl || sl->down.load(std::memory_order_acquire) == 0;
-        };
         if (!choose_bounded(s, h, p, total, all_up, load, up, c))
             return fail(CHR_EEMPTY, "%s: every node with tokens is marked unavailable", who);
         // Without a probe limit a full walk finds room for the total it was
         // given; finding none means other acquires counted requests after
         // the total was read: read it again.
         if ((c.flags & CHR_BOUND_OVER) && p.max_probes == 0) continue;
-        const chr_node_view &v = s.view(c.index);
-        Slot *sl = claim(id_key(v.id, v.id_len));
+        Slot *sl = claim(keys[c.index]);
         if (!sl)
             return fail(CHR_ERANGE, "%s: the tracker has counters for %zu node ids, its maximum",
                         who, max_nodes_);

@@ -3,7 +3,8 @@
  * availability"): 16 threads acquire and release on one chr_tracker, each
  * on the snapshot current when it acquires, while a writer removes and adds
  * nodes and masks some. Tickets are held across membership changes and
- * released after their node is gone. Afterwards every node's counter and
+ * released after their node is gone; each new snapshot's first acquires
+ * race to keep its members' hashed ids. Afterwards every node's counter and
  * the total are 0, no acquire failed except with CHR_EEMPTY (all nodes
  * masked or removed at once cannot happen here: the writer keeps node 0),
  * and no release failed. Run under TSan too (the concurrency suite).

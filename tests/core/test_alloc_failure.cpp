@@ -674,6 +674,65 @@ void test_snapshot_readers_first_call_on_a_thread(void **) {
     chr_ring_free(ring);
 }
 
+// chr_tracker_acquire as the first tracker call on a snapshot: it hashes
+// the members' ids once for the snapshot (one allocation the snapshot
+// keeps). A fresh ring per run, so that every run is such a first call; a
+// failed one counts no request and keeps no block.
+struct FirstAcquireOnSnapshot : Scenario {
+    chr_tracker *tracker = nullptr;
+    chr_ring *ring = nullptr;
+    chr_snapshot *snap = nullptr;
+    uint64_t expected = 0, got = 0;  // the chosen node's tag + 1 (0: nothing written)
+
+    FirstAcquireOnSnapshot() : Scenario("chr_tracker_acquire") {
+        assert_chr_ok(chr_tracker_new(0, &tracker));
+        FirstAcquireOnSnapshot::prepare();
+        assert_chr_ok(FirstAcquireOnSnapshot::call());
+        expected = got;
+        FirstAcquireOnSnapshot::finish();
+    }
+    ~FirstAcquireOnSnapshot() override { chr_tracker_free(tracker); }
+    void prepare() override {
+        ring = fixture_ring();
+        assert_chr_ok(chr_ring_snapshot(ring, &snap));
+        got = 0;
+    }
+    chr_status call() override {
+        const chr_bound_options bound = CHR_BOUND_OPTIONS_INIT;
+        chr_node_view v;
+        chr_ticket t;
+        chr_status st = chr_tracker_acquire(tracker, snap, "object/7", 8, &bound, &v, nullptr, &t);
+        if (st != CHR_OK) return st;
+        got = v.tag + 1;
+        return chr_tracker_release(tracker, &t);
+    }
+    void check_nothing_in_flight() {
+        uint64_t total = 1;
+        assert_chr_ok(chr_tracker_total(tracker, &total));
+        assert_int_equal(total, 0);
+    }
+    void check_failed() override {
+        assert_int_equal(got, 0);
+        check_nothing_in_flight();
+    }
+    void check_succeeded() override {
+        assert_int_equal(got, expected);
+        check_nothing_in_flight();
+    }
+    void finish() override {
+        chr_snapshot_release(snap);
+        chr_ring_free(ring);
+        snap = nullptr;
+        ring = nullptr;
+    }
+};
+
+void test_tracker_first_acquire_on_a_snapshot(void **) {
+    FirstAcquireOnSnapshot s;
+    countdown_both_modes(s);
+    countdown_both_modes(s, Where::new_thread);
+}
+
 void test_lookup_first_read_on_a_thread(void **) {
     chr_ring *ring = fixture_ring();
     auto s = reading<uint64_t>("chr_ring_lookup", ring, [](const chr_ring *r, uint64_t *tag) {
@@ -805,6 +864,7 @@ int main(void) {
         cmocka_unit_test(test_replicas_many),
         cmocka_unit_test(test_replicas_in_a_huge_ring),
         cmocka_unit_test(test_snapshot_readers_first_call_on_a_thread),
+        cmocka_unit_test(test_tracker_first_acquire_on_a_snapshot),
         cmocka_unit_test(test_lookup_first_read_on_a_thread),
         cmocka_unit_test(test_snapshot_first_read_on_a_thread),
         cmocka_unit_test(test_diff_new),
