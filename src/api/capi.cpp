@@ -9,7 +9,7 @@
 #include <string>
 
 #include "chring.h"
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "firewall.hpp"
 #include "plugin/registry.hpp"
 #include "placement.hpp"
@@ -17,7 +17,7 @@
 #include "plugin/loader.hpp"
 #include "ring.hpp"
 #include "ringfile/ringfile.hpp"
-#include "validate.hpp"
+#include "base/validate.hpp"
 
 namespace {
 

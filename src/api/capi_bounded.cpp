@@ -6,11 +6,11 @@
 
 #include "bounded.hpp"
 #include "chring.h"
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "firewall.hpp"
 #include "snapshot.hpp"
 #include "tracker.hpp"
-#include "validate.hpp"
+#include "base/validate.hpp"
 
 namespace chring {
 

@@ -7,9 +7,9 @@
 
 #include "chring.h"
 #include "diff.hpp"
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "firewall.hpp"
-#include "validate.hpp"
+#include "base/validate.hpp"
 
 namespace {
 

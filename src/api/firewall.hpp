@@ -5,7 +5,7 @@
 #include <exception>
 #include <new>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace chring {
 

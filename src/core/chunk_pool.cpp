@@ -4,7 +4,7 @@
 #include <mutex>
 #include <new>
 
-#include "huge_pages.hpp"
+#include "base/huge_pages.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CHRING_ASAN 1

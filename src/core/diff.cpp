@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace chring {
 

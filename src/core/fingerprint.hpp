@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "membership.hpp"
+#include "base/membership.hpp"
 #include "placement.hpp"
 
 namespace chring {

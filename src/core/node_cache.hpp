@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "chring.h"
-#include "huge_pages.hpp"
-#include "membership.hpp"
+#include "base/huge_pages.hpp"
+#include "base/membership.hpp"
 
 namespace chring {
 

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "errors.hpp"
-#include "validate.hpp"
+#include "base/errors.hpp"
+#include "base/validate.hpp"
 
 namespace chring {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "membership.hpp"
+#include "base/membership.hpp"
 #include "node_cache.hpp"
 #include "placement.hpp"
 #include "token_index.hpp"

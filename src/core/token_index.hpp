@@ -50,8 +50,8 @@
 #include <vector>
 
 #include "chunk_pool.hpp"
-#include "huge_pages.hpp"
-#include "membership.hpp"
+#include "base/huge_pages.hpp"
+#include "base/membership.hpp"
 #include "window.hpp"
 
 namespace chring {

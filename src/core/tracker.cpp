@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "membership.hpp"
+#include "base/membership.hpp"
 
 namespace chring {
 namespace compat {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "compat_points.hpp"
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "placement.hpp"
 
 namespace chring {

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "huge_pages.hpp"
+#include "base/huge_pages.hpp"
 #include "placement.hpp"
-#include "radix_sort.hpp"
+#include "base/radix_sort.hpp"
 
 namespace chring {
 namespace {

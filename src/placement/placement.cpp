@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "plugin/discovery.hpp"
 
 namespace chring {

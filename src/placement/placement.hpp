@@ -12,8 +12,8 @@
 
 #include "chring.h"
 #include "plugin/registry.hpp"
-#include "huge_pages.hpp"
-#include "membership.hpp"
+#include "base/huge_pages.hpp"
+#include "base/membership.hpp"
 #include "xxh3_inline.hpp"
 
 namespace chring {

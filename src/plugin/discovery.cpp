@@ -13,7 +13,7 @@
 #include <mutex>
 #include <set>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "plugin/loader.hpp"
 #include "plugin/trust.hpp"
 #include "plugin/win_path.hpp"

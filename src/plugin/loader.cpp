@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "plugin/registry.hpp"
 #include "plugin/segments.hpp"
 #include "plugin/trust.hpp"

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace chring {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace chring {
 namespace {

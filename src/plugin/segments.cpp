@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace chring {
 namespace {

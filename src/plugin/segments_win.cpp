@@ -3,7 +3,7 @@
 // headers pe_check.cpp checked in the file before the load.
 #include <windows.h>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "plugin/segments.hpp"
 #include "plugin/win_path.hpp"
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <memory>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace chring {
 namespace {

@@ -18,7 +18,7 @@
 #include <memory>
 #include <vector>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "plugin/win_path.hpp"
 
 namespace chring {

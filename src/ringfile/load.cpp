@@ -3,11 +3,11 @@
 #include <cstring>
 #include <string>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "placement.hpp"
 #include "plugin/discovery.hpp"
 #include "ring.hpp"
-#include "validate.hpp"
+#include "base/validate.hpp"
 #include "ringfile/ringfile.hpp"
 
 namespace chring {

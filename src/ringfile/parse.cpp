@@ -10,7 +10,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "placement.hpp"
 #include "ringfile/ringfile.hpp"
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <numeric>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "ringfile/ringfile.hpp"
 #include "snapshot.hpp"
 

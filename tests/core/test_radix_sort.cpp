@@ -1,4 +1,4 @@
-// White-box: the fresh tokens' radix sort (src/core/radix_sort.hpp) gives
+// White-box: the fresh tokens' radix sort (src/base/radix_sort.hpp) gives
 // exactly std::sort's (value, owner) order, on sizes around its one- and
 // two-pass thresholds and on inputs that defeat its bucketing: equal
 // values, all-equal, sorted, reversed, crowded top bits, duplicates. So
@@ -19,7 +19,7 @@ extern "C" { /* cmocka.h declares its functions without linkage */
 #include <cmocka.h>
 }
 
-#include "radix_sort.hpp"
+#include "base/radix_sort.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "chring.h"
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace chring {
 

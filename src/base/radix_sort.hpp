@@ -15,8 +15,8 @@
 #include <cstring>
 #include <vector>
 
-#include "huge_pages.hpp"
-#include "membership.hpp"
+#include "base/huge_pages.hpp"
+#include "base/membership.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

@@ -1,4 +1,4 @@
-#include "validate.hpp"
+#include "base/validate.hpp"
 
 namespace chring {
 
