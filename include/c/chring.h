@@ -402,9 +402,9 @@ CHR_API void chr_ring_free(chr_ring *ring) CHR_NOEXCEPT;
  *         totals); CHR_EEXIST; CHR_ENOMEM. On failure the ring is unchanged.
  * Thread-safety: any thread; writers serialize, readers are not blocked.
  * Cost: each call publishes a snapshot. It rewrites only the parts of the
- *       token index the node's tokens fall in (about 0.25 ms at 160,000
- *       tokens, 1 ms at 1.6M, 12 ms at 16M on a 2-core VM), and rebuilds
- *       everything when the ring doubles. To build a ring, or to make
+ *       token index the node's tokens fall in (measured at 160,000,
+ *       1.6M and 16M tokens: tests/bench/RESULTS.md, bench_scale), and
+ *       rebuilds everything when the ring doubles. To build a ring, or to make
  *       several changes, one chr_ring_apply() batch is the way: one
  *       snapshot, one pass.
  * Since: 0.1.

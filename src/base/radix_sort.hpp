@@ -140,7 +140,7 @@ inline void stream_line(const Line &line, Token *to) noexcept {
 // gather in a line-sized buffer per range (2^bits lines, in L2) and go out
 // a whole line at a time with non-temporal stores, which write the line
 // without reading it: half the memory traffic, and the first pass of a
-// 16M-token sort takes half the time (tests/bench/RESULTS.md, "Inline key
+// 16M-token sort takes half the time (tests/bench/HISTORY.md, "Inline key
 // hash, replica walk without a step count, build memory traffic").
 // A range's first and last lines may be shared with its neighbours: those
 // tokens are stored one by one. Requires dst 16-byte aligned.
@@ -226,7 +226,7 @@ void sort_tokens(Tokens &tokens, HugeArray<Token> *spare = nullptr) {
 // sort_tokens is. Then each range is sorted in a buffer that stays in
 // cache and copied down to its place. At 16M tokens this spares the
 // build 256 MB of new memory, which the kernel must fault in and zero
-// (tests/bench/RESULTS.md, "Chunks freed by lineage; a big
+// (tests/bench/HISTORY.md, "Chunks freed by lineage; a big
 // build's memory"). A range that
 // overflows its room (a skewed hasher) fails the whole: the caller then
 // makes the tokens again and sorts them with sort_tokens.

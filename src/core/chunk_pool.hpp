@@ -10,7 +10,7 @@
 //   An add at 1,000 nodes makes ~150 chunks of ~1.1 KB and frees as many,
 //   which glibc's allocator serves from its bins, not its per-thread
 //   cache: from slabs, adds and removes were 17-22% faster at 100-1,000
-//   nodes (tests/bench/RESULTS.md, "Coarse buckets for big rings"). Not
+//   nodes (tests/bench/HISTORY.md, "Coarse buckets for big rings"). Not
 //   huge pages: a small ring would hold 2 MiB for a few KB.
 //
 // Blocks are freed one by one as snapshots drop their chunks and reused

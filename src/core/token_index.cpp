@@ -246,7 +246,7 @@ TokenIndex::Writer::Writer(TokenIndex &index, size_t T, size_t slots, HugeArray<
     // one window. From kCoarseTokens up, 3-6 (2^P <= T / 3): the prefix
     // index is half the size, and one that no longer fits the caches costs
     // more than the second window compare of the 1-15% of buckets over
-    // eight tokens (tests/bench/RESULTS.md, "Coarse buckets for big
+    // eight tokens (tests/bench/HISTORY.md, "Coarse buckets for big
     // rings"). P >= O keeps the cold part within 32 bits (it only matters
     // for rings of mostly weight-0 members).
     unsigned owner_bits = 1;
@@ -317,7 +317,7 @@ void TokenIndex::Writer::finish() {
 
     // One group a chunk while the chunk pointers an update copies stay
     // in cache (up to ~2M tokens); beyond, 2^C groups with
-    // C = log2(T) - 20 (tests/bench/RESULTS.md, "scale").
+    // C = log2(T) - 20 (tests/bench/HISTORY.md, "Scale").
     unsigned group_bits = s.prefix_bits_ - g, t_bits = 0;
     while (t_bits < 63 && (size_t(1) << (t_bits + 1)) <= T_) ++t_bits;
     s.chunk_shift_ = std::min(group_bits, t_bits > 20 ? std::min(t_bits - 20, 4u) : 0u);

@@ -229,7 +229,7 @@ private:
     // of their own, made after every hot block, so that the hot records of
     // its chunks lie together: lookups, which read hot records only, then
     // share their lines and pages with no cold bytes (2-3.5% faster at
-    // 1,000 nodes; tests/bench/RESULTS.md, "In-process A/B; hot and cold
+    // 1,000 nodes; tests/bench/HISTORY.md, "In-process A/B; hot and cold
     // blocks"). An update's few new chunks keep them in the same block,
     // right after the pads (one allocation each).
     struct ChunkHeader {

@@ -15,7 +15,7 @@ namespace chring {
 // Records compared per lookup. Eight (32 bytes, two SSE2 compares) let a
 // bucket hold 1.5-3 tokens on average, which halves the prefix index that
 // four needed (one bucket per 1-2 tokens) and keeps the lookup's data in
-// L2 at 1,000 nodes (tests/bench/RESULTS.md, "search layouts"). Big rings
+// L2 at 1,000 nodes (tests/bench/HISTORY.md, "Search layouts"). Big rings
 // hold 3-6 a bucket and compare a second window where a bucket has more
 // than eight (TokenIndex::locate_wide).
 constexpr uint32_t kWindow = 8;

@@ -2,7 +2,7 @@
 // the lookups of rings that use it. Through the hasher's function pointer a
 // lookup is a call the CPU cannot schedule around: inlined, the hash of
 // one key overlaps the memory reads of the keys before it (1.6M tokens:
-// 4.4-4.6x std::lower_bound before, 5.35-5.65x after; tests/bench/RESULTS.md,
+// 4.4-4.6x std::lower_bound before, 5.35-5.65x after; tests/bench/HISTORY.md,
 // "Inline key hash, replica walk without a step count, build memory
 // traffic"). The same xxHash function on the same bytes: identical values,
 // which tests/core/test_determinism.c and tests/plugins/test_hasher_kat.c pin.

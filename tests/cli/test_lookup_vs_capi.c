@@ -185,8 +185,8 @@ static void policies_match_lookup(void **state) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s CHRING MEMBERS_FILE\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s CHRING MEMBERS_FILE [CASE_FILTER]\n", argv[0]);
         return 2;
     }
     chring_path = argv[1];
@@ -197,5 +197,6 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(replicas_match_lookup, setup_ring, teardown_ring),
         cmocka_unit_test_setup_teardown(policies_match_lookup, setup_ring, teardown_ring),
     };
+    chr_select_cases(argc > 3 ? argv[3] : NULL, tests, sizeof tests / sizeof tests[0]);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,8 @@ extern "C" { /* cmocka.h declares its functions without linkage */
 
 #include <chring.h>
 
+#include "test_cases.h" /* select_cases: one case run alone */
+
 /* Fails the test at the caller's line unless `expr` returns `expected`. */
 #define assert_chr_status(expr, expected) \
     chr_check_status((expr), (expected), #expr, __FILE__, __LINE__)

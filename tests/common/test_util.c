@@ -243,9 +243,10 @@ size_t ring_node_count(const chr_ring *ring) {
 
 /* ---- suite runner ------------------------------------------------------- */
 
-int run_test_table(const char *name, const struct CMUnitTest *tests, size_t count) {
+int run_test_table(const char *name, const struct CMUnitTest *tests, size_t count,
+                   size_t selected) {
     int failed = _cmocka_run_group_tests(name, tests, count, NULL, NULL);
-    printf("%zu passed, %d failed\n", count - (size_t)failed, failed);
+    printf("%zu passed, %d failed\n", selected - (size_t)failed, failed);
     return failed;
 }
 

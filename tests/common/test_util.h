@@ -125,9 +125,12 @@ size_t ring_node_count(const chr_ring *ring);
 
 /* ---- suite runner ------------------------------------------------------- */
 
-/* Runs a test table and ends the output with "N passed, N failed". */
-#define run_core_tests(tests) \
-    run_test_table(#tests, (tests), sizeof(tests) / sizeof((tests)[0]))
-int run_test_table(const char *name, const struct CMUnitTest *tests, size_t count);
+/* Runs a test table and ends the output with "N passed, N failed", N
+ * counting the cases select_cases() left to run. */
+#define run_core_tests(tests)                                   \
+    run_test_table(#tests, (tests), sizeof(tests) / sizeof((tests)[0]), \
+                   chr_selected_cases((tests), sizeof(tests) / sizeof((tests)[0])))
+int run_test_table(const char *name, const struct CMUnitTest *tests, size_t count,
+                   size_t selected);
 
 #endif /* CHRING_TEST_UTIL_H */

@@ -165,10 +165,11 @@ void fifty_servers(void **) { disruption_table(50, 0xd15c0050); }
 
 }  // namespace
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ten_servers),
         cmocka_unit_test(fifty_servers),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

@@ -431,7 +431,7 @@ void ipv6_in_brackets(void **) {
 
 }  // namespace
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fixture_point_counts),
         cmocka_unit_test(fixture_known_answers),
@@ -442,5 +442,6 @@ int main(void) {
         cmocka_unit_test(ties_go_to_the_earlier_position),
         cmocka_unit_test(ipv6_in_brackets),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

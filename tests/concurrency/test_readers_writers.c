@@ -550,9 +550,10 @@ static void test_every_read_sees_a_published_state(void **unused) {
     chr_ring_free(s.ring);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_read_sees_a_published_state),
     };
+    select_cases(argc, argv, tests);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -329,11 +329,12 @@ void test_explicit_snapshots_outlive_updates_and_the_ring(void **) {
 
 }  // namespace
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_updates_under_readers_leave_only_live_snapshots),
         cmocka_unit_test(test_reader_in_section_holds_back_exactly_what_it_may_see),
         cmocka_unit_test(test_explicit_snapshots_outlive_updates_and_the_ring),
     };
+    select_cases(argc, argv, tests);
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -139,9 +139,10 @@ static void test_counters_return_to_zero(void **state) {
     chr_ring_free(s.ring);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counters_return_to_zero),
     };
+    select_cases(argc, argv, tests);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

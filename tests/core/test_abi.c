@@ -97,7 +97,7 @@ static void test_plugin_entry_point_cxx(void **state) {
     assert_int_equal(value, 3 * 31 + 5);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_struct_layout_pinned),
         cmocka_unit_test(test_options_init_macro_equals_function),
@@ -105,5 +105,6 @@ int main(void) {
         cmocka_unit_test(test_plugin_entry_point_c),
         cmocka_unit_test(test_plugin_entry_point_cxx),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

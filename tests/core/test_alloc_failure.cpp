@@ -848,7 +848,7 @@ void test_plan_new(void **) {
 
 }  // namespace
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_new_discovering_plugins),  // first: the cold start
         cmocka_unit_test(test_ring_new),
@@ -870,5 +870,6 @@ int main(void) {
         cmocka_unit_test(test_diff_new),
         cmocka_unit_test(test_plan_new),
     };
+    select_cases(argc, argv, tests);
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

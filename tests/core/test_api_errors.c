@@ -828,7 +828,7 @@ static void test_node_ref_writes_as_documented(void **state) {
     chr_ring_free(ring);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_null_ring_or_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_null_out_pointers, setup, teardown),
@@ -855,5 +855,6 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_ids_quoted_in_messages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_ref_writes_as_documented, setup, teardown),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

@@ -205,7 +205,7 @@ static void test_key_share_matches_ownership(void **state) {
     check_key_shares(*state, two_and_one);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_equal_weights_within_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_weight_two_owns_twice, setup, teardown),
@@ -213,5 +213,6 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_ownership_is_sum_of_arcs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_share_matches_ownership, setup, teardown),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

@@ -505,7 +505,7 @@ static void test_apply2_strides(void **state) {
     chr_ring_free(c);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bad_change_anywhere_refuses_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_add_then_remove_in_one_batch, setup, teardown),
@@ -516,5 +516,6 @@ int main(void) {
         cmocka_unit_test(test_batch_matches_one_by_one),
         cmocka_unit_test_setup_teardown(test_apply2_strides, setup, teardown),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

@@ -715,7 +715,7 @@ static void api_errors(void **state) {
     chr_ring_free(ring);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(capacities_match_haproxy),
         cmocka_unit_test(tracker_never_exceeds_capacity),
@@ -729,5 +729,6 @@ int main(void) {
         cmocka_unit_test(tracker_full),
         cmocka_unit_test(api_errors),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

@@ -210,7 +210,7 @@ static void test_add_then_remove(void **state) {
     expect_no_unlisted_input();
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tokens_are_the_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_owners, setup, teardown),
@@ -218,5 +218,6 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_ownership, setup, teardown),
         cmocka_unit_test_setup_teardown(test_add_then_remove, setup, teardown),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

@@ -20,6 +20,7 @@
 extern "C" { /* cmocka.h declares its functions without linkage */
 #include <cmocka.h>
 }
+#include "test_cases.h"
 
 #include "alloc_countdown.hpp"
 #include "chunk_pool.hpp"
@@ -161,7 +162,7 @@ void test_threads(void **) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char **argv) {
     const CMUnitTest tests[] = {
         cmocka_unit_test(test_class_rounding),
         cmocka_unit_test(test_random_workload_leaves_nothing),
@@ -169,5 +170,6 @@ int main() {
         cmocka_unit_test(test_failed_slab_is_bad_alloc),
         cmocka_unit_test(test_threads),
     };
+    select_cases(argc, argv, tests);
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

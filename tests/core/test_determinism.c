@@ -478,7 +478,7 @@ static void test_compat_fingerprint_ignores_seed(void **state) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_insertion_order_irrelevant, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remove_then_readd, setup, teardown),
@@ -490,5 +490,6 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_tokens_are_xxh3_of_id_and_index, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_token_numbers, setup, teardown),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

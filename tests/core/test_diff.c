@@ -1027,7 +1027,7 @@ static void test_arguments(void **state) {
     chr_plan_free(p);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_native_add),
         cmocka_unit_test(test_native_remove),
@@ -1055,6 +1055,7 @@ int main(void) {
         cmocka_unit_test(test_arguments),
     };
     setup_keys(NULL);
+    select_cases(argc, argv, tests);
     int failed = run_core_tests(tests);
     teardown_keys(NULL);
     return failed;

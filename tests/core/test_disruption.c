@@ -181,7 +181,7 @@ static void test_drain_and_restore(void **state) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_add_moves_keys_only_onto_new_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remove_moves_only_its_keys, setup, teardown),
@@ -189,5 +189,6 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_lower_weight_moves_keys_only_from_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_and_restore, setup, teardown),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

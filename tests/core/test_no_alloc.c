@@ -107,10 +107,11 @@ static int teardown(void **state) {
     return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_reads_allocate_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_counter_sees_allocations, setup, teardown),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

@@ -139,7 +139,7 @@ static void test_native_fingerprint_counts_seed(void **state) {
     chr_ring_free(rb);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_describe_every_mode),
         cmocka_unit_test(test_describe_and_find_errors),
@@ -147,5 +147,6 @@ int main(void) {
         cmocka_unit_test(test_short_digest_refused),
         cmocka_unit_test(test_native_fingerprint_counts_seed),
     };
+    select_cases(argc, argv, tests);
     return cmocka_run_group_tests(tests, register_short_hashers, NULL);
 }

@@ -18,6 +18,7 @@
 extern "C" { /* cmocka.h declares its functions without linkage */
 #include <cmocka.h>
 }
+#include "test_cases.h"
 
 #include "base/radix_sort.hpp"
 
@@ -163,11 +164,12 @@ void test_range_sort(void **) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char **argv) {
     const CMUnitTest tests[] = {
         cmocka_unit_test(test_random),      cmocka_unit_test(test_equal_values),
         cmocka_unit_test(test_all_equal),   cmocka_unit_test(test_sorted_and_reversed),
         cmocka_unit_test(test_crowded_bits), cmocka_unit_test(test_range_sort),
     };
+    select_cases(argc, argv, tests);
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

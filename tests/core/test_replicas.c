@@ -266,7 +266,7 @@ static void test_refs_carry_long_ids_and_zones(void **state) {
     chr_ring_free(ring);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_distinct_and_coordinator_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clamped_to_nodes_with_tokens, setup, teardown),
@@ -276,5 +276,6 @@ int main(void) {
         cmocka_unit_test(test_small_rings_wrap),
         cmocka_unit_test(test_refs_carry_long_ids_and_zones),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

@@ -442,7 +442,7 @@ static void test_group_end_past_a_byte_matches_reference(void **state) {
     check_two_node_ring(&edge, 150);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_keeps_old_membership, setup, teardown),
         cmocka_unit_test_setup_teardown(test_borrowed_views_stay_valid, setup, teardown),
@@ -454,5 +454,6 @@ int main(void) {
         cmocka_unit_test(test_crowded_bucket_matches_reference),
         cmocka_unit_test(test_group_end_past_a_byte_matches_reference),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

@@ -9,6 +9,7 @@
 extern "C" { /* cmocka.h declares its functions without linkage */
 #include <cmocka.h>
 }
+#include "test_cases.h"
 
 #include "window.hpp"
 
@@ -62,7 +63,8 @@ void test_random(void **) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char **argv) {
     const CMUnitTest tests[] = {cmocka_unit_test(test_edges), cmocka_unit_test(test_random)};
+    select_cases(argc, argv, tests);
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

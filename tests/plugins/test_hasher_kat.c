@@ -520,7 +520,7 @@ static void test_openssl_hashers_across_threads(void **state) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_md5_rfc1321_suite),
         cmocka_unit_test(test_sha1_fips180_rfc3174),
@@ -538,5 +538,6 @@ int main(void) {
         cmocka_unit_test(test_empty_input_may_be_null),
         cmocka_unit_test(test_openssl_hashers_across_threads),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

@@ -288,7 +288,7 @@ static void test_every_shipped_hasher_is_covered(void **state) {
     for (size_t i = 0; i < catalog_count; ++i) assert_string_equal(catalog[i].name, covered[i]);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_shipped_hasher_is_covered),
         HASHER_ENTRIES(xxh3),
@@ -302,5 +302,6 @@ int main(void) {
         HASHER_ENTRIES(crc32),
         HASHER_ENTRIES(example_djb2),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

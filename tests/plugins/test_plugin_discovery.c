@@ -432,7 +432,7 @@ static void test_example_builds_out_of_tree(void **state) {
     expect_example_from(&run, output);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_ring_loads_no_plugin),
         cmocka_unit_test(test_build_tree_with_meson_plugin_path),
@@ -445,6 +445,7 @@ int main(void) {
         cmocka_unit_test(test_installed_tree_needs_no_configuration),
         cmocka_unit_test(test_example_builds_out_of_tree),
     };
+    select_cases(argc, argv, tests);
     int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
     printf("%zu passed, %d failed\n", sizeof tests / sizeof tests[0] - (size_t)failed, failed);
     return failed;

@@ -356,7 +356,7 @@ static void test_hasher_outlives_every_ring(void **state) {
     chr_ring_free(ring);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_directory_is_not_a_plugin),
@@ -392,5 +392,6 @@ int main(void) {
         cmocka_unit_test(test_duplicate_of_a_shipped_name),
         cmocka_unit_test(test_hasher_outlives_every_ring),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

@@ -500,7 +500,7 @@ static void test_corrupted_dynamic_sections_are_refused(void **state) {
     free(elf);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writable_files_and_directories),
         cmocka_unit_test(test_file_owned_by_another_user),
@@ -511,5 +511,6 @@ int main(void) {
         cmocka_unit_test(test_truncated_plugin_in_search_path),
         cmocka_unit_test(test_corrupted_dynamic_sections_are_refused),
     };
+    select_cases(argc, argv, tests);
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -209,7 +209,7 @@ static void choose_temp_base(void) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     if (geteuid() != 0) {
         printf("not root: cannot make a setuid-root program (skipped)\n");
         return 77;
@@ -219,5 +219,6 @@ int main(void) {
         cmocka_unit_test(test_setuid_program_ignores_plugin_path),
         cmocka_unit_test(test_setgid_program_trusts_only_root),
     };
+    select_cases(argc, argv, tests);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

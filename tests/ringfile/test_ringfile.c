@@ -1119,7 +1119,7 @@ static void test_vectors(void **state) {
     assert_true(canonical >= 5);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_random_rings),
         cmocka_unit_test(test_byte_order_mark_id_first),
@@ -1142,5 +1142,6 @@ int main(void) {
         cmocka_unit_test(test_field_spelling),
         cmocka_unit_test(test_vectors),
     };
+    select_cases(argc, argv, tests);
     return run_core_tests(tests);
 }

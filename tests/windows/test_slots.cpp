@@ -102,12 +102,13 @@ void test_concurrent_threads_reuse_slots(void **) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_std_threads_recycle_slots),
         cmocka_unit_test(test_create_thread_threads_recycle_slots),
         cmocka_unit_test(test_concurrent_threads_reuse_slots),
     };
+    select_cases(argc, argv, tests);
     int failed = cmocka_run_group_tests(tests, nullptr, nullptr);
     chr_ring_free(shared_ring);
     return failed;

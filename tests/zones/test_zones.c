@@ -695,7 +695,7 @@ static void test_fingerprint_zones(void **state) {
     chr_ring_free(c);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest zones_tests[] = {
         cmocka_unit_test(test_policy_names),
         cmocka_unit_test(test_errors),
@@ -707,5 +707,6 @@ int main(void) {
         cmocka_unit_test(test_nts_transcription),
         cmocka_unit_test(test_add_remove_one),
     };
+    select_cases(argc, argv, zones_tests);
     return run_core_tests(zones_tests);
 }
