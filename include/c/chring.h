@@ -101,6 +101,25 @@ extern "C" {
 #endif
 #endif
 
+/* CHR_DEPRECATED(msg) marks a declaration that a later major version will
+ * remove: using it warns with `msg`, which names the replacement. A
+ * deprecated declaration stays, working, for at least one minor release
+ * before the next major version removes it (docs/compatibility.md,
+ * "Deprecation"). Define CHR_NO_DEPRECATED_WARNINGS before including this
+ * header to silence the warnings; define CHR_DEPRECATED yourself to
+ * replace the macro. Used by no declaration yet. */
+#ifndef CHR_DEPRECATED
+#if defined(CHR_NO_DEPRECATED_WARNINGS)
+#define CHR_DEPRECATED(msg)
+#elif defined(__GNUC__) || defined(__clang__)
+#define CHR_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#elif defined(_MSC_VER)
+#define CHR_DEPRECATED(msg) __declspec(deprecated(msg))
+#else
+#define CHR_DEPRECATED(msg)
+#endif
+#endif
+
 /* No function of this API throws: C++ sees each as noexcept. */
 #if defined(__cplusplus)
 #define CHR_NOEXCEPT noexcept
@@ -118,7 +137,9 @@ extern "C" {
 /** MAJOR*10000 + MINOR*100 + PATCH, for compile-time checks. */
 #define CHR_VERSION_NUMBER \
     (CHR_VERSION_MAJOR * 10000 + CHR_VERSION_MINOR * 100 + CHR_VERSION_PATCH)
-/** The ABI (soname) version; bumped only on an incompatible change. */
+/** The ABI (soname) version; bumped only on an incompatible change. What a
+ * patch, minor or major release may change, how structs grow, deprecation
+ * and the symbol versions: docs/compatibility.md. */
 #define CHR_ABI_VERSION 1
 
 /**
@@ -278,8 +299,9 @@ CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) CHR_NOE
 
 /**
  * What a placement is and what it requires: the one home of the rule
- * "which hasher a placement needs". Set `version` (CHR_PLACEMENT_INFO_INIT)
- * before the call; the library fills the fields of that version.
+ * "which hasher a placement needs". Set `version` before the call
+ * (CHR_PLACEMENT_INFO_INIT or chr_placement_info_init()); the library fills
+ * the fields of that version.
  */
 typedef struct chr_placement_info {
     uint32_t version;       /**< in: CHR_PLACEMENT_INFO_VERSION (1..current accepted) */
@@ -293,6 +315,16 @@ typedef struct chr_placement_info {
 } chr_placement_info;
 
 #define CHR_PLACEMENT_INFO_INIT { CHR_PLACEMENT_INFO_VERSION, 0, NULL, NULL, NULL, 0, 0 }
+
+/**
+ * Fills `info` with the empty description of struct version `version`
+ * (`version` set, every other field 0 or NULL), the function twin of
+ * CHR_PLACEMENT_INFO_INIT for bindings.
+ * @return CHR_OK; CHR_EINVAL (NULL info); CHR_EVERSION (version not in
+ *         1..CHR_PLACEMENT_INFO_VERSION).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_placement_info_init(chr_placement_info *info, uint32_t version) CHR_NOEXCEPT;
 
 /**
  * Describes placement `mode`. Modes are numbered from 0 without gaps: ask

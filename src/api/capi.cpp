@@ -213,6 +213,17 @@ CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) noexcep
     });
 }
 
+CHR_API chr_status chr_placement_info_init(chr_placement_info *info, uint32_t version) noexcept {
+    static const char *who = "chr_placement_info_init";
+    if (!info) return null_arg(who, "info");
+    if (chr_status st = chring::check_version(who, "", version, CHR_PLACEMENT_INFO_VERSION))
+        return st;
+    chr_placement_info defaults = CHR_PLACEMENT_INFO_INIT;
+    *info = defaults;
+    info->version = version;
+    return CHR_OK;
+}
+
 CHR_API chr_status chr_placement_describe(int32_t mode, chr_placement_info *out) noexcept {
     static const char *who = "chr_placement_describe";
     if (!out) return null_arg(who, "out");

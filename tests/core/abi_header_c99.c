@@ -7,6 +7,10 @@
 
 #include "abi_layout.h"
 
+/* CHR_DEPRECATED is valid where the header tells to put it (unused: no warning). */
+CHR_DEPRECATED("a test of the macro")
+CHR_API int abi_deprecated_c99(void) CHR_NOEXCEPT;
+
 const size_t *abi_layout_c99(size_t *count) {
     static const size_t measured[] = {CHR_ABI_LAYOUT(CHR_ABI_MEASURE_SIZE, CHR_ABI_MEASURE_FIELD)};
     *count = sizeof measured / sizeof measured[0];

@@ -6,6 +6,10 @@
 
 #include "abi_layout.h"
 
+// CHR_DEPRECATED is valid where the header tells to put it (unused: no warning).
+CHR_DEPRECATED("a test of the macro")
+CHR_API int abi_deprecated_cxx(void) CHR_NOEXCEPT;
+
 // Public structs must stay plain data for every FFI.
 #define CHR_ABI_CHECK_POD(type, bytes)                                       \
     static_assert(std::is_standard_layout<type>::value, #type " layout"); \

@@ -1,7 +1,8 @@
 /*
  * The ABI as the header promises it: struct layouts pinned and identical
  * in C99 and C++17, CHR_OPTIONS_INIT equal to chr_options_init() byte for
- * byte, version numbers consistent, and C linkage where the headers need
+ * byte (and every other versioned struct's X_INIT to its chr_x_init()),
+ * version numbers consistent, and C linkage where the headers need
  * it (including CHR_PLUGIN_DEFINE in a C++ plugin). The exported symbol
  * set is checked by check_exports.py, a separate test of this suite.
  */
@@ -38,6 +39,45 @@ static void test_struct_layout_pinned(void **state) {
     check_layout("C++17", cxx, count);
 }
 
+/* Every versioned struct's X_INIT equals chr_x_init(&x, CHR_X_VERSION) byte
+ * for byte (both start from the same bytes, so padding cannot differ by
+ * chance), and chr_x_init() refuses version 0 and current + 1.
+ * check_exports.py checks that every versioned struct has the pair. */
+#define CHECK_INIT_PAIR(type, init_fn, INIT, VERSION)                          \
+    do {                                                                       \
+        type from_function, from_macro;                                        \
+        memset(&from_function, 0, sizeof from_function);                       \
+        memset(&from_macro, 0, sizeof from_macro);                             \
+        const type macro_value = INIT;                                         \
+        from_macro = macro_value;                                              \
+        assert_chr_ok(init_fn(&from_function, VERSION));                       \
+        assert_memory_equal(&from_function, &from_macro, sizeof(type));        \
+        assert_int_equal(from_macro.version, VERSION);                         \
+        assert_chr_error(init_fn(&from_function, 0), CHR_EVERSION, #init_fn);  \
+        assert_chr_error(init_fn(&from_function, (VERSION) + 1), CHR_EVERSION, \
+                         #init_fn);                                            \
+        assert_chr_error(init_fn(NULL, VERSION), CHR_EINVAL, #init_fn);        \
+    } while (0)
+
+static void check_every_init_pair(void) {
+    CHECK_INIT_PAIR(chr_options, chr_options_init, CHR_OPTIONS_INIT, CHR_OPTIONS_VERSION);
+    CHECK_INIT_PAIR(chr_placement_info, chr_placement_info_init, CHR_PLACEMENT_INFO_INIT,
+                    CHR_PLACEMENT_INFO_VERSION);
+    CHECK_INIT_PAIR(chr_bound_options, chr_bound_options_init, CHR_BOUND_OPTIONS_INIT,
+                    CHR_BOUND_OPTIONS_VERSION);
+    CHECK_INIT_PAIR(chr_ringfile_info, chr_ringfile_info_init, CHR_RINGFILE_INFO_INIT,
+                    CHR_RINGFILE_INFO_VERSION);
+    CHECK_INIT_PAIR(chr_diff_info, chr_diff_info_init, CHR_DIFF_INFO_INIT,
+                    CHR_DIFF_INFO_VERSION);
+    CHECK_INIT_PAIR(chr_plan_info, chr_plan_info_init, CHR_PLAN_INFO_INIT,
+                    CHR_PLAN_INFO_VERSION);
+    /* The placement description starts empty: describe() fills it. */
+    chr_placement_info info = CHR_PLACEMENT_INFO_INIT;
+    assert_null(info.name);
+    assert_chr_ok(chr_placement_describe(CHR_PLACEMENT_NATIVE, &info));
+    assert_string_equal(info.name, "native");
+}
+
 static void test_options_init_macro_equals_function(void **state) {
     (void)state;
     chr_options from_function, from_c_macro, from_cxx_macro, here = CHR_OPTIONS_INIT;
@@ -58,6 +98,8 @@ static void test_options_init_macro_equals_function(void **state) {
     assert_int_equal(here.placement, CHR_PLACEMENT_NATIVE);
     assert_int_equal(here.reserved0, 0);
     assert_null(here.plugin_dir);
+    /* The same pairing for every other versioned struct. */
+    check_every_init_pair();
 }
 
 static void test_versions_agree(void **state) {

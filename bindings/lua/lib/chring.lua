@@ -145,6 +145,7 @@ chr_status chr_hasher_hash(const char *name, const void *data, size_t len, uint6
 chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t version);
 chr_status chr_ring_new_from_text(const char *text, size_t len, const char *name, const chr_options *base, chr_ring **out, chr_ringfile_info *info);
 chr_status chr_ring_new_from_file(const char *path, const chr_options *base, chr_ring **out, chr_ringfile_info *info);
+chr_status chr_placement_info_init(chr_placement_info *info, uint32_t version);
 chr_status chr_placement_describe(int32_t mode, chr_placement_info *out);
 chr_status chr_placement_find(const char *name, int32_t *mode);
 chr_status chr_ring_apply2(chr_ring *ring, const void *changes, size_t count, size_t change_size, size_t *failed_index);

@@ -393,6 +393,7 @@ extern "C" {
     pub fn chr_ringfile_info_init(info: *mut chr_ringfile_info, version: u32) -> chr_status;
     pub fn chr_ring_new_from_text(text: *const c_char, len: usize, name: *const c_char, base: *const chr_options, out: *mut *mut chr_ring, info: *mut chr_ringfile_info) -> chr_status;
     pub fn chr_ring_new_from_file(path: *const c_char, base: *const chr_options, out: *mut *mut chr_ring, info: *mut chr_ringfile_info) -> chr_status;
+    pub fn chr_placement_info_init(info: *mut chr_placement_info, version: u32) -> chr_status;
     pub fn chr_placement_describe(mode: i32, out: *mut chr_placement_info) -> chr_status;
     pub fn chr_placement_find(name: *const c_char, mode: *mut i32) -> chr_status;
     pub fn chr_ring_apply2(ring: *mut chr_ring, changes: *const c_void, count: usize, change_size: usize, failed_index: *mut usize) -> chr_status;
