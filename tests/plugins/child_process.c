@@ -19,7 +19,17 @@
 
 extern char **environ;
 
-/* The parent's environment without the variables the tests control. */
+/* Whether "NAME=value" entry `entry` sets a variable one of `extra` sets. */
+static int overridden(const char *entry, const char *const *extra, size_t e) {
+    const char *eq = strchr(entry, '=');
+    size_t len = eq ? (size_t)(eq - entry) + 1 : strlen(entry);
+    for (size_t i = 0; i < e; ++i)
+        if (strncmp(entry, extra[i], len) == 0) return 1;
+    return 0;
+}
+
+/* The parent's environment without the variables the tests control, and
+ * with `extra` replacing the parent's value of a variable it names. */
 static char **child_environment(const char *const *extra) {
     size_t n = 0, e = 0;
     while (environ[n]) ++n;
@@ -29,7 +39,7 @@ static char **child_environment(const char *const *extra) {
     size_t out = 0;
     for (size_t i = 0; i < n; ++i)
         if (strncmp(environ[i], "CHRING_PLUGIN_PATH=", 19) != 0 &&
-            strncmp(environ[i], "LD_LIBRARY_PATH=", 16) != 0)
+            strncmp(environ[i], "LD_LIBRARY_PATH=", 16) != 0 && !overridden(environ[i], extra, e))
             env[out++] = environ[i];
     for (size_t i = 0; i < e; ++i) env[out++] = (char *)extra[i];
     return env;

@@ -12,7 +12,7 @@
 /* How the child runs. */
 typedef struct child_spec {
     const char *const *argv;  /* argv[0] is the program path; NULL-terminated */
-    const char *const *env;   /* "NAME=value" entries to add; NULL-terminated; may be NULL */
+    const char *const *env;   /* "NAME=value" entries to add (replacing the parent's value); NULL-terminated; may be NULL */
     int drop_to_nobody;       /* if running as root: become uid/gid 65534 before exec */
     const char *must_be_unreadable; /* if set: after dropping, exit CHILD_CANNOT_SETUP
                                        unless opendir() on it fails */

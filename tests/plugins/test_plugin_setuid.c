@@ -155,9 +155,12 @@ static void test_setgid_program_trusts_only_root(void **state) {
         fail_msg("control: nobody's plugin should load without secure execution (exit %d):\n%s",
                  r.exit_code, r.output);
 
-    /* setgid: the caller's file refused, root's loaded */
+    /* setgid: the caller's file refused, root's loaded. LeakSanitizer cannot
+     * run in a process made undumpable by its setgid bit (its leak check
+     * ptraces the process), so a sanitizer build's probe runs without it. */
+    const char *setgid_env[] = {"ASAN_OPTIONS=detect_leaks=0", NULL};
     const char *load_argv[] = {setgid_probe, "--load", their_plugin, "--load", our_plugin, NULL};
-    child_spec load = {load_argv, NULL, 1, NULL};
+    child_spec load = {load_argv, setgid_env, 1, NULL};
     run_child(&load, &r);
     if (r.exit_code == CHILD_CANNOT_SETUP || has_line(&r, "secure 0")) {
         print_message("cannot run setgid here (nosuid mount?):\n%s", r.output);
@@ -179,7 +182,7 @@ static void test_setgid_program_trusts_only_root(void **state) {
 
     /* a plugin_dir of the caller's: skipped, with why */
     const char *dir_argv[] = {setgid_probe, "--plugin-dir", their_dir, "fixture_secure", NULL};
-    child_spec dir = {dir_argv, NULL, 1, NULL};
+    child_spec dir = {dir_argv, setgid_env, 1, NULL};
     run_child(&dir, &r);
     assert_true(has_line(&r, "secure 1"));
     if (r.exit_code != 1 || status_of(&r, "error fixture_secure", &message) != CHR_ENOHASHER ||
@@ -187,7 +190,7 @@ static void test_setgid_program_trusts_only_root(void **state) {
         fail_msg("the setgid probe took a plugin from nobody's plugin_dir:\n%s", r.output);
     /* and root's plugin_dir serves */
     const char *our_dir_argv[] = {setgid_probe, "--plugin-dir", ours, "fixture_secure", NULL};
-    child_spec our_dir = {our_dir_argv, NULL, 1, NULL};
+    child_spec our_dir = {our_dir_argv, setgid_env, 1, NULL};
     run_child(&our_dir, &r);
     char want[PATH_SIZE + 128];
     snprintf(want, sizeof want, "hasher fixture_secure %s", our_plugin);
