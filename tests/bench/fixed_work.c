@@ -9,7 +9,10 @@
  * OP: ring_lookup, snapshot_lookup, ring_replicas3, snapshot_replicas3
  * (COUNT lookups of distinct keys), add_one_node, remove_one_node (COUNT
  * single-node updates of a ring of NODES), build_from_scratch (COUNT rings
- * of NODES built with one batch). NODES are "node-0000".. with weight 1 in
+ * of NODES built with one batch), reload_every_member (COUNT ring-file
+ * reloads, chr_ring_apply_text, each changing the weight of all NODES
+ * members of a ring of one token per weight; doubling NODES about doubles
+ * an O(n log n) reload's count). NODES are "node-0000".. with weight 1 in
  * the default ring (native placement, xxh3, 160 tokens per weight). The
  * setup is the same for COUNT 0, so (count(K) - count(0)) / K is the cost of
  * one operation. Exits 1 with a message on any failed call. */
@@ -50,6 +53,39 @@ static chr_ring *ring_of(size_t nodes) {
     return ring;
 }
 
+/* The ring-file text of members "node-0000".. with `weight`, one a line. */
+static char *members_text(size_t nodes, unsigned weight, size_t *len) {
+    char *text = malloc(nodes * 32 + 1);
+    if (!text) {
+        fprintf(stderr, "fixed_work: out of memory\n");
+        exit(1);
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < nodes; ++i) at += (size_t)sprintf(text + at, "node-%04u %u\n", (unsigned)i, weight);
+    *len = at;
+    return text;
+}
+
+static int reload_every_member(size_t nodes, size_t count) {
+    chr_options opts;
+    check(chr_options_init(&opts, CHR_OPTIONS_VERSION), "chr_options_init");
+    opts.tokens_per_weight = 1;
+    chr_ring *ring = NULL;
+    check(chr_ring_new(&opts, &ring), "chr_ring_new");
+    size_t len[2];
+    char *texts[2] = {members_text(nodes, 1, &len[0]), members_text(nodes, 2, &len[1])};
+    check(chr_ring_apply_text(ring, texts[0], len[0], "weight-1", NULL), "chr_ring_apply_text");
+    for (size_t c = 0; c < count; ++c) {
+        const size_t t = (c + 1) % 2;
+        check(chr_ring_apply_text(ring, texts[t], len[t], t ? "weight-2" : "weight-1", NULL),
+              "chr_ring_apply_text");
+    }
+    free(texts[0]);
+    free(texts[1]);
+    chr_ring_free(ring);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: fixed_work OP NODES COUNT\n");
@@ -68,6 +104,7 @@ int main(int argc, char **argv) {
         for (size_t c = 0; c < count; ++c) chr_ring_free(ring_of(nodes));
         return 0;
     }
+    if (strcmp(op, "reload_every_member") == 0) return reload_every_member(nodes, count);
     chr_ring *ring = ring_of(nodes);
     chr_snapshot *snap = NULL;
     check(chr_ring_snapshot(ring, &snap), "chr_ring_snapshot");
