@@ -1,5 +1,5 @@
 // The extern "C" entry points of migration plans (chring.h, "Migration
-// plans"): diffs and replica plans. Same rules as capi.cpp: each is
+// plans"): diffs and replica plans. Same rules as capi_ring.cpp: each is
 // noexcept, checks its arguments with validate.hpp and runs what can throw
 // through guarded().
 #include <cstring>
