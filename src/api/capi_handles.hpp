@@ -1,6 +1,5 @@
 // The C handles of rings and snapshots as the C++ objects behind them: the
-// one cast each entry point that takes such a handle makes (capi_ring.cpp,
-// capi_ringfile.cpp).
+// one cast each entry point that takes such a handle makes (capi_*.cpp).
 #pragma once
 
 #include "chring.h"
