@@ -5,6 +5,7 @@
 #include <new>
 
 #include "bounded.hpp"
+#include "capi_handles.hpp"
 #include "chring.h"
 #include "base/errors.hpp"
 #include "firewall.hpp"
@@ -43,11 +44,11 @@ using chring::BoundChoice;
 using chring::BoundParams;
 using chring::fail;
 using chring::guarded;
+using chring::impl;
 using chring::null_arg;
 using chring::Snapshot;
 using chring::Tracker;
 
-const Snapshot *impl(const chr_snapshot *s) { return reinterpret_cast<const Snapshot *>(s); }
 Tracker *impl(chr_tracker *t) { return reinterpret_cast<Tracker *>(t); }
 const Tracker *impl(const chr_tracker *t) { return reinterpret_cast<const Tracker *>(t); }
 

@@ -1,10 +1,11 @@
 // The extern "C" entry points of migration plans (chring.h, "Migration
-// plans"): diffs and replica plans. Same rules as capi.cpp: each is
+// plans"): diffs and replica plans. Same rules as capi_ring.cpp: each is
 // noexcept, checks its arguments with validate.hpp and runs what can throw
 // through guarded().
 #include <cstring>
 #include <new>
 
+#include "capi_handles.hpp"
 #include "chring.h"
 #include "diff.hpp"
 #include "base/errors.hpp"
@@ -16,12 +17,12 @@ namespace {
 using chring::Diff;
 using chring::fail;
 using chring::guarded;
+using chring::impl;
 using chring::kNoNode;
 using chring::null_arg;
 using chring::Plan;
 using chring::Snapshot;
 
-const Snapshot *impl(const chr_snapshot *s) { return reinterpret_cast<const Snapshot *>(s); }
 const Diff *impl(const chr_diff *d) { return reinterpret_cast<const Diff *>(d); }
 const Plan *impl(const chr_plan *p) { return reinterpret_cast<const Plan *>(p); }
 

@@ -1,6 +1,6 @@
 // Argument checks of the C API, in one place: each returns CHR_OK or
 // records the message and returns the status (see errors.hpp). The entry
-// points (capi.cpp) and the batch (Ring::apply, which checks each change
+// points (api/capi_*.cpp) and the batch (Ring::apply, which checks each change
 // as it reaches it) both use these.
 #pragma once
 

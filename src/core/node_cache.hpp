@@ -17,7 +17,7 @@ public:
     // chr_node_ref's first 64 bytes: the fields, then the id zero-padded to
     // kShortId bytes when it fits. A ring lookup copies this one line as it
     // is (constant size: inlined), and only a longer id or a zone needs a
-    // second copy (api/capi.cpp pins the layout against chring.h).
+    // second copy (api/capi_ring.cpp pins the layout against chring.h).
     static constexpr size_t kShortId = 24;
     struct RefFields {
         uint64_t tag;

@@ -232,7 +232,7 @@ void test_reader_in_section_holds_back_exactly_what_it_may_see(void **) {
     constexpr unsigned kStalledUpdates = 100;
     const int64_t base = Snapshot::live_count();
     chr_ring *ring = ring_with_nodes();
-    const auto *internal = reinterpret_cast<const chring::Ring *>(ring);  // as capi.cpp maps it
+    const auto *internal = reinterpret_cast<const chring::Ring *>(ring);  // as capi_handles.hpp maps it
 
     std::mutex mu;
     std::condition_variable changed;
