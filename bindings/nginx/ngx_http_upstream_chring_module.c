@@ -119,9 +119,8 @@ static ngx_int_t ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
     ngx_http_upstream_rr_peers_t *peers, ngx_http_upstream_chring_tier_t *tier,
     const char *what);
 static void ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
-    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf,
-    ngx_http_upstream_chring_tier_t *tier, chr_change *changes,
-    ngx_uint_t nnodes, chr_status rc, size_t failed, const char *what);
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_tier_t *tier,
+    ngx_uint_t nnodes, size_t failed, const char *what);
 static ngx_int_t ngx_http_upstream_chring_server_line(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us, ngx_uint_t index, ngx_uint_t *line);
 static ngx_int_t ngx_http_upstream_init_chring_peer(ngx_http_request_t *r,
@@ -358,8 +357,8 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
 
 failed:
 
-    ngx_http_upstream_chring_log_server_error(cf, us, ccf, tier, changes,
-                                              nnodes, rc, failed, what);
+    ngx_http_upstream_chring_log_server_error(cf, us, tier, nnodes, failed,
+                                              what);
 
     return NGX_ERROR;
 }
@@ -367,17 +366,15 @@ failed:
 
 /*
  * A ring that refuses the configured servers: names the `server` line at
- * fault (the change chr_ring_apply reports, or the server whose tokens
- * pass the ring's total), else the `upstream` line.
+ * fault (the change chr_ring_apply reports in `failed`, the one that
+ * passes the token total included), else the `upstream` line.
  */
 static void
 ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
-    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf,
-    ngx_http_upstream_chring_tier_t *tier, chr_change *changes,
-    ngx_uint_t nnodes, chr_status rc, size_t failed, const char *what)
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_tier_t *tier,
+    ngx_uint_t nnodes, size_t failed, const char *what)
 {
     size_t                        len;
-    uint64_t                      tokens, per_weight;
     ngx_str_t                    *node;
     ngx_uint_t                    i, line, backup;
     const char                   *message;
@@ -388,25 +385,6 @@ ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
     message = chr_last_error();
     len = ngx_min(ngx_strlen(message), sizeof(copy) - 1);
     *ngx_cpymem(copy, message, len) = '\0';
-
-    if (failed >= nnodes && rc == CHR_ERANGE) {
-        /* a batch-wide refusal: the token total; find who passes it */
-        per_weight = ccf->options.placement == CHR_PLACEMENT_NGINX
-                     ? 160 : ccf->options.tokens_per_weight;
-        if (per_weight == 0) {
-            per_weight = 160;   /* the default */
-        }
-
-        tokens = 0;
-
-        for (i = 0; i < nnodes; i++) {
-            tokens += (uint64_t) changes[i].weight * per_weight;
-            if (tokens > CHR_TOKENS_MAX) {
-                failed = i;
-                break;
-            }
-        }
-    }
 
     node = failed < nnodes ? &tier->node_id[failed] : NULL;
     backup = ngx_strcmp(what, "backup") == 0;

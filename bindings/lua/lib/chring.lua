@@ -304,10 +304,6 @@ for name, value in pairs(K) do
         _M.status[value] = short
     end
 end
-_M.placement = {
-    native = K.CHR_PLACEMENT_NATIVE, ketama = K.CHR_PLACEMENT_KETAMA,
-    ketama_unweighted = K.CHR_PLACEMENT_KETAMA_UNWEIGHTED, nginx = K.CHR_PLACEMENT_NGINX,
-}
 
 -- Replica policies (chring.h, "Zone-aware replicas") by Lua name; the
 -- replica calls also take the library's names ("zones-first").
@@ -558,10 +554,12 @@ local function options_from(opts, who)
     o[0].seed = check_uint64(opts.seed, 1, who .. " (seed)")
     local placement = opts.placement
     if type(placement) == "string" then
-        placement = _M.placement[placement]
-        if not placement then
-            return nil, "chring." .. who .. ": unknown placement '" .. opts.placement .. "'", K.CHR_ENOTSUP
-        end
+        -- The library owns the placement names: a new one needs no Lua change.
+        check_name(placement, 1, who .. " (placement)")
+        local mode = ffi_new("int32_t[1]")
+        local st = C.chr_placement_find(placement, mode)
+        if st ~= 0 then return failure(st) end
+        placement = mode[0]
     end
     if placement ~= nil then
         check_count(placement, 1, who .. " (placement)")

@@ -60,11 +60,30 @@ return {
         T.ok(ring:fingerprint() ~= other:fingerprint(), "seed changes the fingerprint")
         T.fails(S.ERANGE, "chr_ring_new", chring.new { tokens_per_weight = 65537 })
         T.fails(S.ENOHASHER, "chr_ring_new", chring.new { hasher = "no-such-hasher" })
-        T.fails(S.ENOTSUP, nil, chring.new { placement = "no-such-placement" })
+        local err = T.fails(S.ENOTSUP, "chr_placement_find", chring.new { placement = "no-such-placement" })
+        T.ok(err:find("no placement named 'no-such-placement'", 1, true), "the library's message: " .. err)
+        T.raises("string without NUL bytes", chring.new, { placement = "ketama\0" })
         T.fails(S.ENOTSUP, "chr_ring_new", chring.new { placement = 77 })
         local ketama = T.ring { placement = "ketama" }
         assert(ketama:add("10.0.0.1:11211", 1)); assert(ketama:add("10.0.0.2:11211", 1))
         T.eq(ketama:token_count(), 320, "libmemcached weighted ketama: 160 points each")
+    end },
+
+    { "placement names are the library's", function()
+        local K = chring._constants
+        local by_name = T.ring { placement = "ketama-unweighted" }
+        local by_mode = T.ring { placement = K.CHR_PLACEMENT_KETAMA_UNWEIGHTED }
+        for i = 0, 9 do
+            assert(by_name:add(T.node_id(i), 1)); assert(by_mode:add(T.node_id(i), 1))
+        end
+        T.eq(by_name:token_count(), by_mode:token_count(), "tokens")
+        T.eq(by_name:fingerprint(), by_mode:fingerprint(), "fingerprint")
+        for i = 0, 99 do
+            T.eq(by_name:lookup("key-" .. i), by_mode:lookup("key-" .. i), "owner of key-" .. i)
+        end
+        local native = T.ring()
+        for i = 0, 9 do assert(native:add(T.node_id(i), 1)) end
+        T.ok(native:fingerprint() ~= by_name:fingerprint(), "the name selected a placement")
     end },
 
     { "the fingerprint ignores the order of calls", function()

@@ -662,6 +662,11 @@ def case_badconfig(ctx, check):
         ("too many tokens", upstream(
             "chring $request_uri tokens=65536;", servers=[Server(ids[0], weight=300)]),
          "chring: primary server \"%s\" of upstream \"ring\"" % ids[0]),
+        # 200 x 65536 tokens fit, 100 more pass 2^24: the second is named
+        ("the server that passes the token total", upstream(
+            "chring $request_uri tokens=65536;",
+            servers=[Server(ids[0], weight=200), Server(ids[1], weight=100)]),
+         "chring: primary server \"%s\" of upstream \"ring\"" % ids[1]),
         ("outside an upstream", "  server { listen 127.0.0.1:%d; chring $request_uri; }" % port,
          "\"chring\" directive is not allowed here"),
     ]
