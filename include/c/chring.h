@@ -41,10 +41,11 @@
  *   kept per thread (chr_last_error()); success leaves it untouched. No
  *   C++ exception crosses this API. Out of memory is CHR_ENOMEM. A failed
  *   update leaves the ring exactly as it was. Ids and names from the
- *   caller appear in messages spelled as the CLI spells ids: printable
- *   ASCII and valid UTF-8 as they are; controls, bidirectional overrides,
- *   space, '%', backslash and invalid UTF-8 as %XX; at most 64 bytes, then
- *   "...".
+ *   caller appear in messages spelled as the CLI spells ids
+ *   (chr_ringfile_escape with CHR_ESCAPE_HIDDEN): printable ASCII and
+ *   valid UTF-8 as they are; controls, the C1 and bidirectional controls,
+ *   space, '%', a leading '#', U+FEFF and invalid UTF-8 as %XX; at most
+ *   their first 64 bytes, then "...".
  *
  * SIZE QUERIES
  *   Calls that fill a caller buffer (chr_ring_nodes, chr_hasher_list,

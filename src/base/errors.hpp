@@ -1,6 +1,6 @@
 // The error model every layer reports through: status texts, the
 // per-thread message behind chr_last_error(), and how bytes from a caller
-// (ids, names) are spelled inside a message.
+// (ids, names) are spelled inside a message (base/spelling.hpp's encoder).
 #pragma once
 
 #include <cstddef>
@@ -47,27 +47,12 @@ private:
 };
 const char *status_text(chr_status status) noexcept;
 
-// The valid UTF-8 sequence (2..4 bytes, no overlongs, no surrogates, at
-// most U+10FFFF) at s[i] of n bytes: its length, and its code point in
-// *cp; 0 when s[i] does not start one.
-size_t utf8_sequence(const unsigned char *s, size_t n, size_t i, uint32_t *cp) noexcept;
-
-// Code points a terminal acts on instead of showing them: the C1 controls
-// U+0080..U+009F and the bidirectional marks, embeddings, overrides and
-// isolates (U+061C, U+200E/F, U+202A..E, U+2066..9).
-bool invisible(uint32_t cp) noexcept;
-
-// Code points every spelling of an id writes as %XX, wherever they stand:
-// U+FEFF, which first in a file is a byte order mark the ring-file parser
-// refuses (so a canonical file starting with that member could not be read).
-bool escaped_everywhere(uint32_t cp) noexcept;
-
-// Caller bytes as a message shows them, spelled as the CLI spells ids (a
-// membership file reads them back): printable ASCII and valid UTF-8 stay
-// as they are; C0 and C1 controls, DEL, space, '%', '\\', bidirectional
-// overrides and isolates, U+FEFF, and bytes that are not valid UTF-8
-// become %XX.
-// At most kQuotedInput bytes are spelled, then "...": a message stays
+// Caller bytes as a message shows them, spelled as the CLI spells ids
+// (spell_field() with `hidden`: chr_ringfile_escape with CHR_ESCAPE_HIDDEN,
+// which a ring file or --node reads back): printable ASCII and valid UTF-8
+// stay as they are; controls, DEL, space, '%', a leading '#', the C1 and
+// bidirectional controls, U+FEFF and bytes that are not valid UTF-8 become
+// %XX. At most kQuotedInput bytes are spelled, then "...": a message stays
 // bounded whatever the id. Never allocates.
 class Quoted {
 public:

@@ -22,7 +22,7 @@ chr_status at(const File &f, size_t line, Outcome &o, chr_status st, const std::
     return fail(st, "%s: %s", f.name.c_str(), why.c_str());
 }
 
-std::string shown_id(const std::string &id) { return "'" + escape_field(id).substr(0, 160) + "'"; }
+std::string shown_id(const std::string &id) { return "'" + std::string(Quoted(id.data(), id.size()).c_str()) + "'"; }
 
 // The hasher the file's options name: its %%hasher, or the placement's own.
 // A compatibility placement with another hasher is a malformed file.

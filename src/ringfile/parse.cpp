@@ -243,8 +243,8 @@ private:
         }
         auto [it, fresh] = first_line_.emplace(m.id, n);
         if (!fresh)
-            throw Bad{n, "duplicate id '" + escape_field(m.id).substr(0, 200) + "' (first on line " +
-                             std::to_string(it->second) + ")"};
+            throw Bad{n, "duplicate id '" + std::string(Quoted(m.id.data(), m.id.size()).c_str()) +
+                             "' (first on line " + std::to_string(it->second) + ")"};
         f_.members.push_back(std::move(m));
     }
 

@@ -63,10 +63,8 @@ const char *placement_name(int32_t mode) noexcept;
 std::string canonical_text(const Snapshot &s, uint32_t flags, uint64_t revision);
 std::string json_text(const Snapshot &s, uint32_t flags, uint64_t revision);
 
-// The field spelling of bytes in canonical form (%XX for control bytes,
-// space, '%', a leading '#', U+FEFF anywhere (escaped_everywhere()), and
-// bytes that are not valid UTF-8); with
-// `hidden`, also the bytes of C1 and bidirectional controls (invisible()).
+// The field spelling of bytes (spell_field(), base/spelling.hpp): the
+// canonical one, or with `hidden` the C1 and bidirectional controls %XX too.
 std::string escape_field(std::string_view bytes, bool hidden = false);
 
 // Decodes one id or zone field (%XX escapes; a raw control byte or a '%'
