@@ -126,9 +126,11 @@ chr_status apply_batch(const char *who, chr_ring *ring, const void *changes, siz
     if (change_size < Ring::kChangeV1Size)
         return fail(CHR_EINVAL, "%s: change_size %zu is less than the %zu bytes of chr_change 0.1",
                     who, change_size, Ring::kChangeV1Size);
-    return guarded(who, [&] {
-        return impl(ring)->apply(changes, count, change_size, failed_index, who);
-    });
+    size_t failed = count;
+    chr_status st = guarded(who, [&] { return impl(ring)->apply(changes, count, change_size, &failed, who); });
+    if (st != CHR_OK && failed < count) chring::note_change(failed);  // one change's failure
+    if (failed_index) *failed_index = failed;
+    return st;
 }
 
 // One value of the ring's current snapshot (a count, the fingerprint) into
@@ -183,6 +185,24 @@ CHR_API const char *chr_version_string(void) noexcept {
 CHR_API const char *chr_strerror(chr_status status) noexcept { return chring::status_text(status); }
 
 CHR_API const char *chr_last_error(void) noexcept { return chring::last_error(); }
+
+CHR_API chr_status chr_error_info_init(chr_error_info *info, uint32_t version) noexcept {
+    static const char *who = "chr_error_info_init";
+    if (!info) return null_arg(who, "info");
+    if (chr_status st = chring::check_version(who, "", version, CHR_ERROR_INFO_VERSION)) return st;
+    chr_error_info defaults = CHR_ERROR_INFO_INIT;
+    *info = defaults;
+    info->version = version;
+    return CHR_OK;
+}
+
+// Its own failures leave the record alone: it holds the failure asked about.
+CHR_API chr_status chr_last_error_info(chr_error_info *info) noexcept {
+    if (!info) return CHR_EINVAL;
+    if (info->version < 1 || info->version > CHR_ERROR_INFO_VERSION) return CHR_EVERSION;
+    chring::last_error_info(info);
+    return CHR_OK;
+}
 
 CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) noexcept {
     static const char *who = "chr_options_init";

@@ -145,12 +145,17 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
     uint64_t total_tokens = base.token_bound();
 
     for (size_t c = 0; c < count; ++c) {
+        chr_change ch;
+        bool read = false;
+        // A refused change: its index, and its id in the record once the
+        // change is read (note_member() keeps only an id of valid length).
         auto reject = [&](chr_status st) {
             if (failed_index) *failed_index = c;
+            if (read) note_member(ch.id, ch.id_len);
             return st;
         };
-        chr_change ch;
         if (chr_status st = read_change(changes, c, change_size, &ch, who)) return reject(st);
+        read = true;
         if (chr_status st = check_change(who, ch, c)) return reject(st);
         if (ch.op != CHR_OP_REMOVE && ops.check_weight)
             if (chr_status st = ops.check_weight(ch.weight, who)) return reject(st);

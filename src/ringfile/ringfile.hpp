@@ -47,14 +47,20 @@ struct File {
     std::vector<Member> members;  // in file order: position = tag
 };
 
-// Parses `text`. On a malformed file returns CHR_EFORMAT with
-// "name:line: reason" in chr_last_error() and the line in *error_line.
-chr_status parse(std::string_view text, const std::string &name, File &out, size_t *error_line);
+// Every failure below is recorded with fail_at() (base/errors.hpp): `who`
+// is the entry point, the file's name the source, and the message
+// "name:line: reason" ("name: reason" for the file as a whole).
+
+// Parses `text`. On a malformed file returns CHR_EFORMAT, with the line in
+// *error_line and in the record, and the earlier line of a conflict
+// (duplicate id or directive) and the id of a member line in the record.
+chr_status parse(std::string_view text, const std::string &name, const char *who, File &out,
+                 size_t *error_line);
 
 // Reads a whole regular file of at most CHR_RINGFILE_SIZE_MAX bytes (open,
 // fstat, bounded reads). CHR_EIO for a file that cannot be read or is not a
-// regular file, CHR_EFORMAT for one over the size limit.
-chr_status read_file(const char *path, std::string &text);
+// regular file, CHR_EFORMAT for one over the size limit; `path` is the source.
+chr_status read_file(const char *path, const char *who, std::string &text);
 
 // The placement's name in files ("native", "ketama", ...), nullptr if unknown.
 const char *placement_name(int32_t mode) noexcept;
@@ -82,11 +88,12 @@ struct Outcome {
 // A new ring from a parsed file; `base` gives the options when the file
 // has no option directive (NULL = the library's defaults), and always the
 // plugin directory. The caller has checked base->version.
-chr_status create(const File &f, const chr_options *base, Ring **out, Outcome &outcome);
+chr_status create(const File &f, const chr_options *base, const char *who, Ring **out,
+                  Outcome &outcome);
 
 // The file applied to `ring` as one batch under its writer lock; options
 // that differ from the ring's are CHR_EOPTIONS. A failure changes nothing.
-chr_status apply(Ring &ring, const File &f, Outcome &outcome);
+chr_status apply(Ring &ring, const File &f, const char *who, Outcome &outcome);
 
 }  // namespace ringfile
 }  // namespace chring
