@@ -142,7 +142,7 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
     std::unordered_map<std::string, size_t> added_at;  // id -> its live entry in `added`
     size_t live = table.size();
     // Running bound on the tokens of the working membership (exact for native).
-    uint64_t total_tokens = base.token_bound();
+    TokenTally tokens(placement, base.token_bound());
 
     for (size_t c = 0; c < count; ++c) {
         chr_change ch;
@@ -198,12 +198,12 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
                 added_live.push_back(true);
             }
             ++live;
-            total_tokens += ops.point_bound(placement, ch.weight);
+            tokens.add(ch.weight);
         } else {
             if (!present)
                 return reject(fail(CHR_ENOENT, "%s: no node '%s' in the ring", who,
                                    Quoted(id.data(), id.size()).c_str()));
-            total_tokens -= ops.point_bound(placement, node->weight);
+            tokens.remove(node->weight);
             if (ch.op == CHR_OP_REMOVE) {
                 if (in_table) {
                     edit(pos).live = false;
@@ -214,14 +214,14 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
                 --live;
             } else {
                 (in_table ? edit(pos).node : added[found->second]).weight = ch.weight;
-                total_tokens += ops.point_bound(placement, ch.weight);
+                tokens.add(ch.weight);
             }
         }
-        if (total_tokens > CHR_TOKENS_MAX)
+        if (tokens.over_limit())
             return reject(fail(CHR_ERANGE,
                                "%s: change %zu would make %llu tokens (limit %u; native "
                                "placement: weight x tokens_per_weight %u summed over nodes)",
-                               who, c, (unsigned long long)total_tokens, CHR_TOKENS_MAX,
+                               who, c, (unsigned long long)tokens.total(), CHR_TOKENS_MAX,
                                placement.tokens_per_weight));
     }
 
@@ -265,7 +265,7 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
             ++k;
         }
     }
-    d.token_bound = total_tokens;
+    d.token_bound = tokens.total();
 
     reserve_one_more(retired_);  // so publishing cannot fail after the swap
     *next = new Snapshot(base, std::move(d));

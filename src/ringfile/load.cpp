@@ -76,7 +76,7 @@ chr_status same_options(const File &f, const char *who, const Placement &p, Outc
 // What the ring would refuse, said with the file's line: weights the
 // placement does not take, and the token limit.
 chr_status within_limits(const File &f, const char *who, const Placement &p, Outcome &o) {
-    uint64_t total = 0;
+    TokenTally tokens(p);
     for (const Member &m : f.members) {
         if (p.ops->check_weight && p.ops->check_weight(m.weight, kBatch) != CHR_OK)
             return at(f, who, m.line, o, CHR_EFORMAT,
@@ -84,8 +84,8 @@ chr_status within_limits(const File &f, const char *who, const Placement &p, Out
                           " is out of range for placement " + placement_name(p.ops->mode) +
                           " (0..1: use ketama for weighted servers)",
                       &m.id);
-        total += p.ops->point_bound(p, m.weight);
-        if (total > CHR_TOKENS_MAX)
+        tokens.add(m.weight);
+        if (tokens.over_limit())
             return at(f, who, m.line, o, CHR_EFORMAT,
                       "member " + shown_id(m.id) + " brings the ring over " +
                           std::to_string(CHR_TOKENS_MAX) +
