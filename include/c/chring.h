@@ -272,8 +272,9 @@ CHR_API chr_status chr_error_info_init(chr_error_info *info, uint32_t version) C
  *         the caller asked about, and `info` is not written.
  * Thread-safety: per thread. Ownership: the strings and `member` point into
  * fixed per-thread buffers (recording a failure never allocates), valid
- * until this thread's next failing chring call; copy what you keep. source
- * and function are cut to 511 and 47 bytes. Since: 0.1.
+ * until this thread's next failing chring call; copy what you keep. As
+ * the message keeps at most 511 bytes, source keeps at least its first 175
+ * (a longer name may be cut). Since: 0.1.
  */
 CHR_API chr_status chr_last_error_info(chr_error_info *info) CHR_NOEXCEPT;
 

@@ -15,49 +15,65 @@ namespace {
 // no constructor, no destructor, a fresh thread reads status CHR_OK and
 // empty strings; fixed sizes, so that recording (CHR_ENOMEM too) never
 // needs memory.
+//
+// Small on purpose: libchring's thread-locals are static TLS (reclaim.hpp's
+// initial-exec slot pointer marks the library so), and a library loaded by
+// dlopen (LuaJIT's ffi.load, Python's ctypes, an nginx module's dependency)
+// gets its static TLS from glibc's small reserve, about 1.6 KB here. The
+// record (about 1 KB) and discovery.cpp's skip list (512 bytes) take what the
+// 512-byte message and a 1 KB skip list took before; keep the total there.
+constexpr size_t kMessageMax = 512;  // the message with its NUL, as chr_last_error() always had
+constexpr size_t kTextSize = 688;    // the message, then the source's copy
 struct Record {
     chr_status status;
     uint32_t flags;  // CHR_ERROR_HAS_*
     uint32_t line, other_line;
     uint64_t change_index;
-    uint32_t reason_at;   // the reason is message + reason_at
-    uint32_t member_len;  // with CHR_ERROR_HAS_MEMBER
-    char function[48];    // "" when unknown
-    char message[512];
-    char source[512];     // with CHR_ERROR_HAS_SOURCE
+    uint16_t reason_at;   // the reason is text + reason_at
+    uint16_t source_at;   // with CHR_ERROR_HAS_SOURCE: the source is text + source_at
+    uint16_t member_len;  // with CHR_ERROR_HAS_MEMBER
+    char function[32];    // "" when unknown; the longest entry point has 28 characters
+    char text[kTextSize]; // the message (NUL-terminated, at most kMessageMax with it), then the source
     unsigned char member[CHR_NODE_ID_MAX];
 };
 thread_local Record tls_record;
 
+static_assert(sizeof(Record) <= 1008, "the record's share of the library's static TLS (see above)");
 static_assert(sizeof(Record) <= PreserveLastError::kRecordSize && alignof(Record) <= 8,
               "PreserveLastError must hold the record");
 
-// `text` into `out` of `size` bytes, cut to fit, NUL-terminated.
-template <size_t N>
-void copy_cut(char (&out)[N], const char *text) noexcept {
-    const size_t n = std::min(std::strlen(text), N - 1);
+// `text` (n bytes) into `out` of `size` bytes, cut to fit, NUL-terminated;
+// the bytes written without the NUL.
+size_t copy_cut(char *out, size_t size, const char *text, size_t n) noexcept {
+    n = std::min(n, size - 1);
     std::memcpy(out, text, n);
     out[n] = '\0';
+    return n;
 }
 
 uint32_t line_number(size_t line) noexcept { return uint32_t(std::min<size_t>(line, UINT32_MAX)); }
 
-// Starts a new record: every optional field cleared.
-Record &begin(chr_status status, const char *function) noexcept {
+// The length of the entry point's name `who` starts with ("chr_ring_add",
+// also in "chr_plugin_load: /path"); 0 if it starts with none.
+size_t function_length(const char *who) noexcept {
+    if (std::strncmp(who, "chr_", 4) != 0) return 0;
+    size_t n = 4;
+    while ((who[n] >= 'a' && who[n] <= 'z') || (who[n] >= '0' && who[n] <= '9') || who[n] == '_') ++n;
+    return n;
+}
+
+// Starts a new record: every optional field cleared; `function` (n bytes)
+// names the entry point.
+Record &begin(chr_status status, const char *function, size_t n) noexcept {
     Record &r = tls_record;
     r.status = status;
     r.flags = 0;
     r.line = r.other_line = 0;
     r.change_index = 0;
-    r.reason_at = 0;
-    r.member_len = 0;
-    r.function[0] = '\0';
-    if (function) copy_cut(r.function, function);
-    r.source[0] = '\0';
+    r.reason_at = r.source_at = r.member_len = 0;
+    copy_cut(r.function, sizeof r.function, function ? function : "", function ? n : 0);
     return r;
 }
-
-bool is_entry_point(const char *who) noexcept { return std::strncmp(who, "chr_", 4) == 0; }
 
 }  // namespace
 
@@ -71,29 +87,34 @@ chr_status fail(chr_status status, const char *fmt, ...) {
         who = va_arg(first, const char *);
         va_end(first);
     }
-    Record &r = begin(status, who && is_entry_point(who) ? who : nullptr);
-    std::vsnprintf(r.message, sizeof r.message, fmt, ap);
+    const size_t function = who ? function_length(who) : 0;
+    Record &r = begin(status, who, function);
+    std::vsnprintf(r.text, kMessageMax, fmt, ap);
     va_end(ap);
-    if (who) r.reason_at = uint32_t(std::min(std::strlen(who) + 2, std::strlen(r.message)));
+    // The reason follows "<function>: " (or the internal caller's "<who>: ").
+    if (who) r.reason_at = uint16_t(std::min((function ? function : std::strlen(who)) + 2, std::strlen(r.text)));
     return status;
 }
 
 chr_status fail_at(const ErrorWhere &where, chr_status status, const char *fmt, ...) {
-    Record &r = begin(status, where.function);
+    Record &r = begin(status, where.function, where.function ? std::strlen(where.function) : 0);
     size_t at = 0;
     if (where.source) {
-        copy_cut(r.source, where.source);
-        r.flags |= CHR_ERROR_HAS_SOURCE | CHR_ERROR_HAS_LINE;
-        r.line = line_number(where.line);
-        const int n = where.line ? std::snprintf(r.message, sizeof r.message, "%s:%zu: ", where.source, where.line)
-                                 : std::snprintf(r.message, sizeof r.message, "%s: ", where.source);
-        at = std::min(n < 0 ? 0 : size_t(n), sizeof r.message - 1);
+        const int n = where.line ? std::snprintf(r.text, kMessageMax, "%s:%zu: ", where.source, where.line)
+                                 : std::snprintf(r.text, kMessageMax, "%s: ", where.source);
+        at = std::min(n < 0 ? 0 : size_t(n), kMessageMax - 1);
     }
     va_list ap;
     va_start(ap, fmt);
-    std::vsnprintf(r.message + at, sizeof r.message - at, fmt, ap);
+    std::vsnprintf(r.text + at, kMessageMax - at, fmt, ap);
     va_end(ap);
-    r.reason_at = uint32_t(at);
+    r.reason_at = uint16_t(at);
+    if (where.source) {
+        r.flags |= CHR_ERROR_HAS_SOURCE | CHR_ERROR_HAS_LINE;
+        r.line = line_number(where.line);
+        r.source_at = uint16_t(std::strlen(r.text) + 1);
+        copy_cut(r.text + r.source_at, kTextSize - r.source_at, where.source, std::strlen(where.source));
+    }
     if (where.other_line) {
         r.flags |= CHR_ERROR_HAS_OTHER_LINE;
         r.other_line = line_number(where.other_line);
@@ -107,7 +128,7 @@ void note_member(const void *id, size_t len) noexcept {
     if (!id || len == 0 || len > CHR_NODE_ID_MAX) return;
     Record &r = tls_record;
     std::memcpy(r.member, id, len);
-    r.member_len = uint32_t(len);
+    r.member_len = uint16_t(len);
     r.flags |= CHR_ERROR_HAS_MEMBER;
 }
 
@@ -116,11 +137,12 @@ void note_change(uint64_t index) noexcept {
     tls_record.flags |= CHR_ERROR_HAS_CHANGE;
 }
 
-const char *last_error() noexcept { return tls_record.message; }
+const char *last_error() noexcept { return tls_record.text; }
 
 void last_error_info(chr_error_info *info) noexcept {
     // Version 1 is the whole struct today; later versions fill by version.
     const Record &r = tls_record;
+    const bool source = r.flags & CHR_ERROR_HAS_SOURCE, member = r.flags & CHR_ERROR_HAS_MEMBER;
     info->status = r.status;
     info->flags = r.flags;
     info->line = r.line;
@@ -128,17 +150,18 @@ void last_error_info(chr_error_info *info) noexcept {
     info->reserved0 = 0;
     info->change_index = r.change_index;
     info->function = r.function;
-    info->message = r.message;
-    info->reason = r.message + r.reason_at;
-    info->source = r.source;
-    info->member = (r.flags & CHR_ERROR_HAS_MEMBER) ? r.member : nullptr;
-    info->member_len = (r.flags & CHR_ERROR_HAS_MEMBER) ? r.member_len : 0;
+    info->message = r.text;
+    info->reason = r.text + r.reason_at;
+    info->source = source ? r.text + r.source_at : "";
+    info->member = member ? r.member : nullptr;
+    info->member_len = member ? r.member_len : 0;
 }
 
 void recorded_failure(RecordedFailure *out) noexcept {
     const Record &r = tls_record;
     out->status = r.status;
-    copy_cut(out->reason, r.message + r.reason_at);
+    const char *reason = r.text + r.reason_at;
+    copy_cut(out->reason, sizeof out->reason, reason, std::strlen(reason));
     out->member_len = (r.flags & CHR_ERROR_HAS_MEMBER) ? r.member_len : 0;
     std::memcpy(out->member, r.member, out->member_len);
 }

@@ -27,10 +27,12 @@ namespace chring {
 
 // Records `status` with a printf-style message for chr_last_error() and
 // returns `status`, so call sites read `return fail(CHR_EINVAL, "...")`.
-// A format that starts with "%s: " names its caller first (`who`): the
-// record's reason is the message after that prefix, and its function is
-// `who` when that is an entry point ("chr_ring_add"; not the internal
-// "ring file" of a ring file's batch). Any other format is the reason whole.
+// A format that starts with "%s: " names its caller first (`who`): when
+// `who` starts with an entry point's name ("chr_ring_add", also in
+// "chr_plugin_load: /path"), that is the record's function and the reason
+// is the message after "name: "; otherwise (the internal "ring file" of a
+// ring file's batch) the function is unknown and the reason is the message
+// after "who: ". Any other format is the reason whole.
 chr_status fail(chr_status status, const char *fmt, ...) CHR_PRINTF(2, 3);
 
 // What a failure is about, beyond its message: the record's optional
@@ -86,7 +88,7 @@ inline unsigned long long address_of(const void *p) {
 // overall leaves it untouched.
 class PreserveLastError {
 public:
-    static constexpr size_t kRecordSize = 1440;  // errors.cpp checks it holds the record
+    static constexpr size_t kRecordSize = 1008;  // errors.cpp checks it holds the record
     PreserveLastError() noexcept;
     ~PreserveLastError();
     PreserveLastError(const PreserveLastError &) = delete;
