@@ -21,7 +21,7 @@ local bit = require "bit"
 
 local ffi_new, ffi_string, ffi_gc, ffi_cast = ffi.new, ffi.string, ffi.gc, ffi.cast
 local type, error, tonumber, setmetatable, floor = type, error, tonumber, setmetatable, math.floor
-local tohex = bit.tohex
+local tohex, band = bit.tohex, bit.band
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -94,6 +94,11 @@ typedef struct chr_placement_info {
     uint32_t version; int32_t mode; const char *name; const char *summary; const char *hasher;
     uint32_t digest_size; uint32_t flags;
 } chr_placement_info;
+typedef struct chr_error_info {
+    uint32_t version; chr_status status; uint32_t flags; uint32_t line; uint32_t other_line;
+    uint32_t reserved0; uint64_t change_index; const char *function; const char *message;
+    const char *reason; const char *source; const void *member; size_t member_len;
+} chr_error_info;
 typedef struct chr_ringfile_info {
     uint32_t version;
     uint32_t flags;
@@ -114,6 +119,8 @@ uint32_t chr_version(void);
 const char *chr_version_string(void);
 const char *chr_strerror(chr_status status);
 const char *chr_last_error(void);
+chr_status chr_error_info_init(chr_error_info *info, uint32_t version);
+chr_status chr_last_error_info(chr_error_info *info);
 chr_status chr_options_init(chr_options *opts, uint32_t version);
 chr_status chr_ring_new(const chr_options *opts, chr_ring **out);
 void chr_ring_free(chr_ring *ring);
@@ -274,6 +281,8 @@ local K = {
     CHR_EPLUGIN_SYMBOL = -13, CHR_EPLUGIN_ABI = -14, CHR_EPLUGIN_DESC = -15,
     CHR_EPLUGIN_UNTRUSTED = -16,
     CHR_EFORMAT = -17, CHR_EOPTIONS = -18, CHR_EIO = -19,
+    CHR_ERROR_INFO_VERSION = 1, CHR_ERROR_HAS_SOURCE = 1, CHR_ERROR_HAS_LINE = 2,
+    CHR_ERROR_HAS_OTHER_LINE = 4, CHR_ERROR_HAS_MEMBER = 8, CHR_ERROR_HAS_CHANGE = 16,
     CHR_PLACEMENT_INFO_VERSION = 1, CHR_PLACEMENT_SEEDED = 1,
     CHR_RINGFILE_FORMAT_VERSION = 1, CHR_RINGFILE_LINE_MAX = 65536, CHR_RINGFILE_SIZE_MAX = 268435456,
     CHR_RINGFILE_HAS_REVISION = 1, CHR_RINGFILE_HAS_FINGERPRINT = 2, CHR_RINGFILE_HAS_OPTIONS = 4,
@@ -487,6 +496,32 @@ end
 
 function _M.strerror(status)
     return ffi_string(C.chr_strerror(status))
+end
+
+-- The last failure of this thread as data (chr_last_error_info), read right
+-- after a call returned nil: a table with status, message, reason (the
+-- message without its "name:line: " or "chr_x: " prefix) and func (the C
+-- function, "" if unknown), and when the failure has them: source and line
+-- (a ring file's name and line, 0 for the file as a whole), other_line (the
+-- earlier line a duplicate conflicts with), member (the id) and change (the
+-- 1-based index of a batch's change at fault).
+local error_info = ffi_new("chr_error_info")
+function _M.last_error()
+    error_info.version = K.CHR_ERROR_INFO_VERSION
+    local st = C.chr_last_error_info(error_info)
+    if st ~= 0 then return nil, "chr_last_error_info failed", st end
+    local e = error_info
+    local info = {
+        status = tonumber(e.status), message = ffi_string(e.message), reason = ffi_string(e.reason),
+        func = ffi_string(e["function"]),
+    }
+    local flags = tonumber(e.flags)
+    if band(flags, K.CHR_ERROR_HAS_SOURCE) ~= 0 then info.source = ffi_string(e.source) end
+    if band(flags, K.CHR_ERROR_HAS_LINE) ~= 0 then info.line = tonumber(e.line) end
+    if band(flags, K.CHR_ERROR_HAS_OTHER_LINE) ~= 0 then info.other_line = tonumber(e.other_line) end
+    if band(flags, K.CHR_ERROR_HAS_MEMBER) ~= 0 then info.member = ffi_string(e.member, e.member_len) end
+    if band(flags, K.CHR_ERROR_HAS_CHANGE) ~= 0 then info.change = tonumber(e.change_index) + 1 end
+    return info
 end
 
 function _M.hash(hasher, data, seed)

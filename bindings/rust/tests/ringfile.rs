@@ -60,10 +60,10 @@ fn apply_is_one_batch_and_refuses_other_options() {
 
 #[test]
 fn errors_carry_status_message_and_line() {
-    let err = Ring::from_text("a 1\na 2\n", Some("dup.txt"), &Options::default()).unwrap_err();
+    let err = Ring::from_text("a 1\nb 1\na 2\n", Some("dup.txt"), &Options::default()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Format);
-    assert_eq!(err.line(), Some(2));
-    assert!(err.message().contains("dup.txt:2:"), "{}", err.message());
+    assert_eq!((err.line(), err.other_line(), err.member(), err.index()), (Some(3), Some(1), Some(&b"a"[..]), None));
+    assert!(err.message().contains("dup.txt:3:"), "{}", err.message());
     let dir = scratch("errors");
     let err = Ring::from_file(dir.join("missing"), &Options::default()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Io);
