@@ -256,12 +256,34 @@ chr_status chr_tracker_release(chr_tracker *tracker, const chr_ticket *ticket);
 chr_status chr_tracker_set_available(chr_tracker *tracker, const void *id, size_t id_len, uint32_t available);
 chr_status chr_tracker_load(const chr_tracker *tracker, const void *id, size_t id_len, uint64_t *load);
 chr_status chr_tracker_total(const chr_tracker *tracker, uint64_t *total);
+typedef struct chr_follower chr_follower;
+typedef struct chr_follow_state {
+    uint32_t version;
+    int32_t last_outcome;
+    chr_status status;
+    uint32_t error_line;
+    uint64_t checks;
+    uint64_t applied;
+    uint64_t refused;
+    uint32_t applied_flags;
+    uint32_t refused_flags;
+    uint64_t applied_revision;
+    uint64_t applied_fingerprint;
+    uint64_t refused_revision;
+    uint64_t refused_fingerprint;
+    char message[512];
+} chr_follow_state;
+chr_status chr_follow_state_init(chr_follow_state *state, uint32_t version);
+chr_status chr_follower_new(chr_ring *ring, const char *path, uint32_t flags, chr_follower **out);
+void chr_follower_free(chr_follower *follower);
+chr_status chr_follower_check(chr_follower *follower, int32_t *outcome, chr_ringfile_info *info);
+chr_status chr_follower_state(const chr_follower *follower, chr_follow_state *state);
 ]]
 _M._cdef = cdef
 
 -- Another copy of this module in the same VM (a reload in nginx) has
 -- declared them already; ffi.cdef refuses a second definition.
-if not pcall(ffi.typeof, "chr_ticket") then
+if not pcall(ffi.typeof, "chr_follow_state") then
     ffi.cdef(cdef)
 end
 
@@ -292,6 +314,8 @@ local K = {
     CHR_SPILL_REPLICAS = 0, CHR_SPILL_SHUFFLE = 1, CHR_BALANCE_FACTOR_MIN = 100,
     CHR_BALANCE_FACTOR_MAX = 100000, CHR_LOAD_MAX = 1099511627776, CHR_BOUND_OPTIONS_VERSION = 1,
     CHR_BOUND_SPILLED = 1, CHR_BOUND_OVER = 2, CHR_TRACKER_NODES_DEFAULT = 4096,
+    CHR_FOLLOW_UNCHANGED = 0, CHR_FOLLOW_APPLIED = 1, CHR_FOLLOW_REFUSED = 2,
+    CHR_FOLLOW_STATE_VERSION = 1, CHR_FOLLOW_MESSAGE_MAX = 512,
 }
 _M._constants = K
 
@@ -1042,67 +1066,93 @@ function Snapshot:export(how)
     return export_with(function(...) return C.chr_snapshot_export(p, ...) end, how, "export")
 end
 
--- The file's identity for the watcher: inode, size and modification time
--- from stat(2) where this module knows struct stat's layout (Linux x64 and
--- arm64), else the file's bytes (a small file: compared whole).
-local stat_fn
-if ffi.os == "Linux" and (ffi.arch == "x64" or ffi.arch == "arm64") then
-    local ok = pcall(ffi.cdef, ffi.arch == "x64" and [[
-        struct chring_stat { uint64_t dev, ino, nlink; uint32_t mode, uid, gid; int pad0;
-            uint64_t rdev; int64_t size, blksize, blocks; int64_t atime, atime_ns,
-            mtime, mtime_ns, ctime, ctime_ns; int64_t reserved[3]; };
-        int stat(const char *path, struct chring_stat *buf);
-    ]] or [[
-        struct chring_stat { uint64_t dev, ino; uint32_t mode, nlink, uid, gid; uint64_t rdev, pad1;
-            int64_t size; int32_t blksize, pad2; int64_t blocks; int64_t atime, atime_ns,
-            mtime, mtime_ns, ctime, ctime_ns; int32_t unused[2]; };
-        int stat(const char *path, struct chring_stat *buf);
-    ]])
-    if ok or pcall(ffi.typeof, "struct chring_stat") then
-        local st = ffi_new("struct chring_stat[1]")
-        stat_fn = function(path)
-            if ffi.C.stat(path, st) ~= 0 then return "missing:" .. ffi.errno() end
-            local s = st[0]
-            return ("%s:%s:%s:%s.%s"):format(tostring(s.dev), tostring(s.ino), tostring(s.size),
-                                             tostring(s.mtime), tostring(s.mtime_ns))
-        end
-    end
-end
-local function file_stamp(path)
-    if stat_fn then return stat_fn(path) end
-    local f = io.open(path, "rb")
-    if not f then return "missing" end
-    local data = f:read("*a")
-    f:close()
-    return data or "unreadable"
-end
-_M._file_stamp = file_stamp
+--------------------------------------------------------------------------
+-- Following a ring file: the library's follower (chring.h, "Following a
+-- ring file"; docs/ring-file.md, section 11)
+--------------------------------------------------------------------------
 
 local Watcher = {}
 Watcher.__index = Watcher
 
+local follower_ptr
+Watcher.free, follower_ptr = handle_methods(C.chr_follower_free, "freed watcher")
+
+-- Filled by every step and state call: one check runs at a time per VM.
+local outcome_out = ffi_new("int32_t[1]")
+local follow_info = ffi_new("chr_ringfile_info[1]")
+local state_out = ffi_new("chr_follow_state[1]")
+
 -- Follows the ring file at path for ring, one step per call: callers call
 -- watcher:step() from their event loop (e.g. an ngx.timer.every handler).
--- A step looks at the file's inode, size and modification time and, when
--- they changed since the last step (or at the first step), applies it:
+-- A step is one chr_follower_check: when the file's stamp (device, inode,
+-- size, modification and change times, taken from the file it reads)
+-- changed since the file last read (or at the first step), it applies it:
 --   nil                        nothing changed
 --   true, info                 applied (info as Ring:apply_file)
---   false, err, code, line     not applied; the ring keeps its last good state
+--   false, err, code, line     refused; the ring keeps its last good state
 -- Each change is reported once. Replace the file by rename so that it is
--- never read half written.
+-- never read half written. The watcher holds the ring: the ring lives at
+-- least as long as its watcher. Returns nil, err, code when the library
+-- refuses to make a follower (EINVAL: an empty path).
 function _M.watch_file(ring, path)
     if getmetatable(ring) ~= Ring then bad_arg(1, "watch_file", "ring", type(ring)) end
     check_name(path, 2, "watch_file")
-    return setmetatable({ ring = ring, path = path, last = nil }, Watcher)
+    local out = ffi_new("chr_follower *[1]")
+    local st = C.chr_follower_new(ring_ptr(ring), path, 0, out)
+    if st ~= 0 then return failure(st) end
+    -- `ring` keeps the Lua ring (and so its chr_ring) alive while the
+    -- follower that borrows it is reachable.
+    return setmetatable({ ptr = ffi_gc(out[0], C.chr_follower_free), ring = ring, path = path }, Watcher)
 end
 
 function Watcher:step()
-    local now = file_stamp(self.path)
-    if now == self.last then return nil end
-    self.last = now
-    local info, err, code, line = self.ring:apply_file(self.path)
-    if not info then return false, err, code, line end
-    return true, info
+    local f = follower_ptr(self)
+    ring_ptr(self.ring)   -- raises once the ring is freed: the follower borrows it
+    C.chr_ringfile_info_init(follow_info, K.CHR_RINGFILE_INFO_VERSION)
+    local st = C.chr_follower_check(f, outcome_out, follow_info)
+    local outcome = outcome_out[0]
+    if st == 0 then
+        if outcome == K.CHR_FOLLOW_APPLIED then return true, info_table(follow_info[0]) end
+        return nil
+    end
+    local _, err = failure(st)
+    return false, err, st, tonumber(follow_info[0].error_line)
+end
+
+local outcome_names = {
+    [K.CHR_FOLLOW_UNCHANGED] = "unchanged", [K.CHR_FOLLOW_APPLIED] = "applied",
+    [K.CHR_FOLLOW_REFUSED] = "refused",
+}
+
+-- What the watcher has seen (chr_follow_state) as a table:
+--   checks, applied, refused   counts of steps, of applied and refused files
+--   last_outcome               "unchanged", "applied" or "refused": the latest step
+--   applied_revision           the %%revision of the file applied last (nil: none)
+--   applied_fingerprint        the ring's fingerprint after that apply (nil: none yet)
+--   status, line, message      why the file as last read was refused (0, 0, ""
+--                              when it is the one applied)
+--   refused_revision, refused_fingerprint   the %%revision and %%fingerprint the
+--                              refused file declared before its fault (nil: none)
+-- Fingerprints as 16 hex digits, revisions as numbers (exact to 2^53).
+function Watcher:state()
+    local f = follower_ptr(self)
+    C.chr_follow_state_init(state_out, K.CHR_FOLLOW_STATE_VERSION)
+    local st = C.chr_follower_state(f, state_out)
+    if st ~= 0 then return failure(st) end
+    local s = state_out[0]
+    local applied, refused_flags = tonumber(s.applied), s.refused_flags
+    return {
+        checks = tonumber(s.checks), applied = applied, refused = tonumber(s.refused),
+        last_outcome = outcome_names[s.last_outcome] or tonumber(s.last_outcome),
+        applied_revision = band(s.applied_flags, K.CHR_RINGFILE_HAS_REVISION) ~= 0
+            and tonumber(s.applied_revision) or nil,
+        applied_fingerprint = applied > 0 and hex64(s.applied_fingerprint) or nil,
+        status = tonumber(s.status), line = tonumber(s.error_line), message = ffi_string(s.message),
+        refused_revision = band(refused_flags, K.CHR_RINGFILE_HAS_REVISION) ~= 0
+            and tonumber(s.refused_revision) or nil,
+        refused_fingerprint = band(refused_flags, K.CHR_RINGFILE_HAS_FINGERPRINT) ~= 0
+            and hex64(s.refused_fingerprint) or nil,
+    }
 end
 
 --------------------------------------------------------------------------
