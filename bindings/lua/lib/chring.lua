@@ -329,12 +329,6 @@ for name, value in pairs(K) do
     end
 end
 
--- Replica policies (chring.h, "Zone-aware replicas") by Lua name; the
--- replica calls also take the library's names ("zones-first").
-_M.replica_policy = {
-    nodes = K.CHR_REPLICAS_NODES, zones_first = K.CHR_REPLICAS_ZONES_FIRST, nts = K.CHR_REPLICAS_NTS,
-}
-
 -- Raises msg at the first caller outside this file, so that an argument
 -- error names the line of the call that passed the argument, as a
 -- builtin's does (level 2 of the API function, however deep the check sits
@@ -371,6 +365,20 @@ local function load_library()
 end
 local C = load_library()
 _M._lib = C
+
+-- Replica policies (chring.h, "Zone-aware replicas") by Lua name: the
+-- library's names with "_" for "-" (replica_policy.zones_first), read from
+-- the library at load time (chr_replica_policy_name numbers them from 0
+-- without gaps), so a policy the library adds needs no change here. The
+-- replica calls also take the library's names ("zones-first").
+_M.replica_policy = {}
+do
+    local name_out = ffi_new("const char *[1]")
+    for policy = 0, 1023 do
+        if C.chr_replica_policy_name(policy, name_out) ~= 0 then break end
+        _M.replica_policy[(ffi_string(name_out[0]):gsub("-", "_"))] = policy
+    end
+end
 
 -- Out-structs and counters reused by every call: LuaJIT runs one
 -- coroutine at a time per VM, and no call below yields between filling
