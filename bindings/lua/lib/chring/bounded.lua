@@ -57,9 +57,14 @@ local function bound_result(r)
     }
 end
 
+-- The C arrays of lookup_bounded, grown to the largest snapshot and kept.
+local loads_buf = util.grow("uint64_t[?]")
+local available_buf = util.grow("unsigned char[?]")
+
 -- The node table for key that has room, and a result table. loads: nil or
 -- an array of in-flight counts by 1-based node index; available: nil or an
--- array of booleans; opts: see bound_options.
+-- array of booleans; opts: see bound_options, nil for no bound (the first
+-- available node of the key's replica walk).
 function Snapshot:lookup_bounded(key, loads, available, opts)
     local p = snap_ptr(self)
     check_string(key, 1, "lookup_bounded")
@@ -67,12 +72,12 @@ function Snapshot:lookup_bounded(key, loads, available, opts)
     local lp, ap
     if loads ~= nil then
         if #loads ~= n then raise("bad argument #2 to 'lookup_bounded' (one load per node expected)") end
-        lp = ffi_new("uint64_t[?]", n + 1)
+        lp = loads_buf(n + 1)
         for i = 1, n do lp[i - 1] = loads[i] end
     end
     if available ~= nil then
         if #available ~= n then raise("bad argument #3 to 'lookup_bounded' (one flag per node expected)") end
-        ap = ffi_new("unsigned char[?]", n + 1)
+        ap = available_buf(n + 1)
         for i = 1, n do ap[i - 1] = available[i] and 1 or 0 end
     end
     local o = bound_options(opts, "lookup_bounded")
