@@ -23,11 +23,12 @@
  * and never allocate. The round-robin peer_free does the failure
  * accounting (max_fails, fail_timeout).
  *
- * With file=PATH a ring file (chr_ring_apply_file) says which servers are
- * primary members and with which weights; each worker re-checks it every
- * check= interval on the request path and applies a changed file to its
- * own copy of the ring as one batch. Ring answers then map to servers by
- * id (node_of_index), since the file, not the configuration, orders them.
+ * With file=PATH a ring file says which servers are primary members and
+ * with which weights; the library's follower (chr_follower) reads it at
+ * configuration, then each worker's copy checks it every check= interval
+ * on the request path and applies a changed file to the worker's own ring
+ * as one batch. Ring answers then map to servers by id (node_of_index),
+ * since the file, not the configuration, orders them.
  */
 
 #include <ngx_config.h>
@@ -54,29 +55,28 @@ typedef struct {
     ngx_str_t                         *node_id;
     ngx_uint_t                         nnodes;
     ngx_uint_t                        *node_of_index;
+    /* file= (primary tier): keeps `ring` equal to the file (chr_follower) */
+    chr_follower                      *follower;
 } ngx_http_upstream_chring_tier_t;
 
 
 /*
- * file=: the ring file that defines the primary tier's members, as this
- * process last saw it. Each process (master at configuration, then every
- * worker) keeps its own copy: the workers re-check it on their own.
+ * file=: the ring file that defines the primary tier's members. The
+ * primary tier's follower (chr_follower) reads it; each process (master
+ * at configuration, then every worker) has its own follower and ring, so
+ * the workers follow the file on their own. What the follower says about
+ * the file (revision, fingerprint, a refusal) is its chr_follower_state.
  */
 typedef struct {
     ngx_str_t                          path;        /* NUL-terminated */
     ngx_msec_t                         check;       /* check= interval */
     ngx_msec_t                         next_check;
-    /* a change of any of these (or of the stat() errno) is a new file */
-    ngx_err_t                          err;
-    ino_t                              ino;
-    dev_t                              dev;
-    off_t                              size;
-    time_t                             mtime_sec;
-    long                               mtime_nsec;
-    /* the ring now in use */
-    uint64_t                           revision;
-    uint64_t                           fingerprint;
-    ngx_uint_t                         has_revision;
+    /*
+     * the follower applied a file whose snapshot and id map are not in
+     * use yet (they could not be allocated): retried at the next check
+     */
+    ngx_uint_t                         stale;       /* unsigned:1 */
+    chr_ringfile_info                  applied;     /* that apply's counts */
 } ngx_http_upstream_chring_file_t;
 
 
@@ -148,9 +148,7 @@ static char *ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
     ngx_uint_t *seen);
 static void ngx_http_upstream_chring_cleanup(void *data);
 
-static ngx_int_t ngx_http_upstream_chring_file_stat(
-    ngx_http_upstream_chring_file_t *file, ngx_log_t *log);
-static ngx_int_t ngx_http_upstream_chring_file_load(
+static ngx_int_t ngx_http_upstream_chring_file_adopt(
     ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log);
 static void ngx_http_upstream_chring_file_check(
     ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log);
@@ -324,15 +322,24 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
     tier->nnodes = nnodes;
 
     if (ccf->file && tier == &ccf->primary) {
-        /* the file, not the configuration, says who is a member */
-        if (ngx_http_upstream_chring_file_load(ccf, cf->log) != NGX_OK) {
+        /*
+         * the file, not the configuration, says who is a member: the
+         * follower's first check reads it whatever its stamp
+         */
+        ccf->file->applied = (chr_ringfile_info) CHR_RINGFILE_INFO_INIT;
+
+        if (chr_follower_check(tier->follower, NULL, &ccf->file->applied)
+            != CHR_OK)
+        {
             ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                           "chring: upstream \"%V\" in %s:%ui: %s", &us->host,
                           us->file_name, us->line, chr_last_error());
             return NGX_ERROR;
         }
 
-        return NGX_OK;
+        ccf->file->stale = 1;
+
+        return ngx_http_upstream_chring_file_adopt(ccf, cf->log);
     }
 
     if (tier->ring == NULL) {
@@ -1069,7 +1076,13 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     cln->handler = ngx_http_upstream_chring_cleanup;
     cln->data = ccf;
 
-    if (chr_ring_new(&ccf->options, &ccf->primary.ring) != CHR_OK) {
+    if (chr_ring_new(&ccf->options, &ccf->primary.ring) != CHR_OK
+        || (ccf->file
+            && chr_follower_new(ccf->primary.ring,
+                                (const char *) ccf->file->path.data, 0,
+                                &ccf->primary.follower)
+               != CHR_OK))
+    {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chring: %s",
                            chr_last_error());
         return NGX_CONF_ERROR;
@@ -1327,6 +1340,8 @@ ngx_http_upstream_chring_cleanup(void *data)
 {
     ngx_http_upstream_chring_srv_conf_t  *ccf = data;
 
+    /* the follower borrows the ring: freed first */
+    chr_follower_free(ccf->primary.follower);
     chr_snapshot_release(ccf->primary.snapshot);
     chr_ring_free(ccf->primary.ring);
     if (ccf->primary.node_of_index) {
@@ -1354,90 +1369,39 @@ ngx_http_upstream_chring_view_node(ngx_http_upstream_chring_tier_t *tier,
 
 
 /*
- * Records what stat() says about the file; NGX_OK when it differs from
- * what was recorded before (a new file to load), NGX_DECLINED when not.
+ * Puts the ring the follower applied last in use in this process: its
+ * snapshot, and the map from the snapshot's node indexes to the nodes
+ * (the upstream's server texts). On failure (allocation) the snapshot and
+ * map in use stay, `stale` stays set and the next check tries again.
  */
 static ngx_int_t
-ngx_http_upstream_chring_file_stat(ngx_http_upstream_chring_file_t *file,
-    ngx_log_t *log)
-{
-    struct stat  st;
-
-    if (stat((const char *) file->path.data, &st) == -1) {
-        if (file->err == ngx_errno) {
-            return NGX_DECLINED;
-        }
-
-        file->err = ngx_errno;
-        return NGX_OK;
-    }
-
-    if (file->err == 0
-        && file->ino == st.st_ino
-        && file->dev == st.st_dev
-        && file->size == st.st_size
-        && file->mtime_sec == st.st_mtim.tv_sec
-        && file->mtime_nsec == st.st_mtim.tv_nsec)
-    {
-        return NGX_DECLINED;
-    }
-
-    file->err = 0;
-    file->ino = st.st_ino;
-    file->dev = st.st_dev;
-    file->size = st.st_size;
-    file->mtime_sec = st.st_mtim.tv_sec;
-    file->mtime_nsec = st.st_mtim.tv_nsec;
-
-    return NGX_OK;
-}
-
-
-/*
- * Applies the file to the primary ring as one batch, then switches this
- * process's snapshot and id map to the result. On any failure the ring,
- * snapshot and map in use stay as they were: NGX_ERROR, the reason in
- * chr_last_error() (chring's message names the file and the line).
- */
-static ngx_int_t
-ngx_http_upstream_chring_file_load(ngx_http_upstream_chring_srv_conf_t *ccf,
+ngx_http_upstream_chring_file_adopt(ngx_http_upstream_chring_srv_conf_t *ccf,
     ngx_log_t *log)
 {
     size_t                             i, count;
-    uint64_t                           fingerprint;
     ngx_uint_t                         k, *map;
     chr_snapshot                      *snap;
     chr_node_view                      view;
-    chr_ringfile_info                  info = CHR_RINGFILE_INFO_INIT;
+    chr_ringfile_info                 *info;
     ngx_http_upstream_chring_file_t   *file;
     ngx_http_upstream_chring_tier_t   *tier;
 
     file = ccf->file;
     tier = &ccf->primary;
+    info = &file->applied;
 
-    (void) ngx_http_upstream_chring_file_stat(file, log);
-
-    if (tier->ring == NULL
-        && chr_ring_new(&ccf->options, &tier->ring) != CHR_OK)
-    {
+    if (chr_ring_snapshot(tier->ring, &snap) != CHR_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "chring: upstream \"%V\": %s", &ccf->host,
+                      chr_last_error());
         return NGX_ERROR;
     }
 
-    if (chr_ring_apply_file(tier->ring, (const char *) file->path.data, &info)
-        != CHR_OK
-        || chr_ring_snapshot(tier->ring, &snap) != CHR_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    if (chr_snapshot_node_count(snap, &count) != CHR_OK
-        || chr_snapshot_fingerprint(snap, &fingerprint) != CHR_OK)
-    {
+    if (chr_snapshot_node_count(snap, &count) != CHR_OK) {
         chr_snapshot_release(snap);
         return NGX_ERROR;
     }
 
-    /* ngx_alloc logs a failure; chr_last_error() keeps chring's last word */
     map = ngx_alloc((count ? count : 1) * sizeof(ngx_uint_t), log);
     if (map == NULL) {
         chr_snapshot_release(snap);
@@ -1477,19 +1441,17 @@ ngx_http_upstream_chring_file_load(ngx_http_upstream_chring_srv_conf_t *ccf,
 
     tier->snapshot = snap;
     tier->node_of_index = map;
-
-    file->fingerprint = fingerprint;
-    file->revision = info.revision;
-    file->has_revision = (info.flags & CHR_RINGFILE_HAS_REVISION) != 0;
+    file->stale = 0;
 
     ngx_log_error(NGX_LOG_NOTICE, log, 0,
                   "chring: upstream \"%V\": loaded %s: revision %uL%s, "
                   "fingerprint 0x%016xL, %uz members (%uD added, "
                   "%uD removed, %uD reweighted, %uD replaced)",
-                  &ccf->host, file->path.data, file->revision,
-                  file->has_revision ? "" : " (none in the file)",
-                  file->fingerprint, count, info.added, info.removed,
-                  info.reweighted, info.replaced);
+                  &ccf->host, file->path.data, info->revision,
+                  (info->flags & CHR_RINGFILE_HAS_REVISION)
+                  ? "" : " (none in the file)",
+                  info->fingerprint, count, info->added, info->removed,
+                  info->reweighted, info->replaced);
 
     return NGX_OK;
 }
@@ -1497,14 +1459,19 @@ ngx_http_upstream_chring_file_load(ngx_http_upstream_chring_srv_conf_t *ccf,
 
 /*
  * On the request path: one time comparison, and at most every check=
- * interval a stat(). A changed file is loaded; a bad one is logged once
- * (its stat is recorded, so the next check sees no change) and the ring
- * in use stays.
+ * interval one chr_follower_check(), which looks at the file's stamp and
+ * applies a changed file to this process's ring as one batch. A refused
+ * file is reported once by the follower (it keeps the refused file's
+ * stamp), so it is logged once; the ring keeps the last good file.
  */
 static void
 ngx_http_upstream_chring_file_check(ngx_http_upstream_chring_srv_conf_t *ccf,
     ngx_log_t *log)
 {
+    int32_t                           outcome;
+    chr_status                        rc;
+    chr_ringfile_info                 info = CHR_RINGFILE_INFO_INIT;
+    chr_follow_state                  state = CHR_FOLLOW_STATE_INIT;
     ngx_http_upstream_chring_file_t  *file;
 
     file = ccf->file;
@@ -1517,33 +1484,41 @@ ngx_http_upstream_chring_file_check(ngx_http_upstream_chring_srv_conf_t *ccf,
 
     file->next_check = ngx_current_msec + file->check;
 
-    if (ngx_http_upstream_chring_file_stat(file, log) != NGX_OK) {
-        return;
-    }
+    rc = chr_follower_check(ccf->primary.follower, &outcome, &info);
 
-    if (file->err) {
-        ngx_log_error(NGX_LOG_ERR, log, file->err,
-                      "chring: upstream \"%V\": stat() \"%s\" failed; keeping "
-                      "the ring of revision %uL, fingerprint 0x%016xL",
-                      &ccf->host, file->path.data, file->revision,
-                      file->fingerprint);
-        return;
-    }
+    if (outcome == CHR_FOLLOW_APPLIED) {
+        file->applied = info;
+        file->stale = 1;
 
-    if (ngx_http_upstream_chring_file_load(ccf, log) != NGX_OK) {
+    } else if (outcome == CHR_FOLLOW_REFUSED) {
+        (void) chr_follower_state(ccf->primary.follower, &state);
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "chring: upstream \"%V\": %s; keeping the ring of "
                       "revision %uL, fingerprint 0x%016xL", &ccf->host,
-                      chr_last_error(), file->revision, file->fingerprint);
+                      chr_last_error(), state.applied_revision,
+                      state.applied_fingerprint);
+
+    } else if (rc != CHR_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "chring: upstream \"%V\": %s",
+                      &ccf->host, chr_last_error());
+    }
+
+    if (file->stale) {
+        (void) ngx_http_upstream_chring_file_adopt(ccf, log);
     }
 }
 
 
-/* Variables: $chring_fingerprint, $chring_revision */
+/*
+ * Variables: $chring_fingerprint, $chring_revision, $chring_refusal,
+ * $chring_refused_revision, and the same with _NAME for upstream NAME
+ */
 
 
-#define NGX_HTTP_CHRING_VAR_FINGERPRINT  0
-#define NGX_HTTP_CHRING_VAR_REVISION     1
+#define NGX_HTTP_CHRING_VAR_FINGERPRINT       0
+#define NGX_HTTP_CHRING_VAR_REVISION          1
+#define NGX_HTTP_CHRING_VAR_REFUSAL           2
+#define NGX_HTTP_CHRING_VAR_REFUSED_REVISION  3
 
 
 static ngx_http_variable_t  ngx_http_upstream_chring_vars[] = {
@@ -1556,7 +1531,20 @@ static ngx_http_variable_t  ngx_http_upstream_chring_vars[] = {
       ngx_http_upstream_chring_variable, NGX_HTTP_CHRING_VAR_REVISION,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
-    /* $chring_fingerprint_NAME, $chring_revision_NAME: upstream NAME's */
+    { ngx_string("chring_refusal"), NULL,
+      ngx_http_upstream_chring_variable, NGX_HTTP_CHRING_VAR_REFUSAL,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("chring_refused_revision"), NULL,
+      ngx_http_upstream_chring_variable, NGX_HTTP_CHRING_VAR_REFUSED_REVISION,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    /*
+     * $chring_fingerprint_NAME, ...: upstream NAME's. nginx gives a prefix
+     * variable's handler its full name, not `data`: the prefix is looked
+     * up again in ngx_http_upstream_chring_prefixes. No prefix is the
+     * start of another, so that any name has one meaning.
+     */
 
     { ngx_string("chring_fingerprint_"), NULL,
       ngx_http_upstream_chring_named_variable, 0,
@@ -1566,7 +1554,27 @@ static ngx_http_variable_t  ngx_http_upstream_chring_vars[] = {
       ngx_http_upstream_chring_named_variable, 0,
       NGX_HTTP_VAR_NOCACHEABLE|NGX_HTTP_VAR_PREFIX, 0 },
 
+    { ngx_string("chring_refusal_"), NULL,
+      ngx_http_upstream_chring_named_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE|NGX_HTTP_VAR_PREFIX, 0 },
+
+    { ngx_string("chring_refused_revision_"), NULL,
+      ngx_http_upstream_chring_named_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE|NGX_HTTP_VAR_PREFIX, 0 },
+
       ngx_http_null_variable
+};
+
+
+static struct {
+    ngx_str_t   prefix;
+    uintptr_t   which;
+} ngx_http_upstream_chring_prefixes[] = {
+    { ngx_string("chring_fingerprint_"), NGX_HTTP_CHRING_VAR_FINGERPRINT },
+    { ngx_string("chring_revision_"), NGX_HTTP_CHRING_VAR_REVISION },
+    { ngx_string("chring_refusal_"), NGX_HTTP_CHRING_VAR_REFUSAL },
+    { ngx_string("chring_refused_revision_"),
+      NGX_HTTP_CHRING_VAR_REFUSED_REVISION },
 };
 
 
@@ -1590,10 +1598,8 @@ ngx_http_upstream_chring_add_variables(ngx_conf_t *cf)
 
 
 /*
- * The primary ring of the request's upstream (empty when the request has
- * no chring upstream): its fingerprint, "0x" and 16 hex digits, and the
- * revision of the ring file it came from (empty without file= or without
- * a %%revision in the file).
+ * The variables of the request's upstream (empty when the request has no
+ * chring upstream).
  */
 static ngx_int_t
 ngx_http_upstream_chring_variable(ngx_http_request_t *r,
@@ -1609,9 +1615,8 @@ ngx_http_upstream_chring_variable(ngx_http_request_t *r,
 
 
 /*
- * $chring_fingerprint_NAME, $chring_revision_NAME: the same for upstream
- * NAME, whatever the request (a status location). nginx lowercases
- * variable names, so NAME is compared without case.
+ * The same for upstream NAME, whatever the request (a status location).
+ * nginx lowercases variable names, so NAME is compared without case.
  */
 static ngx_int_t
 ngx_http_upstream_chring_named_variable(ngx_http_request_t *r,
@@ -1620,22 +1625,31 @@ ngx_http_upstream_chring_named_variable(ngx_http_request_t *r,
     ngx_str_t                       *name = (ngx_str_t *) data;
 
     size_t                           skip;
-    uintptr_t                        which;
-    ngx_uint_t                       i;
+    ngx_uint_t                       i, k;
     ngx_http_upstream_main_conf_t   *umcf;
     ngx_http_upstream_srv_conf_t   **uscfp;
 
-    static ngx_str_t  fingerprint = ngx_string("chring_fingerprint_");
+    v->not_found = 1;
 
-    if (name->len >= fingerprint.len
-        && ngx_strncmp(name->data, fingerprint.data, fingerprint.len) == 0)
+    for (k = 0; k < sizeof(ngx_http_upstream_chring_prefixes)
+                    / sizeof(ngx_http_upstream_chring_prefixes[0]); k++)
     {
-        which = NGX_HTTP_CHRING_VAR_FINGERPRINT;
-        skip = fingerprint.len;
+        skip = ngx_http_upstream_chring_prefixes[k].prefix.len;
 
-    } else {
-        which = NGX_HTTP_CHRING_VAR_REVISION;
-        skip = sizeof("chring_revision_") - 1;
+        if (name->len >= skip
+            && ngx_strncmp(name->data,
+                           ngx_http_upstream_chring_prefixes[k].prefix.data,
+                           skip)
+               == 0)
+        {
+            break;
+        }
+    }
+
+    if (k == sizeof(ngx_http_upstream_chring_prefixes)
+             / sizeof(ngx_http_upstream_chring_prefixes[0]))
+    {
+        return NGX_OK;
     }
 
     umcf = ngx_http_get_module_main_conf(r, ngx_http_upstream_module);
@@ -1647,24 +1661,39 @@ ngx_http_upstream_chring_named_variable(ngx_http_request_t *r,
                                name->len - skip) == 0
             && uscfp[i]->srv_conf != NULL)
         {
-            return ngx_http_upstream_chring_value(r, v, uscfp[i], which);
+            return ngx_http_upstream_chring_value(r, v, uscfp[i],
+                                  ngx_http_upstream_chring_prefixes[k].which);
         }
     }
-
-    v->not_found = 1;
 
     return NGX_OK;
 }
 
 
-/* The variables' value for chring upstream `uscf` (else not found). */
+/*
+ * The variables' value for chring upstream `uscf` (else not found), in
+ * this worker:
+ *
+ *   fingerprint       the primary ring's, "0x" and 16 hex digits: with
+ *                     file=, the follower's applied_fingerprint
+ *   revision          the %%revision of the ring file applied last (empty
+ *                     without file= or without %%revision)
+ *   refusal           while the file as last read is refused, why: the
+ *                     follower's message, chring's "file:line: reason"
+ *   refused_revision  while it is refused, the %%revision it declared
+ *
+ * Reading one checks the file first, as a request through the upstream
+ * does.
+ */
 static ngx_int_t
 ngx_http_upstream_chring_value(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, ngx_http_upstream_srv_conf_t *uscf,
     uintptr_t data)
 {
     u_char                               *p;
+    size_t                                len;
     uint64_t                              fingerprint;
+    chr_follow_state                      state = CHR_FOLLOW_STATE_INIT;
     ngx_http_upstream_chring_srv_conf_t  *ccf;
 
     v->not_found = 1;
@@ -1681,14 +1710,20 @@ ngx_http_upstream_chring_value(ngx_http_request_t *r,
 
     ngx_http_upstream_chring_file_check(ccf, r->connection->log);
 
-    p = ngx_pnalloc(r->pool, 2 + NGX_INT64_LEN);
-    if (p == NULL) {
-        return NGX_ERROR;
+    if (ccf->file) {
+        if (chr_follower_state(ccf->primary.follower, &state) != CHR_OK) {
+            return NGX_OK;
+        }
+
+    } else if (data != NGX_HTTP_CHRING_VAR_FINGERPRINT) {
+        return NGX_OK;
     }
 
-    if (data == NGX_HTTP_CHRING_VAR_FINGERPRINT) {
+    switch (data) {
+
+    case NGX_HTTP_CHRING_VAR_FINGERPRINT:
         if (ccf->file) {
-            fingerprint = ccf->file->fingerprint;
+            fingerprint = state.applied_fingerprint;
 
         } else if (chr_snapshot_fingerprint(ccf->primary.snapshot,
                                             &fingerprint)
@@ -1697,14 +1732,50 @@ ngx_http_upstream_chring_value(ngx_http_request_t *r,
             return NGX_OK;
         }
 
-        v->len = ngx_sprintf(p, "0x%016xL", fingerprint) - p;
+        p = ngx_pnalloc(r->pool, 2 + 16);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
 
-    } else {
-        if (ccf->file == NULL || !ccf->file->has_revision) {
+        v->len = ngx_sprintf(p, "0x%016xL", fingerprint) - p;
+        break;
+
+    case NGX_HTTP_CHRING_VAR_REVISION:
+    case NGX_HTTP_CHRING_VAR_REFUSED_REVISION:
+        if (data == NGX_HTTP_CHRING_VAR_REVISION
+            ? !(state.applied_flags & CHR_RINGFILE_HAS_REVISION)
+            : state.status == CHR_OK
+              || !(state.refused_flags & CHR_RINGFILE_HAS_REVISION))
+        {
             return NGX_OK;
         }
 
-        v->len = ngx_sprintf(p, "%uL", ccf->file->revision) - p;
+        p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = ngx_sprintf(p, "%uL", data == NGX_HTTP_CHRING_VAR_REVISION
+                                       ? state.applied_revision
+                                       : state.refused_revision)
+                 - p;
+        break;
+
+    default: /* NGX_HTTP_CHRING_VAR_REFUSAL */
+        if (state.status == CHR_OK) {
+            return NGX_OK;
+        }
+
+        len = ngx_strlen(state.message);
+
+        p = ngx_pnalloc(r->pool, len);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(p, state.message, len);
+        v->len = len;
+        break;
     }
 
     v->data = p;

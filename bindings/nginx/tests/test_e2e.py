@@ -756,7 +756,9 @@ class WorkerConnections:
             raise RuntimeError("reached %d of %d workers" % (len(self.conns), workers))
 
     def get(self, pid, path):
-        """(body, fingerprint, revision) from worker `pid`."""
+        """(body, fingerprint, revision) from worker `pid`; self.refused is
+        the answer's ($chring_refused_revision, $chring_refusal), None for
+        an empty one."""
         conn = self.conns[pid]
         conn.request("GET", path)
         resp = conn.getresponse()
@@ -766,6 +768,8 @@ class WorkerConnections:
                                % (pid, resp.getheader("X-Worker")))
         if resp.status != 200:
             body = "HTTP %d" % resp.status
+        self.refused = (resp.getheader("X-Chring-Refused-Revision"),
+                        resp.getheader("X-Chring-Refusal"))
         return body, resp.getheader("X-Chring-Fingerprint"), resp.getheader("X-Chring-Revision")
 
     def close(self):
@@ -811,11 +815,17 @@ def case_ringfile(ctx, check):
       proxy_read_timeout 10s;
       add_header X-Chring-Fingerprint $chring_fingerprint always;
       add_header X-Chring-Revision $chring_revision always;
+      add_header X-Chring-Refused-Revision $chring_refused_revision always;
+      add_header X-Chring-Refusal $chring_refusal always;
       add_header X-Worker $pid always;
     }
     location = /status {  # no upstream: the named variables
       add_header X-Worker $pid always;
       return 200 "$chring_fingerprint_ring $chring_revision_ring";
+    }
+    location = /refused {
+      add_header X-Worker $pid always;
+      return 200 "$chring_refused_revision_ring|$chring_refusal_ring";
     }
   }""" % (path, "\n".join("    server %s;" % i for i in b), port))
 
@@ -850,18 +860,33 @@ def case_ringfile(ctx, check):
             owners[key] = next((r for r in reps if r in servers), "none")
         return owners, ctx.predict.fingerprint(members)
 
-    def round_trip(conns, owners, fingerprint, revision):
+    def refusal_ok(got_revision, got_why, refused):
+        """refused: None (the file in use is the last read), or the refused
+        file's (revision, [what its refusal says])."""
+        if refused is None:
+            return not got_revision and not got_why
+        return got_revision == str(refused[0]) and all(w in (got_why or "") for w in refused[1])
+
+    def round_trip(conns, owners, fingerprint, revision, refused=None):
         wrong = []
         for pid in sorted(conns.conns):
             status = conns.get(pid, "/status")
             if status != ("%s %d" % (fingerprint, revision), None, None):
                 wrong.append("worker %s /status: got %s, want %s %d"
                              % (pid, status, fingerprint, revision))
+            body = conns.get(pid, "/refused")[0]
+            got_revision, bar, got_why = body.partition("|")
+            if not bar or not refusal_ok(got_revision, got_why, refused):
+                wrong.append("worker %s /refused: got %r, want %s"
+                             % (pid, body, refused or "nothing refused"))
             for key in keys:
                 got = conns.get(pid, key)
                 if got != (owners[key], fingerprint, str(revision)):
                     wrong.append("worker %s %s: got %s, want %s"
                                  % (pid, key, got, (owners[key], fingerprint, revision)))
+                if not refusal_ok(*conns.refused, refused):
+                    wrong.append("worker %s %s: refused %s, want %s"
+                                 % (pid, key, conns.refused, refused or "nothing refused"))
         return wrong
 
     def log_lines(since, needle):
@@ -884,9 +909,11 @@ def case_ringfile(ctx, check):
                 # once every worker has read it (and logged it), the ring is unchanged
                 errors = wait_for(lambda: log_lines(log_mark, "%s:%d:" % (path, line)),
                                   lambda found: len(found) >= lb.workers)
-                wrong = round_trip(conns, owners, fingerprint, revision)
-                check(not wrong, "rewrite %d: a bad file (%s) changes nothing" % (n - 1, what),
-                      "\n    ".join(wrong[:5]))
+                wrong = round_trip(conns, owners, fingerprint, revision,
+                                   refused=(n, ["%s:%d:" % (path, line), what]))
+                check(not wrong, "rewrite %d: a bad file (%s) changes nothing, and "
+                      "$chring_refusal, $chring_refused_revision (also _ring) say so"
+                      % (n - 1, what), "\n    ".join(wrong[:5]))
                 keeping = "keeping the ring of revision %d, fingerprint %s" % (revision,
                                                                            fingerprint)
                 check(len(errors) == lb.workers
