@@ -120,9 +120,7 @@ static ngx_int_t ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
     const char *what);
 static void ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_tier_t *tier,
-    ngx_uint_t nnodes, size_t failed, const char *what);
-static ngx_int_t ngx_http_upstream_chring_server_line(ngx_conf_t *cf,
-    ngx_http_upstream_srv_conf_t *us, ngx_uint_t index, ngx_uint_t *line);
+    chr_change *changes, ngx_uint_t nnodes, size_t failed, const char *what);
 static ngx_int_t ngx_http_upstream_init_chring_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us);
 static ngx_int_t ngx_http_upstream_get_chring_peer(ngx_peer_connection_t *pc,
@@ -364,27 +362,33 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
 
 failed:
 
-    ngx_http_upstream_chring_log_server_error(cf, us, tier, nnodes, failed,
-                                              what);
+    ngx_http_upstream_chring_log_server_error(cf, us, tier, changes, nnodes,
+                                              failed, what);
 
     return NGX_ERROR;
 }
 
 
 /*
- * A ring that refuses the configured servers: names the `server` line at
- * fault (the change chr_ring_apply reports in `failed`, the one that
- * passes the token total included), else the `upstream` line.
+ * A ring that refuses the configured servers: names the server at fault
+ * (the change chr_ring_apply reports in `failed`, the one that passes the
+ * token total included), else the tier's servers. nginx keeps no position
+ * for a `server` directive (ngx_http_upstream_server_t has none, and the
+ * rings are built after the whole configuration is read), so the server
+ * is named by its text and its rank among the upstream's `server`
+ * directives (us->servers, in configuration order, includes followed),
+ * with the `upstream` block's file and line.
  */
 static void
 ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_tier_t *tier,
-    ngx_uint_t nnodes, size_t failed, const char *what)
+    chr_change *changes, ngx_uint_t nnodes, size_t failed, const char *what)
 {
     size_t                        len;
+    uint32_t                      weight;
     ngx_str_t                    *node;
-    ngx_uint_t                    i, line, backup;
-    const char                   *message;
+    ngx_uint_t                    i, found, backup;
+    const char                   *message, *suffix;
     ngx_http_upstream_server_t   *server;
     u_char                        copy[NGX_MAX_ERROR_STR];
 
@@ -393,167 +397,56 @@ ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
     len = ngx_min(ngx_strlen(message), sizeof(copy) - 1);
     *ngx_cpymem(copy, message, len) = '\0';
 
-    node = failed < nnodes ? &tier->node_id[failed] : NULL;
     backup = ngx_strcmp(what, "backup") == 0;
     server = us->servers->elts;
+    found = us->servers->nelts;
 
-    for (i = 0; node && i < us->servers->nelts; i++) {
-        if ((ngx_uint_t) server[i].backup == backup
-            && server[i].name.len == node->len
-            && ngx_strncmp(server[i].name.data, node->data, node->len) == 0
-            && ngx_http_upstream_chring_server_line(cf, us, i, &line) == NGX_OK)
-        {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "chring: %s server \"%V\" of upstream \"%V\" in "
-                          "%s:%ui: %s", what, node, &us->host, us->file_name,
-                          line, copy);
-            return;
+    if (failed < nnodes) {
+        /*
+         * the node's `server`: of its directives (one text written more
+         * than once is one node), the first that gave the node its weight
+         */
+        node = &tier->node_id[failed];
+
+        for (i = 0; i < us->servers->nelts; i++) {
+            if ((ngx_uint_t) server[i].backup != backup
+                || server[i].name.len != node->len
+                || ngx_strncmp(server[i].name.data, node->data, node->len)
+                   != 0)
+            {
+                continue;
+            }
+
+            weight = server[i].down ? 0 : (uint32_t) server[i].weight;
+
+            if (found == us->servers->nelts) {
+                found = i;
+            }
+
+            if (weight == changes[failed].weight) {
+                found = i;
+                break;
+            }
         }
     }
+
+    if (found == us->servers->nelts) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "chring: %s servers of upstream \"%V\" in %s:%ui: %s",
+                      what, &us->host, us->file_name, us->line, copy);
+        return;
+    }
+
+    i = found + 1;
+    suffix = (i % 100 / 10 == 1) ? "th"
+             : (i % 10 == 1) ? "st"
+             : (i % 10 == 2) ? "nd"
+             : (i % 10 == 3) ? "rd" : "th";
 
     ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                  "chring: %s servers of upstream \"%V\" in %s:%ui: %s",
-                  what, &us->host, us->file_name, us->line, copy);
-}
-
-
-/*
- * The line of the index-th `server` directive of upstream `us`: nginx
- * keeps no position for a `server` line, so the upstream's block is read
- * again from its file, with nginx's own token rules (quotes, escapes, #
- * comments, ${var}). NGX_DECLINED when the block cannot be followed: an
- * `include` inside it, a file that cannot be read.
- */
-static ngx_int_t
-ngx_http_upstream_chring_server_line(ngx_conf_t *cf,
-    ngx_http_upstream_srv_conf_t *us, ngx_uint_t index, ngx_uint_t *line)
-{
-    u_char           *buf, *p, *last, *word, quote;
-    off_t             size;
-    ssize_t           n;
-    ngx_fd_t          fd;
-    ngx_uint_t        cur, depth, statement, nserver, word_line;
-    ngx_file_info_t   fi;
-
-    fd = ngx_open_file(us->file_name, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
-    if (fd == NGX_INVALID_FILE) {
-        return NGX_DECLINED;
-    }
-
-    buf = NULL;
-    size = 0;
-
-    if (ngx_fd_info(fd, &fi) != NGX_FILE_ERROR) {
-        size = ngx_file_size(&fi);
-    }
-
-    if (size > 0 && size <= 64 * 1024 * 1024) {
-        buf = ngx_pnalloc(cf->temp_pool, (size_t) size);
-    }
-
-    n = (buf != NULL) ? ngx_read_fd(fd, buf, (size_t) size) : -1;
-
-    (void) ngx_close_file(fd);
-
-    if (n != (ssize_t) size || buf == NULL) {
-        return NGX_DECLINED;
-    }
-
-    p = buf;
-    last = buf + size;
-
-    /* the block starts at the first "{" from the upstream's line on */
-    for (cur = 1; cur < us->line && p < last; p++) {
-        if (*p == LF) {
-            cur++;
-        }
-    }
-
-    depth = 0;
-    statement = 1;
-    nserver = 0;
-
-    while (p < last) {
-
-        if (*p == LF) {
-            cur++;
-            p++;
-            continue;
-        }
-
-        if (*p == ' ' || *p == '\t' || *p == CR) {
-            p++;
-            continue;
-        }
-
-        if (*p == '#') {
-            while (p < last && *p != LF) {
-                p++;
-            }
-            continue;
-        }
-
-        if (*p == ';' || *p == '{' || *p == '}') {
-            if (*p == '{') {
-                depth++;
-            } else if (*p == '}' && depth-- <= 1) {
-                return NGX_DECLINED;        /* the block ended */
-            }
-            statement = 1;
-            p++;
-            continue;
-        }
-
-        word = p;
-        word_line = cur;
-
-        if (*p == '"' || *p == '\'') {
-            quote = *p++;
-            while (p < last && *p != quote) {
-                if (*p == '\\' && p + 1 < last) {
-                    p++;
-                }
-                if (*p == LF) {
-                    cur++;
-                }
-                p++;
-            }
-            p++;
-
-        } else {
-            while (p < last && *p != ' ' && *p != '\t' && *p != CR
-                   && *p != LF && *p != ';' && *p != '{' && *p != '}')
-            {
-                if (*p == '\\' && p + 1 < last) {
-                    p++;
-
-                } else if (*p == '$' && p + 1 < last && p[1] == '{') {
-                    while (p < last && *p != '}' && *p != LF) {
-                        p++;
-                    }
-                }
-                p++;
-            }
-        }
-
-        if (statement && depth == 1) {
-            if (p - word == 7 && ngx_strncmp(word, "include", 7) == 0) {
-                return NGX_DECLINED;
-            }
-
-            if (p - word == 6 && ngx_strncmp(word, "server", 6) == 0) {
-                if (nserver == index) {
-                    *line = word_line;
-                    return NGX_OK;
-                }
-                nserver++;
-            }
-        }
-
-        statement = 0;
-    }
-
-    return NGX_DECLINED;
+                  "chring: %s server \"%V\", the %ui%s \"server\" of upstream "
+                  "\"%V\" in %s:%ui: %s", what, &server[found].name, i,
+                  suffix, &us->host, us->file_name, us->line, copy);
 }
 
 

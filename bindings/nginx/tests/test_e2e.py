@@ -601,20 +601,33 @@ def case_badconfig(ctx, check):
     with open(crc_file, "w") as f:
         f.write("%%%%hasher crc32\n%s 1\n" % ids[0])
 
-    # weight errors name the `server` line, wherever `chring` stands
-    for where in ("first", "last"):
+    # weight errors name the server, its rank among the upstream's `server`
+    # directives (nginx keeps no line for them) and the upstream's line,
+    # wherever `chring` stands, also from a file included in the block
+    included = os.path.join(ctx.ws.root, "servers.conf")
+    with open(included, "w") as f:
+        f.write("server %s;\nserver %s weight=2000000;\n" % (ids[1], ids[0]))
+    third = "127.0.0.1:%d" % harness.free_ports(1)[0]
+    for where in ("first", "last", "included"):
         servers = [Server(ids[0]), Server(ids[1], weight=2000000)]
+        bad, rank = ids[1], "2nd"
         if where == "first":
             body = upstream("chring $request_uri;", servers)
-        else:
+        elif where == "last":
             body = ctx.render([(port, Upstream("ring", servers, builtin="# servers first",
                                                tail="chring $request_uri;"))])
+        else:
+            bad, rank = ids[0], "3rd"
+            body = ctx.render([(port, Upstream("ring", [Server(third)],
+                                               builtin="chring $request_uri;",
+                                               tail="include %s;" % included))])
         status, out = lb.test_config(body)
         with open(lb.conf_path) as f:
-            line = next(n for n, l in enumerate(f, 1) if "weight=2000000" in l)
-        want = "server \"%s\" of upstream \"ring\" in %s:%d:" % (ids[1], lb.conf_path, line)
-        check(status == 1 and want in out,
-              "a weight over the limit names its server line (chring %s): %s" % (where, want),
+            line = next(n for n, l in enumerate(f, 1) if "upstream ring {" in l)
+        want = "primary server \"%s\", the %s \"server\" of upstream \"ring\" in %s:%d:" % (
+            bad, rank, lb.conf_path, line)
+        check(status == 1 and want in out and "weight 2000000" in out,
+              "a weight over the limit names its server (chring %s): %s" % (where, want),
               out.strip())
 
     # `chring $request_uri PARAMETERS;` in the good upstream: (what, PARAMETERS, expected)
@@ -661,12 +674,12 @@ def case_badconfig(ctx, check):
          "weight 2000000"),
         ("too many tokens", upstream(
             "chring $request_uri tokens=65536;", servers=[Server(ids[0], weight=300)]),
-         "chring: primary server \"%s\" of upstream \"ring\"" % ids[0]),
+         "chring: primary server \"%s\", the 1st \"server\" of upstream \"ring\"" % ids[0]),
         # 200 x 65536 tokens fit, 100 more pass 2^24: the second is named
         ("the server that passes the token total", upstream(
             "chring $request_uri tokens=65536;",
             servers=[Server(ids[0], weight=200), Server(ids[1], weight=100)]),
-         "chring: primary server \"%s\" of upstream \"ring\"" % ids[1]),
+         "chring: primary server \"%s\", the 2nd \"server\" of upstream \"ring\"" % ids[1]),
         ("outside an upstream", "  server { listen 127.0.0.1:%d; chring $request_uri; }" % port,
          "\"chring\" directive is not allowed here"),
     ]
