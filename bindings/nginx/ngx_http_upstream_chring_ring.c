@@ -415,7 +415,7 @@ void
 ngx_http_upstream_chring_file_check(ngx_http_upstream_chring_srv_conf_t *ccf,
     ngx_log_t *log)
 {
-    int32_t                           outcome;
+    int32_t                           outcome = CHR_FOLLOW_UNCHANGED;
     chr_status                        rc;
     chr_ringfile_info                 info = CHR_RINGFILE_INFO_INIT;
     chr_follow_state                  state = CHR_FOLLOW_STATE_INIT;
