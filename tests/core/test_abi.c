@@ -71,6 +71,8 @@ static void check_every_init_pair(void) {
                     CHR_DIFF_INFO_VERSION);
     CHECK_INIT_PAIR(chr_plan_info, chr_plan_info_init, CHR_PLAN_INFO_INIT,
                     CHR_PLAN_INFO_VERSION);
+    CHECK_INIT_PAIR(chr_follow_state, chr_follow_state_init, CHR_FOLLOW_STATE_INIT,
+                    CHR_FOLLOW_STATE_VERSION);
     /* The placement description starts empty: describe() fills it. */
     chr_placement_info info = CHR_PLACEMENT_INFO_INIT;
     assert_null(info.name);
