@@ -88,19 +88,24 @@ type Node struct {
 
 // Ring is a consistent-hashing ring. All methods may be called from any
 // number of goroutines at once, except Close, which must not run
-// concurrently with any other call on the same Ring.
+// concurrently with any other call on the same Ring (its Followers'
+// calls excepted: see Close).
 type Ring struct {
 	ptr handle[C.chr_ring]
 	// table is the node table lookups return nodes from: a copy of the
 	// ring's nodes when gen was table.gen. gen is a sequence count of the
 	// changes made through this Ring (every change is: the C ring is private
-	// to it), odd while one runs; writeMu orders the writers. A lookup whose
-	// C call ran while gen stayed at table.gen (even) got an index into
-	// that same membership; any other takes the slow path.
+	// to it and its Followers, whose checks are bracketed too), odd while
+	// one runs; writeMu orders the writers. A lookup whose C call ran while
+	// gen stayed at table.gen (even) got an index into that same
+	// membership; any other takes the slow path.
 	table     atomic.Pointer[nodeTable]
 	gen       atomic.Uint64
 	writeMu   sync.Mutex
 	refreshMu sync.Mutex
+	// followers are the C followers that borrow this ring: Close frees
+	// them before the ring.
+	followers followerSet
 }
 
 // handle is a C object's pointer: Close takes it exactly once (even when
@@ -167,9 +172,12 @@ func wrapRing(p *C.chr_ring) *Ring {
 
 // Close frees the ring. Snapshots taken from it stay valid until their own
 // Close. It must not run concurrently with other calls on this Ring; calls
-// after it return ErrClosed. Closing twice is a no-op.
+// after it return ErrClosed. Closing twice is a no-op. Its Followers are
+// freed first: Close waits for a check in progress, and their later
+// calls return ErrClosed (a WatchFile goroutine ends).
 func (r *Ring) Close() error {
 	if p := r.ptr.take(); p != nil {
+		r.closeFollowers() // each borrows the C ring
 		C.chr_ring_free(p)
 		runtime.SetFinalizer(r, nil)
 	}
@@ -324,6 +332,16 @@ func (r *Ring) beginChange() {
 
 func (r *Ring) endChange() {
 	r.gen.Add(1)
+	r.writeMu.Unlock()
+}
+
+// endNoChange ends a bracket in which the C ring did not change (a
+// follower's check that applied nothing): gen goes back to its value
+// before beginChange, so the node table stays current. A lookup that saw
+// that value before and after its C call still got an index into the
+// same membership.
+func (r *Ring) endNoChange() {
+	r.gen.Add(^uint64(0))
 	r.writeMu.Unlock()
 }
 

@@ -137,6 +137,10 @@ WRAP(ring_export,
 WRAP(snapshot_export,
      (const void *snap, uint32_t flags, uint64_t revision, void *buf, size_t capacity, size_t *len),
      (snap, flags, revision, buf, capacity, len))
+WRAP(follower_new, (void *ring, const char *path, chr_follower **out), (ring, path, 0, out))
+WRAP(follower_check, (void *follower, int32_t *outcome, chr_ringfile_info *info),
+     (follower, outcome, info))
+WRAP(follower_state, (const void *follower, chr_follow_state *state), (follower, state))
 WRAP(snapshot_lookup_bounded,
      (const void *snap, const void *key, size_t key_len, const uint64_t *loads,
       const unsigned char *available, size_t n_nodes, const chr_bound_options *opts,

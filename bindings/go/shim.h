@@ -106,6 +106,12 @@ gochr_result gochr_ring_export(const void *ring, uint32_t flags, uint64_t revisi
 gochr_result gochr_snapshot_export(const void *snap, uint32_t flags, uint64_t revision, void *buf,
                                    size_t capacity, size_t *len);
 
+/* Following a ring file (chring.h, "Following a ring file"); the follower
+ * is passed as void * like the ring. */
+gochr_result gochr_follower_new(void *ring, const char *path, chr_follower **out);
+gochr_result gochr_follower_check(void *follower, int32_t *outcome, chr_ringfile_info *info);
+gochr_result gochr_follower_state(const void *follower, chr_follow_state *state);
+
 /* Bounded loads and the tracker (chring.h, "Bounded loads and availability"). */
 gochr_result gochr_snapshot_lookup_bounded(const void *snap, const void *key, size_t key_len,
                                            const uint64_t *loads, const unsigned char *available,

@@ -1,4 +1,4 @@
--- LuaRocks: `luarocks make` in this folder installs the two modules against
+-- LuaRocks: `luarocks make` in this folder installs the modules against
 -- an installed libchring (checked through external_dependencies: found under
 -- /usr or /usr/local, else give CHRING_DIR=<prefix>, or CHRING_INCDIR and
 -- CHRING_LIBDIR). The modules load libchring.so.1 at run time through
@@ -30,6 +30,16 @@ build = {
    type = "builtin",
    modules = {
       chring = "lib/chring.lua",
+      ["chring.ffi"] = "lib/chring/ffi.lua",
+      ["chring.errors"] = "lib/chring/errors.lua",
+      ["chring.util"] = "lib/chring/util.lua",
+      ["chring.options"] = "lib/chring/options.lua",
+      ["chring.ring"] = "lib/chring/ring.lua",
+      ["chring.snapshot"] = "lib/chring/snapshot.lua",
+      ["chring.ringfile"] = "lib/chring/ringfile.lua",
+      ["chring.follow"] = "lib/chring/follow.lua",
+      ["chring.diff"] = "lib/chring/diff.lua",
+      ["chring.bounded"] = "lib/chring/bounded.lua",
       ["resty.chring"] = "lib/resty/chring.lua",
    },
 }

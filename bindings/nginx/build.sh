@@ -20,8 +20,10 @@
 # NGINX_SRC overrides the nginx source tree (default /usr/share/nginx/src).
 # CFLAGS, CPPFLAGS and LDFLAGS from the environment (dpkg-buildflags' when a
 # Debian package is built) are added to nginx's own flags.
-# Configure reruns only when the module's `config`, this script or the
-# nginx tree changed; make then recompiles what changed.
+# Configure reruns only when the module's `config` (which lists its source
+# files: ngx_http_upstream_chring*.c, and ngx_http_upstream_chring.h as a
+# dependency of each), this script or the nginx tree changed; make then
+# recompiles what changed.
 set -euo pipefail
 
 module=ngx_http_upstream_chring_module

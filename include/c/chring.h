@@ -220,8 +220,9 @@ CHR_API const char *chr_last_error(void) CHR_NOEXCEPT;
  * optional fields are valid only with their CHR_ERROR_HAS_* flag (else 0 or
  * NULL): which ones a failure sets is said below.
  *
- * A ring file's failure (chr_ring_new_from_*, chr_ring_apply_*: malformed,
- * unreadable, refused by the ring or by the options) has source and line
+ * A ring file's failure (chr_ring_new_from_*, chr_ring_apply_*,
+ * chr_follower_check: malformed, unreadable, refused by the ring or by the
+ * options) has source and line
  * (0 for the file as a whole), and: other_line for a duplicate id (the
  * member's first line), a duplicate directive (its first line), a directive
  * after a member (the first member's line) and a %%ring-file after another
@@ -1463,6 +1464,151 @@ CHR_API chr_status chr_ringfile_escape(const void *bytes, size_t len, uint32_t f
  */
 CHR_API chr_status chr_ringfile_unescape(const char *field, size_t len, const char *what,
                                          char *buf, size_t capacity, size_t *out_len) CHR_NOEXCEPT;
+
+/* ------------------------------------------------------------------------ */
+/* Following a ring file                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A follower keeps a ring equal to a ring file that another process
+ * rewrites (a deploy tool, `chring watch`, `chring etcd watch`): each
+ * chr_follower_check() compares the file's stamp with the one it last
+ * read and, when it changed, applies the file to the ring as
+ * chr_ring_apply_file() does. A file that is refused (malformed, unreadable,
+ * options that differ from the ring's, a %%fingerprint that does not match)
+ * leaves the ring as it was: the ring keeps the last good file.
+ *
+ *     chr_follower *f = NULL;
+ *     if (chr_follower_new(ring, "/etc/app/ring", 0, &f) != CHR_OK) die(chr_last_error());
+ *     for (;;) {                      // or on the embedding's own timer
+ *         int32_t what;
+ *         if (chr_follower_check(f, &what, NULL) != CHR_OK && what == CHR_FOLLOW_REFUSED)
+ *             log("kept the last good ring: %s", chr_last_error());
+ *         sleep(1);
+ *     }
+ *
+ * THE STAMP: the file's device, inode, size and modification and change
+ * times in nanoseconds (Windows: size and times, in seconds), or the errno
+ * of a file that cannot be opened. It is taken from the open file the text
+ * was read from, so the applied text and its stamp always belong together:
+ * a file replaced between two checks is read again at the next one. A
+ * writer should replace the file by rename (chring's own writers do): a
+ * reader never sees a half-written file, and a new inode is seen even when
+ * the rewrite falls within the file system's timestamp granularity. A file
+ * rewritten in place with the same size and times is not seen.
+ *
+ * A refused file is reported once: its stamp is kept, so later checks
+ * return CHR_FOLLOW_UNCHANGED until the file changes again (the follower's
+ * state still says why it was refused). A failure to allocate is the
+ * exception: the stamp is not kept, and the next check tries again.
+ *
+ * THREADING: the calls on one follower are serialized by a lock inside it,
+ * so a timer may check while another thread reads the state; the ring's
+ * readers never wait for a check (it is one chr_ring_apply batch).
+ * OWNERSHIP: the follower borrows `ring`, which must outlive it; it copies
+ * the path.
+ */
+
+/* chr_follower_check() outcomes */
+#define CHR_FOLLOW_UNCHANGED 0 /**< the file's stamp is the one last read: nothing done */
+#define CHR_FOLLOW_APPLIED 1   /**< the file changed and the ring now is what it describes */
+#define CHR_FOLLOW_REFUSED 2   /**< the file changed (or cannot be read) and was refused: the ring is unchanged */
+
+/** A ring kept equal to a ring file (chr_follower_new). */
+typedef struct chr_follower chr_follower;
+
+#define CHR_FOLLOW_STATE_VERSION 1
+#define CHR_FOLLOW_MESSAGE_MAX 512 /**< bytes of chr_follow_state.message, its NUL included */
+
+/**
+ * What a follower has seen: the file applied last and, when the file as
+ * last read was refused, why. Set `version` (CHR_FOLLOW_STATE_INIT or
+ * chr_follow_state_init()); chr_follower_state() fills the rest.
+ */
+typedef struct chr_follow_state {
+    uint32_t version;             /**< in: CHR_FOLLOW_STATE_VERSION */
+    int32_t last_outcome;         /**< CHR_FOLLOW_* of the latest check (UNCHANGED before the first) */
+    chr_status status;            /**< CHR_OK when the file as last read is the one applied (or no
+                                       check ran yet); otherwise why it was refused */
+    uint32_t error_line;          /**< the refused file's line at fault; 0 for the file as a whole */
+    uint64_t checks;              /**< chr_follower_check() calls */
+    uint64_t applied;             /**< checks that applied a file */
+    uint64_t refused;             /**< checks that refused one */
+    uint32_t applied_flags;       /**< CHR_RINGFILE_HAS_* of the file applied last (0 if none) */
+    uint32_t refused_flags;       /**< CHR_RINGFILE_HAS_REVISION / _HAS_FINGERPRINT: the directives
+                                       read from the refused file before the fault (0 if none) */
+    uint64_t applied_revision;    /**< the %%revision of the file applied last (0 if none) */
+    uint64_t applied_fingerprint; /**< the ring's fingerprint right after that apply (0 if none) */
+    uint64_t refused_revision;    /**< the refused file's %%revision, when refused_flags has it */
+    uint64_t refused_fingerprint; /**< the refused file's %%fingerprint (what it claimed), when
+                                       refused_flags has it */
+    char message[CHR_FOLLOW_MESSAGE_MAX]; /**< why the file was refused ("file:line: reason", as
+                                       chr_last_error() read after that check); "" when status is
+                                       CHR_OK. Always NUL-terminated. */
+} chr_follow_state;
+
+#define CHR_FOLLOW_STATE_INIT { CHR_FOLLOW_STATE_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 } }
+
+/**
+ * Fills `state` with zeros and `version`, the function twin of
+ * CHR_FOLLOW_STATE_INIT for bindings.
+ * @return CHR_OK; CHR_EINVAL (NULL state); CHR_EVERSION (version not in
+ *         1..CHR_FOLLOW_STATE_VERSION).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_follow_state_init(chr_follow_state *state, uint32_t version) CHR_NOEXCEPT;
+
+/**
+ * Creates a follower of the ring file at `path` for `ring`. Nothing is read
+ * yet: the first chr_follower_check() reads and applies the file, whatever
+ * its stamp.
+ * @param ring   the ring to keep equal to the file; borrowed, must outlive
+ *               the follower
+ * @param path   NUL-terminated path of the ring file; copied. A relative
+ *               path is resolved at each check against the working
+ *               directory of that moment.
+ * @param flags  0 (reserved; other values are CHR_EINVAL)
+ * @param out    receives the follower; set to NULL on failure
+ * @return CHR_OK; CHR_EINVAL (NULL ring, path or out, empty path, flags);
+ *         CHR_ENOMEM.
+ * Thread-safety: any thread. Ownership: release with chr_follower_free().
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_follower_new(chr_ring *ring, const char *path, uint32_t flags,
+                                    chr_follower **out) CHR_NOEXCEPT;
+
+/** Releases a follower (NULL is allowed); its ring is untouched. Not while
+ *  another thread uses the follower. Since: 0.1. */
+CHR_API void chr_follower_free(chr_follower *follower) CHR_NOEXCEPT;
+
+/**
+ * Looks at the file once: when its stamp differs from the one last read
+ * (or at the first check), reads it and applies it to the ring as one batch.
+ * @param outcome  receives CHR_FOLLOW_UNCHANGED, _APPLIED or _REFUSED (may be
+ *                 NULL); CHR_FOLLOW_UNCHANGED when the call itself fails
+ *                 (bad arguments)
+ * @param info     if not NULL (version set), receives what the applied file
+ *                 said and did (chr_ring_apply_file), or the refused file's
+ *                 error_line; untouched when the file is unchanged
+ * @return CHR_OK when the file is unchanged or was applied. When it was
+ *         refused (*outcome is CHR_FOLLOW_REFUSED), the refusal's status,
+ *         as chr_ring_apply_file returns it: CHR_EFORMAT, CHR_EOPTIONS,
+ *         CHR_EIO, CHR_ENOHASHER, CHR_ENOMEM; chr_last_error() says why.
+ *         CHR_EINVAL (NULL follower); CHR_EVERSION (info version).
+ *         On every failure the ring is unchanged.
+ * Thread-safety: any thread; calls on one follower are serialized.
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_follower_check(chr_follower *follower, int32_t *outcome,
+                                      chr_ringfile_info *info) CHR_NOEXCEPT;
+
+/**
+ * Copies the follower's state (chr_follow_state) into `state`.
+ * @return CHR_OK; CHR_EINVAL (NULL argument); CHR_EVERSION.
+ * Thread-safety: any thread, also while another thread checks.
+ * Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_follower_state(const chr_follower *follower, chr_follow_state *state) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Migration plans: what moves between two rings                            */

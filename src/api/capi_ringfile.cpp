@@ -36,27 +36,6 @@ chr_status check_info(const char *who, chr_ringfile_info *info) {
                 : CHR_OK;
 }
 
-void fill_info(chr_ringfile_info *info, const chring::ringfile::File &f,
-               const chring::ringfile::Outcome &o, chr_status st) {
-    if (!info) return;
-    const uint32_t version = info->version;
-    *info = chr_ringfile_info{};
-    info->version = version;
-    info->error_line = uint32_t(std::min<size_t>(o.error_line, UINT32_MAX));
-    if (st != CHR_OK) return;
-    info->flags = (f.revision_line ? CHR_RINGFILE_HAS_REVISION : 0u) |
-                  (f.fingerprint_line ? CHR_RINGFILE_HAS_FINGERPRINT : 0u) |
-                  (f.options_line ? CHR_RINGFILE_HAS_OPTIONS : 0u);
-    info->revision = f.revision;
-    info->fingerprint = o.fingerprint;
-    info->format_version = f.format_version;
-    info->members = uint32_t(f.members.size());
-    info->added = o.added;
-    info->removed = o.removed;
-    info->reweighted = o.reweighted;
-    info->replaced = o.replaced;
-}
-
 chr_status check_base(const char *who, const chr_options *base) {
     return base ? chring::check_version(who, "options", base->version, CHR_OPTIONS_VERSION)
                 : CHR_OK;
@@ -83,7 +62,7 @@ chr_status load_text(const char *who, std::string_view text, const std::string &
         st = chring::ringfile::create(f, base, who, &r, o);
         *out = reinterpret_cast<chr_ring *>(r);
     }
-    fill_info(info, f, o, st);
+    chring::ringfile::describe(f, o, st, info);
     return st;
 }
 

@@ -412,18 +412,109 @@ void copy_cold_bits(const unsigned char *src, size_t from, unsigned char *dst, s
 
 }  // namespace
 
-bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, TokenIndex &out,
-                                std::vector<uint32_t> &dirty, std::vector<u128> &arc_delta) {
+// One apply()'s state, handed from phase to phase: the base and the change,
+// the index being made, the base's layout (which `out` keeps), and what
+// rewriting the chunks found that the later phases need.
+class TokenIndex::Updater::Pass {
+public:
+    Pass(const TokenIndex &base, const Change &change, TokenIndex &out, const std::vector<uint32_t> &dirty,
+         std::vector<u128> &arc_delta);
+
+    // The chunks holding a dropped or a fresh token, sorted: the ones an
+    // update rewrites. First, since the caller is told them whether or
+    // not the update goes ahead.
+    static void find_dirty_chunks(const TokenIndex &base, const Change &change, std::vector<uint32_t> &dirty);
+    // Makes `out` the base's copy with its dirty chunks missing: the same
+    // layout and per-group arrays, the kept chunks shared. A rewritten
+    // chunk is null until its copy is made, so that clearing `out` on
+    // failure frees only what the update made. False if the base is not
+    // its lineage's newest index (a full build then).
+    static bool share_base(const TokenIndex &base, const std::vector<uint32_t> &dirty, TokenIndex &out);
+
+    bool rewrite_chunk(uint32_t c);
+    bool count_tokens();
+    void arcs_across_chunks();
+    void repad_chunks();
+
+private:
+    struct Insert {
+        uint32_t group, at;  // before base record `at` of the group
+    };
+    struct Drop {
+        Pos at;           // a base record that goes
+        uint32_t bucket;  // its bucket in its group
+        bool operator<(const Drop &o) const noexcept { return at < o.at; }
+        bool operator==(const Drop &o) const noexcept { return at == o.at; }
+    };
+    class ChunkArcs;
+
+    void place_fresh(const Token *first, const Token *end);
+    void find_drops(uint32_t c);
+    bool merge(uint32_t c, const Token *fc);
+    void shift_bucket_offsets(size_t g, const Token *fresh, size_t n_fresh, const Drop *dropped, size_t n_dropped,
+                              uint32_t size) noexcept;
+    bool pred_kept(size_t c) const noexcept;
+
+    const TokenIndex &base_;
+    const Change &change_;
+    TokenIndex &out_;
+    const std::vector<uint32_t> &dirty_;
+    std::vector<u128> &arc_delta_;
+    // The base's layout: C and the group shift, a hash's chunk, the bits
+    // of a record.
+    const unsigned C_, gs_, chunk_of_hash_shift_, P_, hot_bits_, cold_shift_;
+    const uint32_t mask_;
+    const size_t chunks_, groups_, groups_per_chunk_, buckets_per_group_;
+    const size_t cold_bits_;  // a packed cold word's width
+    std::vector<uint8_t> is_dirty_;
+    std::vector<uint32_t> new_size_;  // per group: its size in `out`, UINT32_MAX if as it was
+    // The dropped values, sorted, and cursors over them and the fresh
+    // tokens: each rewritten chunk, in order, takes those it holds.
+    std::vector<uint64_t> gone_;
+    const Token *f_, *f_end_;
+    const uint64_t *d_, *d_end_;
+    // The chunk being rewritten: where its fresh tokens go (in order), and
+    // its dropped records (in order).
+    std::vector<Insert> inserts_;
+    std::vector<Drop> drops_;
+    // Per rewritten chunk: whether its first record is the base's, whose
+    // arc changes only if its predecessor (outside the chunk) did; whether
+    // its last record is the base's, kept, so the token after it keeps its
+    // predecessor.
+    std::vector<uint8_t> head_kept_, tail_kept_;
+    int64_t tokens_;  // out's token count, as the chunks are rewritten
+};
+
+TokenIndex::Updater::Pass::Pass(const TokenIndex &base, const Change &change, TokenIndex &out,
+                                const std::vector<uint32_t> &dirty, std::vector<u128> &arc_delta)
+    : base_(base), change_(change), out_(out), dirty_(dirty), arc_delta_(arc_delta), C_(base.chunk_shift_),
+      gs_(base.group_shift_), chunk_of_hash_shift_(base.group_of_hash_shift_ + base.chunk_shift_),
+      P_(base.prefix_bits_), hot_bits_(32 - base.owner_bits_), cold_shift_(base.prefix_bits_ - base.owner_bits_),
+      mask_(base.owner_mask_), chunks_(base.chunks_.size()), groups_(base.groups()),
+      groups_per_chunk_(size_t(1) << base.chunk_shift_), buckets_per_group_(size_t(1) << base.group_shift_),
+      cold_bits_(32 - cold_shift_), is_dirty_(chunks_, 0), new_size_(groups_, UINT32_MAX),
+      gone_(change.dropped_values), f_(change.fresh.data()), f_end_(f_ + change.fresh.size()),
+      head_kept_(chunks_, 0), tail_kept_(chunks_, 0), tokens_(int64_t(base.tokens_)) {
+    for (uint32_t c : dirty) is_dirty_[c] = 1;
+    arc_delta.assign(change.rank.size(), 0);
+    std::sort(gone_.begin(), gone_.end());
+    d_ = gone_.data();
+    d_end_ = d_ + gone_.size();
+}
+
+void TokenIndex::Updater::Pass::find_dirty_chunks(const TokenIndex &base, const Change &change,
+                                                  std::vector<uint32_t> &dirty) {
     const unsigned chunk_of_hash_shift = base.group_of_hash_shift_ + base.chunk_shift_;
-    const size_t chunks = base.chunks_.size();
     dirty.clear();
     dirty.reserve(change.dropped_values.size() + change.fresh.size());
     for (uint64_t v : change.dropped_values) dirty.push_back(uint32_t(v >> chunk_of_hash_shift));
     for (const Token &t : change.fresh) dirty.push_back(uint32_t(t.value >> chunk_of_hash_shift));
     std::sort(dirty.begin(), dirty.end());
     dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
-    if (base.tokens_ == 0 || chunks < 2) return false;
+}
 
+bool TokenIndex::Updater::Pass::share_base(const TokenIndex &base, const std::vector<uint32_t> &dirty,
+                                           TokenIndex &out) {
     out.clear();
     if (!out.share_from(base)) return false;
     out.tokens_ = base.tokens_;
@@ -439,303 +530,360 @@ bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, To
     out.hot_of_group_ = base.hot_of_group_;
     out.bucket_offset_ = base.bucket_offset_;
     out.group_start_.resize(base.group_start_.size());
-    // The chunks kept are shared; a rewritten one is null until its copy is
-    // made (so that clearing `out` on failure frees only what it made).
-    std::vector<uint8_t> is_dirty(chunks, 0);
-    for (uint32_t c : dirty) is_dirty[c] = 1;
     out.chunks_ = base.chunks_;
     for (uint32_t c : dirty) out.chunks_[c] = nullptr;
+    return true;
+}
 
-    const unsigned gs = base.group_shift_, C = base.chunk_shift_;
-    const size_t groups_per_chunk = size_t(1) << C, buckets_per_group = size_t(1) << gs;
-    std::vector<uint32_t> new_size(base.groups(), UINT32_MAX);
-    std::vector<Pos> followers;
-    arc_delta.assign(change.rank.size(), 0);
-    // A rewritten chunk is the base's records copied in runs between its
-    // change points (each fresh token's insertion point, each dropped
-    // record), as they are encoded: no token is decoded but those next to
-    // a change, whose arcs it alters.
-    const uint32_t mask = base.owner_mask_;
-    const unsigned P = base.prefix_bits_, hot_bits = 32 - base.owner_bits_, cold_shift = P - base.owner_bits_;
-    const size_t cold_bits = 32 - cold_shift;  // a packed cold word's width
-    std::vector<uint64_t> gone(change.dropped_values);
-    std::sort(gone.begin(), gone.end());
-    struct Insert {
-        uint32_t group, at;  // before base record `at` of the group
-    };
-    std::vector<Insert> inserts;
-    struct Drop {
-        Pos at;           // a base record that goes
-        uint32_t bucket;  // its bucket in its group
-        bool operator<(const Drop &o) const noexcept { return at < o.at; }
-        bool operator==(const Drop &o) const noexcept { return at == o.at; }
-    };
-    std::vector<Drop> drops;  // in order
-    // Per rewritten chunk: whether its first record is the base's, whose
-    // arc changes only if its predecessor (outside the chunk) did; whether
-    // its last record is the base's, kept, so the token after it keeps its
-    // predecessor.
-    std::vector<uint8_t> head_kept(chunks, 0), tail_kept(chunks, 0);
-    const Token *f = change.fresh.data(), *f_end = f + change.fresh.size();
-    const uint64_t *d = gone.data(), *d_end = d + gone.size();
-    int64_t tokens = int64_t(base.tokens_);
-    try {
-        for (uint32_t c : dirty) {
-            const size_t g0 = size_t(c) << C, g1 = g0 + groups_per_chunk;
-            const Token *fc = f;
-            while (f != f_end && (f->value >> chunk_of_hash_shift) == c) ++f;
-            // Where each fresh token goes: before the first kept record of
-            // its bucket that it precedes (a dropped one's rank means nothing).
-            inserts.clear();
-            for (const Token *t = fc; t != f; ++t) {
-                const uint64_t b = t->value >> base.prefix_shift_;
-                const uint32_t g = uint32_t(b >> gs), end = base.bucket_end(b);
-                const uint64_t rest = t->value << P;
-                const uint32_t *hot = base.hot_of_group_[g];
-                uint32_t at = base.bucket_offset(b);
-                for (; at < end; ++at) {
-                    const uint32_t slot = hot[at] & mask;
-                    if (change.dropped[slot]) continue;
-                    const uint64_t r = base.rest_of(g, at);
-                    if (rest < r || (rest == r && change.rank[t->owner] < change.rank[slot])) break;
-                }
-                inserts.push_back({g, at});
-            }
-            // The dropped records, found from their values.
-            drops.clear();
-            for (; d != d_end && (*d >> chunk_of_hash_shift) == c; ++d) {
-                const uint64_t b = *d >> base.prefix_shift_;
-                const uint32_t g = uint32_t(b >> gs), end = base.bucket_end(b);
-                const uint32_t *hot = base.hot_of_group_[g];
-                for (uint32_t i = base.bucket_offset(b); i < end; ++i)
-                    if (change.dropped[hot[i] & mask] && base.rest_of(g, i) == *d << P)
-                        drops.push_back({pos(g, i), uint32_t(b & (buckets_per_group - 1))});
-            }
-            std::sort(drops.begin(), drops.end());
-            drops.erase(std::unique(drops.begin(), drops.end()), drops.end());
+// Rewrites chunk c, the next dirty one, into a chunk of `out`: the fresh
+// tokens and dropped records it holds found in the base, then merged with
+// the kept records. False if a group would exceed kMaxOffset tokens.
+bool TokenIndex::Updater::Pass::rewrite_chunk(uint32_t c) {
+    const Token *fc = f_;
+    while (f_ != f_end_ && (f_->value >> chunk_of_hash_shift_) == c) ++f_;
+    place_fresh(fc, f_);
+    find_drops(c);
+    return merge(c, fc);
+}
 
-            const uint32_t base_n = base.group_start_[g1] - base.group_start_[g0];
-            const size_t n_new = base_n + size_t(f - fc) - drops.size();
-            uint32_t *chunk = new_chunk(uint32_t(n_new), cold_shift, out.update_source());
-            out.chunks_[c] = chunk;
-            uint32_t *hot_out = chunk;
-            unsigned char *cold_out = const_cast<unsigned char *>(cold_of_chunk(chunk));
-            const unsigned char *cold_in = cold_of_chunk(base.chunks_[c]);
-            tokens += int64_t(n_new) - int64_t(base_n);
-
-            // Arcs. The last record written and the last base record passed
-            // are the next kept record's new and old predecessors; when they
-            // differ (a change between them) its arc changes. Before the
-            // chunk's first record, the old one is outside the chunk, and the
-            // new arc of that first record is added at the end (its new
-            // predecessor may be in a chunk not yet rewritten).
-            // Only fresh tokens between two kept records (no drop): the
-            // second one's arc shrinks by exactly what the fresh ones took,
-            // with no need to decode its value.
-            bool written = false, same = true, fresh_last = false, dropped_since = false;
-            uint64_t fresh_value = 0;
-            Pos last_written = kNoPos, last_passed = kNoPos;
-            // The record a run ends on is the next fresh token's predecessor
-            // and then the next kept record's old one: decoded once.
-            Pos decoded = kNoPos;
-            uint64_t decoded_value = 0;
-            auto value_at = [&](Pos p) {
-                if (p != decoded) {
-                    decoded = p;
-                    decoded_value = base.token_value(p);
-                }
-                return decoded_value;
-            };
-            auto old_pred = [&]() { return value_at(last_passed != kNoPos ? last_passed : base.last_before_group(g0)); };
-            auto new_pred = [&]() { return fresh_last ? fresh_value : value_at(last_written); };
-            size_t ins = 0, drp = 0, count = 0;
-            for (size_t g = g0; g < g1; ++g) {
-                const uint32_t n = base.group_size(g);
-                const uint32_t *hot = base.hot_of_group_[g];
-                const size_t cold_first = base.chunk_index_of_group(g);  // the group's first cold word
-                const size_t group_begin = count, ins_begin = ins, drp_begin = drp;
-                out.hot_of_group_[g] = chunk + group_begin;
-                uint32_t next = 0;  // the group's next base record
-                auto copy_to = [&](uint32_t to) {  // the kept records [next, to)
-                    if (next == to) return;
-                    if (!written && same) {
-                        head_kept[c] = 1;
-                    } else if (!same) {
-                        const uint32_t slot = hot[next] & mask;
-                        if (written && !dropped_since) {  // new_pred() is the last fresh value
-                            arc_delta[slot] -= u128(uint64_t(fresh_value - old_pred()));
-                        } else {
-                            const uint64_t v = base.token_value(pos(uint32_t(g), next));
-                            if (!written) arc_delta[slot] -= u128(v - old_pred());
-                            else arc_delta[slot] += u128(v - new_pred()) - u128(v - old_pred());
-                        }
-                    }
-                    std::copy(hot + next, hot + to, hot_out + count);
-                    copy_cold_bits(cold_in, (cold_first + next) * cold_bits, cold_out, count * cold_bits,
-                                   size_t(to - next) * cold_bits);
-                    count += to - next;
-                    last_written = last_passed = pos(uint32_t(g), to - 1);
-                    written = same = true;
-                    fresh_last = dropped_since = false;
-                    next = to;
-                };
-                for (;;) {
-                    const bool inserting = ins < inserts.size() && inserts[ins].group == g;
-                    const bool dropping = drp < drops.size() && group_of(drops[drp].at) == g;
-                    if (!inserting && !dropping) break;
-                    if (inserting && (!dropping || inserts[ins].at <= offset_of(drops[drp].at))) {
-                        copy_to(inserts[ins].at);
-                        const Token &t = fc[ins++];
-                        if (written) arc_delta[t.owner] += u128(t.value - new_pred());
-                        uint32_t word;
-                        encode(t.value, t.owner, P, mask, hot_bits, hot_out[count], word);
-                        put_cold_word(cold_out, count, cold_shift, word);
-                        ++count;
-                        written = fresh_last = true;
-                        same = false;
-                        fresh_value = t.value;
-                    } else {
-                        const uint32_t at = offset_of(drops[drp++].at);
-                        copy_to(at);
-                        last_passed = pos(uint32_t(g), at);
-                        same = false;
-                        dropped_since = true;
-                        next = at + 1;
-                    }
-                }
-                copy_to(n);
-                new_size[g] = uint32_t(count - group_begin);
-                if (new_size[g] > kMaxOffset) {
-                    out.clear();
-                    return false;
-                }
-                if (ins == ins_begin && drp == drp_begin) continue;  // its offsets as they were
-                // A bucket starts past the fresh tokens of the buckets
-                // before it, less the dropped records before its start (the
-                // sums fit a byte: the group has at most 255 records).
-                const uint64_t b0 = uint64_t(g) << gs;
-                const BucketOffset *was = &base.bucket_offset_[base.offset_index(b0)];
-                BucketOffset *now = &out.bucket_offset_[out.offset_index(b0)];
-                auto fresh_bucket = [&](size_t j) { return uint32_t((fc[j].value >> base.prefix_shift_) - b0); };
-#if defined(__SSE2__)
-                if (buckets_per_group == 64) {
-                    // Per change, the lanes past its bucket move by one: a
-                    // compare a 16-bucket block, no loop over buckets.
-                    const __m128i lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-                    __m128i moved[4] = {};
-                    auto past = [&](uint32_t k, int q) {  // all ones in the lanes of block q past bucket k
-                        return _mm_cmpgt_epi8(_mm_add_epi8(lanes, _mm_set1_epi8(char(16 * q))), _mm_set1_epi8(char(k)));
-                    };
-                    for (size_t j = ins_begin; j < ins; ++j)
-                        for (int q = 0; q < 4; ++q) moved[q] = _mm_sub_epi8(moved[q], past(fresh_bucket(j), q));
-                    for (size_t k = drp_begin; k < drp; ++k)
-                        for (int q = 0; q < 4; ++q) moved[q] = _mm_add_epi8(moved[q], past(drops[k].bucket, q));
-                    for (int q = 0; q < 4; ++q) {
-                        const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i *>(was) + q);
-                        _mm_storeu_si128(reinterpret_cast<__m128i *>(now) + q, _mm_add_epi8(w, moved[q]));
-                    }
-                } else
-#endif
-                {  // counted per bucket, then summed
-                    int16_t moved[(size_t(1) << kMaxGroupShift) + 1] = {};
-                    for (size_t j = ins_begin; j < ins; ++j) ++moved[fresh_bucket(j) + 1];
-                    for (size_t k = drp_begin; k < drp; ++k) --moved[drops[k].bucket + 1];
-                    int shift = 0;
-                    for (size_t i = 1; i < buckets_per_group; ++i) {
-                        shift += moved[i];
-                        now[i] = BucketOffset(int(was[i]) + shift);
-                    }
-                }
-                now[buckets_per_group] = BucketOffset(new_size[g]);
-            }
-            tail_kept[c] = written && same;
+// Where each fresh token of the chunk goes: before the first kept record
+// of its bucket that it precedes (a dropped one's rank means nothing). The
+// merge then copies the kept records between these places in runs, as
+// they are encoded, with no compare per record.
+void TokenIndex::Updater::Pass::place_fresh(const Token *first, const Token *end) {
+    inserts_.clear();
+    for (const Token *t = first; t != end; ++t) {
+        const uint64_t b = t->value >> base_.prefix_shift_;
+        const uint32_t g = uint32_t(b >> gs_), end_of_bucket = base_.bucket_end(b);
+        const uint64_t rest = t->value << P_;
+        const uint32_t *hot = base_.hot_of_group_[g];
+        uint32_t at = base_.bucket_offset(b);
+        for (; at < end_of_bucket; ++at) {
+            const uint32_t slot = hot[at] & mask_;
+            if (change_.dropped[slot]) continue;
+            const uint64_t r = base_.rest_of(g, at);
+            if (rest < r || (rest == r && change_.rank[t->owner] < change_.rank[slot])) break;
         }
-    } catch (...) {
-        out.clear();
-        throw;
+        inserts_.push_back({g, at});
     }
-    if (tokens <= 0) {
-        out.clear();
-        return false;
-    }
-    out.tokens_ = size_t(tokens);
-    out.group_start_[0] = 0;
-    for (size_t g = 0; g < base.groups(); ++g)
-        out.group_start_[g + 1] = out.group_start_[g] + (new_size[g] != UINT32_MAX ? new_size[g] : base.group_size(g));
+}
 
-    // The arcs whose predecessor is in another chunk: each rewritten chunk's
-    // first new token, and the first token after a rewritten chunk when it
-    // is in a chunk left as it was (its predecessor may have changed).
-    // The token before chunk c is the same in base and out (no decoding)
-    // when the chunk before has tokens and is shared, or was rewritten with
-    // its last record kept.
-    const size_t groups = base.groups();
-    auto pred_kept = [&](size_t c) {
-        const size_t prev = (c ? c : chunks) - 1;
-        const bool has_tokens =
-            out.group_start_[std::min((prev + 1) << C, groups)] != out.group_start_[prev << C];
-        return has_tokens && (!is_dirty[prev] || tail_kept[prev]);
-    };
-    for (uint32_t c : dirty) {
-        const size_t g0 = size_t(c) << C;
-        const Pos first = out.first_from_group(g0);
-        if (out.group_of(first) >> C == c && !(head_kept[c] && pred_kept(c))) {  // tokens, maybe a new arc
-            const uint64_t pred = out.token_value(out.last_before_group(g0));
-            if (!head_kept[c]) {
-                arc_delta[out.slot_at(first)] += u128(out.token_value(first) - pred);
+// The chunk's dropped records, found from their values, each once and in
+// order (two dropped tokens of one value list it twice, and each search
+// finds both records).
+void TokenIndex::Updater::Pass::find_drops(uint32_t c) {
+    drops_.clear();
+    for (; d_ != d_end_ && (*d_ >> chunk_of_hash_shift_) == c; ++d_) {
+        const uint64_t b = *d_ >> base_.prefix_shift_;
+        const uint32_t g = uint32_t(b >> gs_), end = base_.bucket_end(b);
+        const uint32_t *hot = base_.hot_of_group_[g];
+        for (uint32_t i = base_.bucket_offset(b); i < end; ++i)
+            if (change_.dropped[hot[i] & mask_] && base_.rest_of(g, i) == *d_ << P_)
+                drops_.push_back({pos(g, i), uint32_t(b & (buckets_per_group_ - 1))});
+    }
+    std::sort(drops_.begin(), drops_.end());
+    drops_.erase(std::unique(drops_.begin(), drops_.end()), drops_.end());
+}
+
+// The arcs a chunk's merge changes inside the chunk, kept as it writes.
+// The last record written and the last base record passed are the next
+// kept record's new and old predecessors; when they differ (a change
+// between them) its arc changes. Before the chunk's first record, the old
+// one is outside the chunk, and the new arc of that first record is left
+// to arcs_across_chunks() (its new predecessor may be in a chunk not yet
+// rewritten). Only fresh tokens between two kept records (no drop): the
+// second one's arc shrinks by exactly what the fresh ones took, with no
+// need to decode its value.
+class TokenIndex::Updater::Pass::ChunkArcs {
+public:
+    ChunkArcs(const TokenIndex &base, size_t g0, std::vector<u128> &arc_delta) noexcept
+        : base_(base), g0_(g0), arc_delta_(arc_delta) {}
+
+    // Kept records, the first at `first` of slot `slot`, the last at
+    // `last`, written next: the first one's arc, if its predecessor changed.
+    void kept(Pos first, uint32_t slot, Pos last) noexcept {
+        if (!written_ && same_) {
+            head_kept_ = true;
+        } else if (!same_) {
+            if (written_ && !dropped_since_) {  // new_pred() is the last fresh value
+                arc_delta_[slot] -= u128(uint64_t(fresh_value_ - old_pred()));
             } else {
-                const uint64_t old = base.token_value(base.last_before_group(g0));
+                const uint64_t v = base_.token_value(first);
+                if (!written_) arc_delta_[slot] -= u128(v - old_pred());
+                else arc_delta_[slot] += u128(v - new_pred()) - u128(v - old_pred());
+            }
+        }
+        last_written_ = last_passed_ = last;
+        written_ = same_ = true;
+        fresh_last_ = dropped_since_ = false;
+    }
+    // A fresh token written next: its arc, from the record before it in
+    // the chunk (if any).
+    void fresh(const Token &t) noexcept {
+        if (written_) arc_delta_[t.owner] += u128(t.value - new_pred());
+        written_ = fresh_last_ = true;
+        same_ = false;
+        fresh_value_ = t.value;
+    }
+    // The base record at p, dropped.
+    void dropped(Pos p) noexcept {
+        last_passed_ = p;
+        same_ = false;
+        dropped_since_ = true;
+    }
+    // Whether the chunk's first record is the base's; its last.
+    bool head_kept() const noexcept { return head_kept_; }
+    bool tail_kept() const noexcept { return written_ && same_; }
+
+private:
+    // The record a run ends on is the next fresh token's predecessor and
+    // then the next kept record's old one: decoded once.
+    uint64_t value_at(Pos p) noexcept {
+        if (p != decoded_) {
+            decoded_ = p;
+            decoded_value_ = base_.token_value(p);
+        }
+        return decoded_value_;
+    }
+    uint64_t old_pred() noexcept { return value_at(last_passed_ != kNoPos ? last_passed_ : base_.last_before_group(g0_)); }
+    uint64_t new_pred() noexcept { return fresh_last_ ? fresh_value_ : value_at(last_written_); }
+
+    const TokenIndex &base_;
+    const size_t g0_;  // the chunk's first group
+    std::vector<u128> &arc_delta_;
+    bool written_ = false, same_ = true, fresh_last_ = false, dropped_since_ = false, head_kept_ = false;
+    uint64_t fresh_value_ = 0;
+    Pos last_written_ = kNoPos, last_passed_ = kNoPos;
+    Pos decoded_ = kNoPos;
+    uint64_t decoded_value_ = 0;
+};
+
+// Writes chunk c's new records: the base's copied in runs between its
+// change points (each fresh token's place, each dropped record), as they
+// are encoded, the fresh ones encoded between them. No token is decoded
+// but those next to a change, whose arcs it alters (ChunkArcs). Each
+// group's size goes to new_size_, and a changed group's bucket offsets
+// are rebuilt. False if a group would exceed kMaxOffset tokens.
+bool TokenIndex::Updater::Pass::merge(uint32_t c, const Token *fc) {
+    const size_t g0 = size_t(c) << C_, g1 = g0 + groups_per_chunk_;
+    const uint32_t mask = mask_;
+    const unsigned P = P_, hot_bits = hot_bits_, cold_shift = cold_shift_;
+    const size_t cold_bits = cold_bits_;
+    const uint32_t base_n = base_.group_start_[g1] - base_.group_start_[g0];
+    const size_t n_new = base_n + inserts_.size() - drops_.size();
+    uint32_t *chunk = new_chunk(uint32_t(n_new), cold_shift, out_.update_source());
+    out_.chunks_[c] = chunk;
+    uint32_t *hot_out = chunk;
+    unsigned char *cold_out = const_cast<unsigned char *>(cold_of_chunk(chunk));
+    const unsigned char *cold_in = cold_of_chunk(base_.chunks_[c]);
+    tokens_ += int64_t(n_new) - int64_t(base_n);
+
+    ChunkArcs arcs(base_, g0, arc_delta_);
+    size_t ins = 0, drp = 0, count = 0;
+    for (size_t g = g0; g < g1; ++g) {
+        const uint32_t n = base_.group_size(g);
+        const uint32_t *hot = base_.hot_of_group_[g];
+        const size_t cold_first = base_.chunk_index_of_group(g);  // the group's first cold word
+        const size_t group_begin = count, ins_begin = ins, drp_begin = drp;
+        out_.hot_of_group_[g] = chunk + group_begin;
+        uint32_t next = 0;  // the group's next base record
+        auto copy_to = [&](uint32_t to) {  // the kept records [next, to)
+            if (next == to) return;
+            arcs.kept(pos(uint32_t(g), next), hot[next] & mask, pos(uint32_t(g), to - 1));
+            std::copy(hot + next, hot + to, hot_out + count);
+            copy_cold_bits(cold_in, (cold_first + next) * cold_bits, cold_out, count * cold_bits,
+                           size_t(to - next) * cold_bits);
+            count += to - next;
+            next = to;
+        };
+        for (;;) {
+            const bool inserting = ins < inserts_.size() && inserts_[ins].group == g;
+            const bool dropping = drp < drops_.size() && group_of(drops_[drp].at) == g;
+            if (!inserting && !dropping) break;
+            if (inserting && (!dropping || inserts_[ins].at <= offset_of(drops_[drp].at))) {
+                copy_to(inserts_[ins].at);
+                const Token &t = fc[ins++];
+                arcs.fresh(t);
+                uint32_t word;
+                encode(t.value, t.owner, P, mask, hot_bits, hot_out[count], word);
+                put_cold_word(cold_out, count, cold_shift, word);
+                ++count;
+            } else {
+                const uint32_t at = offset_of(drops_[drp++].at);
+                copy_to(at);
+                arcs.dropped(pos(uint32_t(g), at));
+                next = at + 1;
+            }
+        }
+        copy_to(n);
+        const uint32_t size = uint32_t(count - group_begin);
+        new_size_[g] = size;
+        if (size > kMaxOffset) return false;
+        if (ins == ins_begin && drp == drp_begin) continue;  // its offsets as they were
+        shift_bucket_offsets(g, fc + ins_begin, ins - ins_begin, drops_.data() + drp_begin, drp - drp_begin, size);
+    }
+    head_kept_[c] = arcs.head_kept();
+    tail_kept_[c] = arcs.tail_kept();
+    return true;
+}
+
+// A changed group's bucket offsets, from the base's: a bucket starts past
+// the fresh tokens of the buckets before it, less the dropped records
+// before its start (the sums fit a byte: the group has at most 255
+// records), and the group ends at its new size.
+inline void TokenIndex::Updater::Pass::shift_bucket_offsets(size_t g, const Token *fresh, size_t n_fresh,
+                                                            const Drop *dropped, size_t n_dropped,
+                                                            uint32_t size) noexcept {
+    const uint64_t b0 = uint64_t(g) << gs_;
+    const BucketOffset *was = &base_.bucket_offset_[base_.offset_index(b0)];
+    BucketOffset *now = &out_.bucket_offset_[out_.offset_index(b0)];
+    const unsigned prefix_shift = base_.prefix_shift_;
+    auto fresh_bucket = [&](size_t j) { return uint32_t((fresh[j].value >> prefix_shift) - b0); };
+#if defined(__SSE2__)
+    if (buckets_per_group_ == 64) {
+        // Per change, the lanes past its bucket move by one: a compare a
+        // 16-bucket block, no loop over buckets.
+        const __m128i lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        __m128i moved[4] = {};
+        auto past = [&](uint32_t k, int q) {  // all ones in the lanes of block q past bucket k
+            return _mm_cmpgt_epi8(_mm_add_epi8(lanes, _mm_set1_epi8(char(16 * q))), _mm_set1_epi8(char(k)));
+        };
+        for (size_t j = 0; j < n_fresh; ++j)
+            for (int q = 0; q < 4; ++q) moved[q] = _mm_sub_epi8(moved[q], past(fresh_bucket(j), q));
+        for (size_t k = 0; k < n_dropped; ++k)
+            for (int q = 0; q < 4; ++q) moved[q] = _mm_add_epi8(moved[q], past(dropped[k].bucket, q));
+        for (int q = 0; q < 4; ++q) {
+            const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i *>(was) + q);
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(now) + q, _mm_add_epi8(w, moved[q]));
+        }
+    } else
+#endif
+    {  // counted per bucket, then summed
+        int16_t moved[(size_t(1) << kMaxGroupShift) + 1] = {};
+        for (size_t j = 0; j < n_fresh; ++j) ++moved[fresh_bucket(j) + 1];
+        for (size_t k = 0; k < n_dropped; ++k) --moved[dropped[k].bucket + 1];
+        int shift = 0;
+        for (size_t i = 1; i < buckets_per_group_; ++i) {
+            shift += moved[i];
+            now[i] = BucketOffset(int(was[i]) + shift);
+        }
+    }
+    now[buckets_per_group_] = BucketOffset(size);
+}
+
+// After the last rewrite: `out`'s token count and each group's first
+// token's rank, the rewritten groups at their new sizes. False if no
+// token is left (a full build then).
+bool TokenIndex::Updater::Pass::count_tokens() {
+    if (tokens_ <= 0) return false;
+    out_.tokens_ = size_t(tokens_);
+    out_.group_start_[0] = 0;
+    for (size_t g = 0; g < groups_; ++g)
+        out_.group_start_[g + 1] =
+            out_.group_start_[g] + (new_size_[g] != UINT32_MAX ? new_size_[g] : base_.group_size(g));
+    return true;
+}
+
+// Whether the token before chunk c is the same in base and out (no
+// decoding): the chunk before has tokens and is shared, or was rewritten
+// with its last record kept.
+inline bool TokenIndex::Updater::Pass::pred_kept(size_t c) const noexcept {
+    const size_t prev = (c ? c : chunks_) - 1;
+    const bool has_tokens =
+        out_.group_start_[std::min((prev + 1) << C_, groups_)] != out_.group_start_[prev << C_];
+    return has_tokens && (!is_dirty_[prev] || tail_kept_[prev]);
+}
+
+// The arcs the merge left out, whose predecessor is in another chunk: each
+// rewritten chunk's first new token, and the first token after a
+// rewritten chunk when it is in a chunk left as it was (its predecessor
+// may have changed). Needs every chunk rewritten and the group starts.
+void TokenIndex::Updater::Pass::arcs_across_chunks() {
+    std::vector<Pos> followers;
+    for (uint32_t c : dirty_) {
+        const size_t g0 = size_t(c) << C_;
+        const Pos first = out_.first_from_group(g0);
+        if (out_.group_of(first) >> C_ == c && !(head_kept_[c] && pred_kept(c))) {  // tokens, maybe a new arc
+            const uint64_t pred = out_.token_value(out_.last_before_group(g0));
+            if (!head_kept_[c]) {
+                arc_delta_[out_.slot_at(first)] += u128(out_.token_value(first) - pred);
+            } else {
+                const uint64_t old = base_.token_value(base_.last_before_group(g0));
                 if (old != pred) {
-                    const uint64_t v = out.token_value(first);
-                    arc_delta[out.slot_at(first)] += u128(v - pred) - u128(v - old);
+                    const uint64_t v = out_.token_value(first);
+                    arc_delta_[out_.slot_at(first)] += u128(v - pred) - u128(v - old);
                 }
             }
         }
-        const size_t next = (size_t(c) + 1) % chunks;
-        if (is_dirty[next]) continue;
-        const Pos after = out.first_from_group((next << C) % groups);
-        const size_t after_chunk = out.group_of(after) >> C;
-        if (is_dirty[after_chunk] || (after_chunk == next && pred_kept(next))) continue;
+        const size_t next = (size_t(c) + 1) % chunks_;
+        if (is_dirty_[next]) continue;
+        const Pos after = out_.first_from_group((next << C_) % groups_);
+        const size_t after_chunk = out_.group_of(after) >> C_;
+        if (is_dirty_[after_chunk] || (after_chunk == next && pred_kept(next))) continue;
         followers.push_back(after);  // once, though several chunks may precede it
     }
     std::sort(followers.begin(), followers.end());
     followers.erase(std::unique(followers.begin(), followers.end()), followers.end());
     for (Pos p : followers) {
-        const size_t g = out.group_of(p);
-        const uint64_t base_pred = base.token_value(base.last_before_group(g));
-        const uint64_t new_pred = out.token_value(out.last_before_group(g));
+        const size_t g = out_.group_of(p);
+        const uint64_t base_pred = base_.token_value(base_.last_before_group(g));
+        const uint64_t new_pred = out_.token_value(out_.last_before_group(g));
         if (new_pred == base_pred) continue;
-        const uint64_t v = out.token_value(p);
-        arc_delta[out.slot_at(p)] += u128(v - new_pred) - u128(v - base_pred);
+        const uint64_t v = out_.token_value(p);
+        arc_delta_[out_.slot_at(p)] += u128(v - new_pred) - u128(v - base_pred);
     }
+}
 
-    // Pads: each rewritten chunk's own, and any chunk before one whose pads
-    // now name another owner (back over empty chunks to the first with
-    // tokens), copied first if shared. A chunk whose first record was kept
-    // leaves those pads as they were.
-    for (uint32_t c : dirty) out.set_pads(c);
-    try {
-        for (uint32_t c : dirty) {
-            if (head_kept[c]) continue;
-            size_t q = c;
-            for (size_t steps = 0; steps < chunks; ++steps) {
-                q = q ? q - 1 : chunks - 1;
-                if (is_dirty[q]) break;
-                const uint32_t *old = out.chunks_[q];
-                const uint32_t n = header_of(old)->n;
-                if (old[n] != out.pad_record(out.slot_after_chunk(q))) {
-                    const unsigned cold_shift = header_of(old)->cold_shift;
-                    uint32_t *copy = new_chunk(n, cold_shift, out.update_source());
-                    std::memcpy(copy, old, (size_t(n) + kWindow) * sizeof(uint32_t));
-                    std::memcpy(header_of(copy)->cold, cold_of_chunk(old), cold_bytes(n, cold_shift));
-                    for (size_t g = q << C; g < (q + 1) << C; ++g) out.hot_of_group_[g] = copy + (out.hot_of_group_[g] - old);
-                    out.chunks_[q] = copy;
-                    if (!base.holds(q, old)) free_chunk(old);  // else the base's, as it was
-                    out.set_pads(q);
-                }
-                if (n) break;
+// The pad records: each rewritten chunk's own, and any chunk before one
+// whose pads now name another owner (back over empty chunks to the first
+// with tokens), copied first if shared. A chunk whose first record was
+// kept leaves those pads as they were. Needs the group starts.
+void TokenIndex::Updater::Pass::repad_chunks() {
+    for (uint32_t c : dirty_) out_.set_pads(c);
+    for (uint32_t c : dirty_) {
+        if (head_kept_[c]) continue;
+        size_t q = c;
+        for (size_t steps = 0; steps < chunks_; ++steps) {
+            q = q ? q - 1 : chunks_ - 1;
+            if (is_dirty_[q]) break;
+            const uint32_t *old = out_.chunks_[q];
+            const uint32_t n = header_of(old)->n;
+            if (old[n] != out_.pad_record(out_.slot_after_chunk(q))) {
+                const unsigned cold_shift = header_of(old)->cold_shift;
+                uint32_t *copy = new_chunk(n, cold_shift, out_.update_source());
+                std::memcpy(copy, old, (size_t(n) + kWindow) * sizeof(uint32_t));
+                std::memcpy(header_of(copy)->cold, cold_of_chunk(old), cold_bytes(n, cold_shift));
+                for (size_t g = q << C_; g < (q + 1) << C_; ++g)
+                    out_.hot_of_group_[g] = copy + (out_.hot_of_group_[g] - old);
+                out_.chunks_[q] = copy;
+                if (!base_.holds(q, old)) free_chunk(old);  // else the base's, as it was
+                out_.set_pads(q);
             }
+            if (n) break;
         }
+    }
+}
+
+// The phases in order; each phase's comment says why it exists. Any
+// failure clears `out`, which frees only the chunks the update made.
+bool TokenIndex::Updater::apply(const TokenIndex &base, const Change &change, TokenIndex &out,
+                                std::vector<uint32_t> &dirty, std::vector<u128> &arc_delta) {
+    Pass::find_dirty_chunks(base, change, dirty);
+    if (base.tokens_ == 0 || base.chunks_.size() < 2) return false;
+    if (!Pass::share_base(base, dirty, out)) return false;
+    try {
+        Pass pass(base, change, out, dirty, arc_delta);
+        for (uint32_t c : dirty)
+            if (!pass.rewrite_chunk(c)) {
+                out.clear();
+                return false;
+            }
+        if (!pass.count_tokens()) {
+            out.clear();
+            return false;
+        }
+        pass.arcs_across_chunks();
+        pass.repad_chunks();
     } catch (...) {
         out.clear();
         throw;

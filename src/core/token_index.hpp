@@ -552,8 +552,17 @@ public:
     // arcs of each slot gained less what they lost (modulo 2^128; a
     // dropped slot's losses are not counted). Requires a base with at least
     // two token values. May throw bad_alloc; `out` is then left empty.
+    // Its phases (Pass, token_index.cpp): the dirty chunks found; `out`
+    // made the base's copy without them; each dirty chunk rewritten (its
+    // fresh tokens placed and dropped records found in the base, then
+    // merged with the kept records in runs, the arcs inside the chunk and
+    // the changed groups' bucket offsets with them); the group starts; the
+    // arcs whose predecessor is in another chunk; the pads.
     static bool apply(const TokenIndex &base, const Change &change, TokenIndex &out,
                       std::vector<uint32_t> &dirty, std::vector<u128> &arc_delta);
+
+private:
+    class Pass;  // one apply()'s state and phases
 };
 
 }  // namespace chring

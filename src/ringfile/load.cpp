@@ -247,5 +247,25 @@ chr_status apply(Ring &ring, const File &f, const char *who, Outcome &o) {
     return apply_file(ring, f, who, o, true);
 }
 
+void describe(const File &f, const Outcome &o, chr_status st, chr_ringfile_info *info) {
+    if (!info) return;
+    const uint32_t version = info->version;
+    *info = chr_ringfile_info{};
+    info->version = version;
+    info->error_line = uint32_t(std::min<size_t>(o.error_line, UINT32_MAX));
+    if (st != CHR_OK) return;
+    info->flags = (f.revision_line ? CHR_RINGFILE_HAS_REVISION : 0u) |
+                  (f.fingerprint_line ? CHR_RINGFILE_HAS_FINGERPRINT : 0u) |
+                  (f.options_line ? CHR_RINGFILE_HAS_OPTIONS : 0u);
+    info->revision = f.revision;
+    info->fingerprint = o.fingerprint;
+    info->format_version = f.format_version;
+    info->members = uint32_t(f.members.size());
+    info->added = o.added;
+    info->removed = o.removed;
+    info->reweighted = o.reweighted;
+    info->replaced = o.replaced;
+}
+
 }  // namespace ringfile
 }  // namespace chring

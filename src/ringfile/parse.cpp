@@ -365,10 +365,42 @@ constexpr int kOpenFlags = O_RDONLY | O_BINARY;
 constexpr int kOpenFlags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
 #endif
 
-chr_status read_file(const char *path, const char *who, std::string &text) {
+namespace {
+
+FileStamp stamp_from(const struct stat &st) noexcept {
+    FileStamp s;
+    s.dev = uint64_t(st.st_dev);
+    s.ino = uint64_t(st.st_ino);
+    s.size = uint64_t(st.st_size);
+#if defined(_WIN32)
+    s.mtime_sec = int64_t(st.st_mtime);
+    s.ctime_sec = int64_t(st.st_ctime);
+#else
+    s.mtime_sec = int64_t(st.st_mtim.tv_sec);
+    s.mtime_nsec = int64_t(st.st_mtim.tv_nsec);
+    s.ctime_sec = int64_t(st.st_ctim.tv_sec);
+    s.ctime_nsec = int64_t(st.st_ctim.tv_nsec);
+#endif
+    return s;
+}
+
+}  // namespace
+
+FileStamp stamp_of(const char *path) noexcept {
+    struct stat st;
+    if (::stat(path, &st) != 0) {
+        FileStamp s;
+        s.error = errno ? errno : EIO;
+        return s;
+    }
+    return stamp_from(st);
+}
+
+chr_status read_file(const char *path, const char *who, std::string &text, FileStamp *stamp) {
     ErrorWhere file;  // every failure is about the file as a whole
     file.function = who;
     file.source = path;
+
     int fd;
     do fd = ::open(path, kOpenFlags);
     while (fd < 0 && errno == EINTR);
@@ -385,6 +417,7 @@ chr_status read_file(const char *path, const char *who, std::string &text) {
         int e = errno;
         return fail_at(file, CHR_EIO, "cannot stat the ring file: %s", std::strerror(e));
     }
+    if (stamp) *stamp = stamp_from(st);
     if (S_ISDIR(st.st_mode)) return fail_at(file, CHR_EIO, "is a directory, not a ring file");
     if (!S_ISREG(st.st_mode))
         return fail_at(file, CHR_EIO, "is not a regular file (a device, FIFO or socket)");

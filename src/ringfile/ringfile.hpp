@@ -57,10 +57,30 @@ struct File {
 chr_status parse(std::string_view text, const std::string &name, const char *who, File &out,
                  size_t *error_line);
 
+// What a follower compares between two looks at a file: its identity,
+// size and times (chring.h, "Following a ring file"), or the errno of a
+// file that cannot be looked at.
+struct FileStamp {
+    uint64_t dev = 0, ino = 0, size = 0;
+    int64_t mtime_sec = 0, mtime_nsec = 0, ctime_sec = 0, ctime_nsec = 0;
+    int error = 0;  // errno of a failed stat(); the other fields are then 0
+
+    bool operator==(const FileStamp &o) const noexcept {
+        return dev == o.dev && ino == o.ino && size == o.size && mtime_sec == o.mtime_sec &&
+               mtime_nsec == o.mtime_nsec && ctime_sec == o.ctime_sec && ctime_nsec == o.ctime_nsec &&
+               error == o.error;
+    }
+    bool operator!=(const FileStamp &o) const noexcept { return !(*this == o); }
+};
+
+// The stamp of the file at `path` now (stat(), following symbolic links).
+FileStamp stamp_of(const char *path) noexcept;
+
 // Reads a whole regular file of at most CHR_RINGFILE_SIZE_MAX bytes (open,
 // fstat, bounded reads). CHR_EIO for a file that cannot be read or is not a
-// regular file, CHR_EFORMAT for one over the size limit; `path` is the source.
-chr_status read_file(const char *path, const char *who, std::string &text);
+// regular file, CHR_EFORMAT for one over the size limit; `path` is the
+// source. With `stamp`, the stamp of the open file the text was read from.
+chr_status read_file(const char *path, const char *who, std::string &text, FileStamp *stamp = nullptr);
 
 // The placement's name in files ("native", "ketama", ...), nullptr if unknown.
 const char *placement_name(int32_t mode) noexcept;
@@ -94,6 +114,11 @@ chr_status create(const File &f, const chr_options *base, const char *who, Ring 
 // The file applied to `ring` as one batch under its writer lock; options
 // that differ from the ring's are CHR_EOPTIONS. A failure changes nothing.
 chr_status apply(Ring &ring, const File &f, const char *who, Outcome &outcome);
+
+// What a create or an apply of `f` reports in chr_ringfile_info (`info`
+// may be NULL; its version was checked): everything on success, only the
+// error line on failure.
+void describe(const File &f, const Outcome &o, chr_status st, chr_ringfile_info *info);
 
 }  // namespace ringfile
 }  // namespace chring

@@ -8,7 +8,11 @@
  *
  * OP: ring_lookup, snapshot_lookup, ring_replicas3, snapshot_replicas3
  * (COUNT lookups of distinct keys), add_one_node, remove_one_node (COUNT
- * single-node updates of a ring of NODES), build_from_scratch (COUNT rings
+ * single-node updates of a ring of NODES), reweight_one_node (COUNT weight
+ * changes of node-0000 in a ring of NODES, to 2 and back to 1 in turn),
+ * apply_batch (COUNT chr_ring_apply batches of 12 changes on a ring of
+ * NODES >= 8, each undoing the one before: 4 members added, 4 removed and 4
+ * reweighted from 1 to 2, then the reverse), build_from_scratch (COUNT rings
  * of NODES built with one batch), reload_every_member (COUNT ring-file
  * reloads, chr_ring_apply_text, each changing the weight of all NODES
  * members of a ring of one token per weight; doubling NODES about doubles
@@ -144,6 +148,27 @@ int main(int argc, char **argv) {
                 check(chr_ring_remove(ring, extra, sizeof extra - 1), "chr_ring_remove");
             }
         }
+    } else if (strcmp(op, "reweight_one_node") == 0) {
+        for (size_t c = 0; c < count; ++c)
+            check(chr_ring_set_weight(ring, "node-0000", 9, c % 2 ? 1 : 2), "chr_ring_set_weight");
+    } else if (strcmp(op, "apply_batch") == 0) {
+        if (nodes < 8) {
+            fprintf(stderr, "fixed_work: apply_batch needs NODES >= 8\n");
+            return 2;
+        }
+        char ids[12][16];
+        chr_change forth[12], back[12];
+        for (size_t i = 0; i < 12; ++i) {
+            if (i < 4) snprintf(ids[i], sizeof ids[i], "node-extra-%u", (unsigned)i);
+            else node_id(ids[i], sizeof ids[i], i - 4); /* node-0000..0007 */
+            const size_t len = strlen(ids[i]);
+            const uint32_t op_forth = i < 4 ? CHR_OP_ADD : i < 8 ? CHR_OP_REMOVE : CHR_OP_SET_WEIGHT;
+            const uint32_t op_back = i < 4 ? CHR_OP_REMOVE : i < 8 ? CHR_OP_ADD : CHR_OP_SET_WEIGHT;
+            forth[i] = (chr_change){op_forth, i < 8 ? 1 : 2, ids[i], len, NULL, 0, 0};
+            back[i] = (chr_change){op_back, 1, ids[i], len, NULL, 0, 0};
+        }
+        for (size_t c = 0; c < count; ++c)
+            check(chr_ring_apply(ring, c % 2 ? back : forth, 12, NULL), "chr_ring_apply");
     } else {
         fprintf(stderr, "fixed_work: unknown OP '%s'\n", op);
         return 2;

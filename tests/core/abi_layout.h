@@ -131,6 +131,21 @@
     FIELD(chr_plan_info, reserved0, 12)              \
     FIELD(chr_plan_info, entries, 16)                \
     FIELD(chr_plan_info, copies, 24)                 \
+    SIZE(chr_follow_state, 592)                      \
+    FIELD(chr_follow_state, version, 0)          \
+    FIELD(chr_follow_state, last_outcome, 4)     \
+    FIELD(chr_follow_state, status, 8)           \
+    FIELD(chr_follow_state, error_line, 12)      \
+    FIELD(chr_follow_state, checks, 16)          \
+    FIELD(chr_follow_state, applied, 24)         \
+    FIELD(chr_follow_state, refused, 32)         \
+    FIELD(chr_follow_state, applied_flags, 40)   \
+    FIELD(chr_follow_state, refused_flags, 44)   \
+    FIELD(chr_follow_state, applied_revision, 48)\
+    FIELD(chr_follow_state, applied_fingerprint, 56)\
+    FIELD(chr_follow_state, refused_revision, 64)\
+    FIELD(chr_follow_state, refused_fingerprint, 72)\
+    FIELD(chr_follow_state, message, 80)             \
     SIZE(chr_error_info, 80)                         \
     FIELD(chr_error_info, version, 0)                \
     FIELD(chr_error_info, status, 4)                 \

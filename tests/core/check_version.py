@@ -91,8 +91,9 @@ def main():
     lua = read(root, "bindings/lua/lib/chring.lua")
     checks.append(("Lua _VERSION (bindings/lua/lib/chring.lua)",
                    one(r'^local _M = \{ _VERSION = "([^"]*)" \}', lua, "Lua _VERSION"), version))
+    lua_ffi = read(root, "bindings/lua/lib/chring/ffi.lua")   # the header's constants
     for name, want in (("MAJOR", major), ("MINOR", minor), ("PATCH", patch)):
-        got = one(rf"\bCHR_VERSION_{name} = (\d+)", lua, f"Lua CHR_VERSION_{name}")
+        got = one(rf"\bCHR_VERSION_{name} = (\d+)", lua_ffi, f"Lua CHR_VERSION_{name}")
         checks.append((f"Lua CHR_VERSION_{name}", int(got), want))
 
     resty = read(root, "bindings/nginx/openresty/chring_balancer.lua")

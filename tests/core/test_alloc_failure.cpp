@@ -11,6 +11,8 @@
 // Each call is run twice over: only the k-th allocation failing, and the
 // k-th and all later ones failing. Under ASan, LeakSanitizer also checks
 // at exit that nothing leaked.
+#include <unistd.h>
+
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -846,6 +848,69 @@ void test_plan_new(void **) {
     countdown_both_modes(s);
 }
 
+// chr_follower_check of a file that changes the fixture ring: on failure
+// the ring is unchanged and the file's stamp is not kept, so the next check
+// (without failures) applies the file.
+struct FollowerCheck : Scenario {
+    std::string dir, path;
+    RingState expected, before;
+    chr_ring *ring = nullptr;
+    chr_follower *follower = nullptr;
+
+    FollowerCheck() : Scenario("chr_follower_check") {
+        char name[] = "/tmp/chring-alloc-follower-XXXXXX";
+        assert_non_null(mkdtemp(name));
+        dir = name;
+        path = dir + "/ring";
+        // Drops member-0, reweights member-1, adds two members.
+        std::string text;
+        for (unsigned n = 1; n <= kMembers; ++n) {
+            const uint32_t weight = n == 1 ? 7 : n == kMembers ? 0 : 1 + n % 3;
+            static const char *zones[] = {"east", "west", "north"};
+            text += member_id(n) + " " + std::to_string(weight) + " " + zones[n % 3] + "\n";
+        }
+        text += "added-1 2 east\nadded-2 1\n";
+        FILE *f = std::fopen(path.c_str(), "wb");
+        assert_non_null(f);
+        assert_int_equal(std::fwrite(text.data(), 1, text.size(), f), text.size());
+        assert_int_equal(std::fclose(f), 0);
+        chr_ring *reference = fixture_ring();
+        assert_chr_ok(chr_ring_apply_file(reference, path.c_str(), nullptr));
+        expected = capture(reference);
+        chr_ring_free(reference);
+    }
+    ~FollowerCheck() override {
+        unlink(path.c_str());
+        rmdir(dir.c_str());
+    }
+    void prepare() override {
+        ring = fixture_ring();
+        before = capture(ring);
+        assert_false(before == expected);
+        assert_chr_ok(chr_follower_new(ring, path.c_str(), 0, &follower));
+    }
+    chr_status call() override { return chr_follower_check(follower, nullptr, nullptr); }
+    void check_failed() override {
+        assert_true(capture(ring) == before);
+        int32_t outcome = -1;
+        assert_chr_ok(chr_follower_check(follower, &outcome, nullptr));
+        assert_int_equal(outcome, CHR_FOLLOW_APPLIED);
+        check_succeeded();
+    }
+    void check_succeeded() override { assert_true(capture(ring) == expected); }
+    void finish() override {
+        chr_follower_free(follower);
+        follower = nullptr;
+        chr_ring_free(ring);
+        ring = nullptr;
+    }
+};
+
+void test_follower_check(void **) {
+    FollowerCheck s;
+    countdown_both_modes(s);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -869,6 +934,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_snapshot_first_read_on_a_thread),
         cmocka_unit_test(test_diff_new),
         cmocka_unit_test(test_plan_new),
+        cmocka_unit_test(test_follower_check),
     };
     select_cases(argc, argv, tests);
     return cmocka_run_group_tests(tests, nullptr, nullptr);

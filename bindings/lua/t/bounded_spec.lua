@@ -36,6 +36,28 @@ return {
         end
     end },
 
+    { "without a bound, a mask gives the first available node of the replica walk", function()
+        -- The rule chring_balancer (bindings/nginx/openresty) retries by.
+        local ring = T.ring(nil, 40)
+        local snap = assert(ring:snapshot())
+        local n = snap:node_count()
+        local mask, walk = {}, {}
+        math.randomseed(7)
+        for i = 1, 400 do
+            local key = T.key(i)
+            for j = 1, n do mask[j] = math.random() < 0.25 end
+            mask[math.random(n)] = true   -- at least one
+            local want
+            for _, node in ipairs(assert(snap:replicas(key, n, walk))) do
+                if mask[node.index] then want = node; break end
+            end
+            local got = assert(snap:lookup_bounded(key, nil, mask))
+            T.eq(got.id, want.id, "key " .. i)
+        end
+        for j = 1, n do mask[j] = false end
+        T.fails(S.EEMPTY, "chr_snapshot_lookup_bounded", snap:lookup_bounded("k", nil, mask))
+    end },
+
     { "tracker: explicit release, also after the node is removed", function()
         local ring = T.ring(nil, 4)
         local tracker = assert(chring.tracker())

@@ -1,5 +1,5 @@
 -- Ring files through the Lua binding: create, apply, export, errors and
--- the watch_file step function.
+-- the watch_file step function (t/follow_spec.lua has the follower in detail).
 local chring = require "chring"
 local T = require "testlib"
 local S = chring.status

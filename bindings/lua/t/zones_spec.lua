@@ -11,6 +11,33 @@ local function zoned_ring()
 end
 
 return {
+    { "replica_policy is the library's list of policies", function()
+        local ffi = require "ffi"
+        local C, K = chring._lib, chring._constants
+        local name_out = ffi.new("const char *[1]")
+        local count = 0
+        while C.chr_replica_policy_name(count, name_out) == 0 do
+            local name = ffi.string(name_out[0])
+            T.eq(chring.replica_policy[(name:gsub("-", "_"))], count, "replica_policy for " .. name)
+            count = count + 1
+        end
+        T.ok(count >= 3, "the library names " .. count .. " policies")
+        local entries = 0
+        for _ in pairs(chring.replica_policy) do entries = entries + 1 end
+        T.eq(entries, count, "entries of replica_policy")
+        -- The names the API has always had.
+        T.eq(chring.replica_policy.nodes, K.CHR_REPLICAS_NODES, "nodes")
+        T.eq(chring.replica_policy.zones_first, K.CHR_REPLICAS_ZONES_FIRST, "zones_first")
+        T.eq(chring.replica_policy.nts, K.CHR_REPLICAS_NTS, "nts")
+        -- Every form a replica call takes selects the same policy.
+        local ring = zoned_ring()
+        local want = assert(ring:replicas_policy("k", 3, K.CHR_REPLICAS_ZONES_FIRST))
+        for _, policy in ipairs { "zones-first", "zones_first", chring.replica_policy.zones_first } do
+            local got = assert(ring:replicas_policy("k", 3, policy))
+            for j = 1, 3 do T.eq(got[j], want[j], "replica " .. j .. " under " .. tostring(policy)) end
+        end
+    end },
+
     { "zones-first replicas: distinct zones, owner first, prefixes; nts the same set", function()
         local ring = zoned_ring()
         local snap = assert(ring:snapshot())

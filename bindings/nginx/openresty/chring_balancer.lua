@@ -18,12 +18,19 @@
 -- server ("host:port", its text is the ring id, its position the tag); a
 -- `down` server is a member of weight 0, never chosen. A try that fails
 -- moves the key to its next replica (the next distinct server clockwise),
--- at most one try per server and at most proxy_next_upstream_tries (past
--- 32 replicas, any available server). A
+-- at most one try per server and at most proxy_next_upstream_tries. A
 -- server whose connection failed is skipped for fail_timeout seconds by
 -- this worker (max_fails=1 in nginx terms; 0 turns that memory off);
 -- when every server is tried or skipped the request gets 502, as nginx's
 -- "no live upstreams". No `backup` tier here: see the C module for that.
+--
+-- Which server a retry goes to is the library's rule, not this file's:
+-- snap:lookup_bounded(key, nil, mask) without a bound is the first server
+-- of the key's replica walk (chr_snapshot_replicas order) that the mask
+-- lets this request try. The walk covers every server with tokens: where
+-- the C module stops after 32 replicas and takes any available server,
+-- this example keeps following the ring. The mask is filled and read in
+-- one balance() call, which never yields, so one table serves a worker.
 --
 -- Built in init_by_lua (the master), the ring is inherited by every worker;
 -- lookups go to one snapshot and allocate nothing once each node has been
@@ -40,9 +47,6 @@ local ngx_exit = ngx.exit
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
 
--- Replicas examined per try; chr_snapshot_replicas serves 32 without allocating.
-local REPLICAS = 32
-
 -- servers: { { "host:port", weight = N, down = true|nil }, ... } in
 -- configuration order. opts.ring: chring.new options (hasher,
 -- tokens_per_weight, seed, placement, plugin_dir); opts.fail_timeout:
@@ -54,7 +58,7 @@ function _M.new(servers, opts)
         return nil, err
     end
 
-    local changes, peers, ids, live = {}, {}, {}, 0
+    local changes, peers, live = {}, {}, 0
     for i, server in ipairs(servers) do
         local id = server[1]
         local host, port = tostring(id):match("^(.+):(%d+)$")
@@ -67,7 +71,6 @@ function _M.new(servers, opts)
             live = live + 1
         end
         peers[id] = { host = host, port = tonumber(port), weight = weight }
-        ids[i] = id
         changes[i] = { op = "add", id = id, weight = weight, tag = i - 1 }
     end
 
@@ -80,15 +83,22 @@ function _M.new(servers, opts)
         return nil, snap_err
     end
 
+    -- The snapshot's node order (ids in byte order), for the retry mask.
+    local by_index, mask = {}, {}
+    for i = 1, snapshot:node_count() do
+        by_index[i] = snapshot:node(i).id
+        mask[i] = false
+    end
+
     return setmetatable({
         ring = ring,
         snapshot = snapshot,
         peers = peers,
-        ids = ids,           -- configuration order
+        by_index = by_index, -- snapshot node index -> id
+        mask = mask,         -- reused: which servers a retry may go to
         live = live,
         fail_timeout = opts.fail_timeout or 10,
         failed_until = {},   -- per worker: id -> time before which it is skipped
-        replicas = {},       -- reused result table
     }, mt)
 end
 
@@ -125,23 +135,18 @@ function _M:balance(key)
     if available(self, state, owner.id, now) then
         pick = owner.id
     else
-        local replicas, count = self.snapshot:replicas(key, REPLICAS, self.replicas)
-        for i = 2, count or 0 do
-            local id = replicas[i].id
-            if available(self, state, id, now) then
-                pick = id
-                break
-            end
+        -- The key's next replica this request may try: the library walks
+        -- the ring from the key, skipping the servers the mask rules out.
+        local mask, peers = self.mask, self.peers
+        for i, id in ipairs(self.by_index) do
+            mask[i] = peers[id].weight > 0 and available(self, state, id, now)
         end
-        if not pick and count == REPLICAS then
-            -- more servers than replicas examined: any available one
-            for _, id in ipairs(self.ids) do
-                local peer = self.peers[id]
-                if peer.weight > 0 and available(self, state, id, now) then
-                    pick = id
-                    break
-                end
-            end
+        local node, walk_err, code = self.snapshot:lookup_bounded(key, nil, mask)
+        if node then
+            pick = node.id
+        elseif code ~= chring.status.EEMPTY then
+            ngx_log(ngx_ERR, "chring_balancer: ", walk_err)
+            return ngx_exit(502)
         end
     end
 

@@ -601,20 +601,33 @@ def case_badconfig(ctx, check):
     with open(crc_file, "w") as f:
         f.write("%%%%hasher crc32\n%s 1\n" % ids[0])
 
-    # weight errors name the `server` line, wherever `chring` stands
-    for where in ("first", "last"):
+    # weight errors name the server, its rank among the upstream's `server`
+    # directives (nginx keeps no line for them) and the upstream's line,
+    # wherever `chring` stands, also from a file included in the block
+    included = os.path.join(ctx.ws.root, "servers.conf")
+    with open(included, "w") as f:
+        f.write("server %s;\nserver %s weight=2000000;\n" % (ids[1], ids[0]))
+    third = "127.0.0.1:%d" % harness.free_ports(1)[0]
+    for where in ("first", "last", "included"):
         servers = [Server(ids[0]), Server(ids[1], weight=2000000)]
+        bad, rank = ids[1], "2nd"
         if where == "first":
             body = upstream("chring $request_uri;", servers)
-        else:
+        elif where == "last":
             body = ctx.render([(port, Upstream("ring", servers, builtin="# servers first",
                                                tail="chring $request_uri;"))])
+        else:
+            bad, rank = ids[0], "3rd"
+            body = ctx.render([(port, Upstream("ring", [Server(third)],
+                                               builtin="chring $request_uri;",
+                                               tail="include %s;" % included))])
         status, out = lb.test_config(body)
         with open(lb.conf_path) as f:
-            line = next(n for n, l in enumerate(f, 1) if "weight=2000000" in l)
-        want = "server \"%s\" of upstream \"ring\" in %s:%d:" % (ids[1], lb.conf_path, line)
-        check(status == 1 and want in out,
-              "a weight over the limit names its server line (chring %s): %s" % (where, want),
+            line = next(n for n, l in enumerate(f, 1) if "upstream ring {" in l)
+        want = "primary server \"%s\", the %s \"server\" of upstream \"ring\" in %s:%d:" % (
+            bad, rank, lb.conf_path, line)
+        check(status == 1 and want in out and "weight 2000000" in out,
+              "a weight over the limit names its server (chring %s): %s" % (where, want),
               out.strip())
 
     # `chring $request_uri PARAMETERS;` in the good upstream: (what, PARAMETERS, expected)
@@ -661,12 +674,12 @@ def case_badconfig(ctx, check):
          "weight 2000000"),
         ("too many tokens", upstream(
             "chring $request_uri tokens=65536;", servers=[Server(ids[0], weight=300)]),
-         "chring: primary server \"%s\" of upstream \"ring\"" % ids[0]),
+         "chring: primary server \"%s\", the 1st \"server\" of upstream \"ring\"" % ids[0]),
         # 200 x 65536 tokens fit, 100 more pass 2^24: the second is named
         ("the server that passes the token total", upstream(
             "chring $request_uri tokens=65536;",
             servers=[Server(ids[0], weight=200), Server(ids[1], weight=100)]),
-         "chring: primary server \"%s\" of upstream \"ring\"" % ids[1]),
+         "chring: primary server \"%s\", the 2nd \"server\" of upstream \"ring\"" % ids[1]),
         ("outside an upstream", "  server { listen 127.0.0.1:%d; chring $request_uri; }" % port,
          "\"chring\" directive is not allowed here"),
     ]
@@ -756,7 +769,9 @@ class WorkerConnections:
             raise RuntimeError("reached %d of %d workers" % (len(self.conns), workers))
 
     def get(self, pid, path):
-        """(body, fingerprint, revision) from worker `pid`."""
+        """(body, fingerprint, revision) from worker `pid`; self.refused is
+        the answer's ($chring_refused_revision, $chring_refusal), None for
+        an empty one."""
         conn = self.conns[pid]
         conn.request("GET", path)
         resp = conn.getresponse()
@@ -766,6 +781,8 @@ class WorkerConnections:
                                % (pid, resp.getheader("X-Worker")))
         if resp.status != 200:
             body = "HTTP %d" % resp.status
+        self.refused = (resp.getheader("X-Chring-Refused-Revision"),
+                        resp.getheader("X-Chring-Refusal"))
         return body, resp.getheader("X-Chring-Fingerprint"), resp.getheader("X-Chring-Revision")
 
     def close(self):
@@ -811,11 +828,17 @@ def case_ringfile(ctx, check):
       proxy_read_timeout 10s;
       add_header X-Chring-Fingerprint $chring_fingerprint always;
       add_header X-Chring-Revision $chring_revision always;
+      add_header X-Chring-Refused-Revision $chring_refused_revision always;
+      add_header X-Chring-Refusal $chring_refusal always;
       add_header X-Worker $pid always;
     }
     location = /status {  # no upstream: the named variables
       add_header X-Worker $pid always;
       return 200 "$chring_fingerprint_ring $chring_revision_ring";
+    }
+    location = /refused {
+      add_header X-Worker $pid always;
+      return 200 "$chring_refused_revision_ring|$chring_refusal_ring";
     }
   }""" % (path, "\n".join("    server %s;" % i for i in b), port))
 
@@ -850,18 +873,33 @@ def case_ringfile(ctx, check):
             owners[key] = next((r for r in reps if r in servers), "none")
         return owners, ctx.predict.fingerprint(members)
 
-    def round_trip(conns, owners, fingerprint, revision):
+    def refusal_ok(got_revision, got_why, refused):
+        """refused: None (the file in use is the last read), or the refused
+        file's (revision, [what its refusal says])."""
+        if refused is None:
+            return not got_revision and not got_why
+        return got_revision == str(refused[0]) and all(w in (got_why or "") for w in refused[1])
+
+    def round_trip(conns, owners, fingerprint, revision, refused=None):
         wrong = []
         for pid in sorted(conns.conns):
             status = conns.get(pid, "/status")
             if status != ("%s %d" % (fingerprint, revision), None, None):
                 wrong.append("worker %s /status: got %s, want %s %d"
                              % (pid, status, fingerprint, revision))
+            body = conns.get(pid, "/refused")[0]
+            got_revision, bar, got_why = body.partition("|")
+            if not bar or not refusal_ok(got_revision, got_why, refused):
+                wrong.append("worker %s /refused: got %r, want %s"
+                             % (pid, body, refused or "nothing refused"))
             for key in keys:
                 got = conns.get(pid, key)
                 if got != (owners[key], fingerprint, str(revision)):
                     wrong.append("worker %s %s: got %s, want %s"
                                  % (pid, key, got, (owners[key], fingerprint, revision)))
+                if not refusal_ok(*conns.refused, refused):
+                    wrong.append("worker %s %s: refused %s, want %s"
+                                 % (pid, key, conns.refused, refused or "nothing refused"))
         return wrong
 
     def log_lines(since, needle):
@@ -884,9 +922,11 @@ def case_ringfile(ctx, check):
                 # once every worker has read it (and logged it), the ring is unchanged
                 errors = wait_for(lambda: log_lines(log_mark, "%s:%d:" % (path, line)),
                                   lambda found: len(found) >= lb.workers)
-                wrong = round_trip(conns, owners, fingerprint, revision)
-                check(not wrong, "rewrite %d: a bad file (%s) changes nothing" % (n - 1, what),
-                      "\n    ".join(wrong[:5]))
+                wrong = round_trip(conns, owners, fingerprint, revision,
+                                   refused=(n, ["%s:%d:" % (path, line), what]))
+                check(not wrong, "rewrite %d: a bad file (%s) changes nothing, and "
+                      "$chring_refusal, $chring_refused_revision (also _ring) say so"
+                      % (n - 1, what), "\n    ".join(wrong[:5]))
                 keeping = "keeping the ring of revision %d, fingerprint %s" % (revision,
                                                                            fingerprint)
                 check(len(errors) == lb.workers

@@ -1,14 +1,10 @@
 //! Ring files (docs/ring-file.md): create a ring from one, apply one to a
-//! ring as one atomic batch, export a ring's canonical text; and a thread
-//! that follows a file.
+//! ring as one atomic batch, export a ring's canonical text. Following a
+//! file is `follower.rs`.
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::ptr;
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::options::{c_string, Options};
@@ -64,7 +60,7 @@ impl Export {
     }
 }
 
-fn new_info() -> Result<sys::chr_ringfile_info> {
+pub(crate) fn new_info() -> Result<sys::chr_ringfile_info> {
     let mut info = sys::chr_ringfile_info::default();
     // SAFETY: info is a valid out-struct.
     crate::error::check(unsafe { sys::chr_ringfile_info_init(&mut info, sys::CHR_RINGFILE_INFO_VERSION) })?;
@@ -72,7 +68,7 @@ fn new_info() -> Result<sys::chr_ringfile_info> {
 }
 
 /// The result of a ring-file call: FileInfo, or the error with its line.
-fn finish(status: sys::chr_status, info: &sys::chr_ringfile_info) -> Result<FileInfo> {
+pub(crate) fn finish(status: sys::chr_status, info: &sys::chr_ringfile_info) -> Result<FileInfo> {
     if status != sys::CHR_OK {
         return Err(Error::last(status).at_line(info.error_line));
     }
@@ -94,7 +90,7 @@ fn name_arg(name: Option<&str>) -> Result<Option<CString>> {
     name.map(|n| c_string(n.as_bytes(), "name")).transpose()
 }
 
-fn path_arg(path: &Path) -> Result<CString> {
+pub(crate) fn path_arg(path: &Path) -> Result<CString> {
     c_string(path.as_os_str().as_bytes(), "path")
 }
 
@@ -193,86 +189,5 @@ fn export_with(
             sys::CHR_OK | sys::CHR_ERANGE => buf = vec![0u8; len + 1],
             _ => return Err(Error::last(st)),
         }
-    }
-}
-
-/// One report of a [`Watcher`]: a change of the file seen and applied
-/// (`Ok`), or not applied (`Err`: the ring kept its last good state).
-pub type WatchEvent = Result<FileInfo>;
-
-#[derive(PartialEq, Eq)]
-enum Stamp {
-    Present { dev: u64, ino: u64, size: u64, mtime: i64, mtime_ns: i64 },
-    Missing(std::io::ErrorKind),
-}
-
-fn stamp(path: &Path) -> Stamp {
-    match std::fs::metadata(path) {
-        Ok(m) => {
-            Stamp::Present { dev: m.dev(), ino: m.ino(), size: m.size(), mtime: m.mtime(), mtime_ns: m.mtime_nsec() }
-        }
-        Err(e) => Stamp::Missing(e.kind()),
-    }
-}
-
-/// A thread following a ring file: it applies the file at once, then looks
-/// at its inode, size and modification time every interval and applies it
-/// again when one changed; a file that fails leaves the ring as it was.
-/// The callback runs on the watcher's thread once per change seen.
-/// Replace the file by rename so that it is never read half written.
-/// Dropping the watcher (or [`Watcher::stop`]) ends the thread and waits
-/// for it.
-pub struct Watcher {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Watcher {
-    /// Starts following `path` for `ring`; `interval` is at least 10 ms.
-    pub fn start<F>(ring: Arc<Ring>, path: impl Into<PathBuf>, interval: Duration, mut on_event: F) -> Watcher
-    where
-        F: FnMut(WatchEvent) + Send + 'static,
-    {
-        let path = path.into();
-        let interval = interval.max(Duration::from_millis(10));
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            let mut last: Option<Stamp> = None;
-            loop {
-                let now = stamp(&path);
-                if last.as_ref() != Some(&now) {
-                    last = Some(now);
-                    on_event(ring.apply_file(&path));
-                }
-                let (lock, cv) = &*flag;
-                let stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
-                let (stopped, _) = cv.wait_timeout_while(stopped, interval, |s| !*s).unwrap_or_else(|e| e.into_inner());
-                if *stopped {
-                    return;
-                }
-            }
-        });
-        Watcher { stop, thread: Some(thread) }
-    }
-
-    /// Ends the watch and waits for the thread (and a callback in progress).
-    pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        let (lock, cv) = &*self.stop;
-        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        cv.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        self.shutdown();
     }
 }

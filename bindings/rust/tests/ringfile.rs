@@ -1,10 +1,11 @@
-//! Ring files through the Rust binding: create, apply, export, errors and
-//! the file watcher.
+//! Ring files through the Rust binding: create, apply, export, errors, the
+//! follower and the file watcher.
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chring::{ErrorKind, Export, Options, Ring, Watcher};
+use chring::{ErrorKind, Export, FollowOutcome, Follower, Options, Outcome, Ring, Watcher};
 
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("chring-rust-ringfile-{}-{}", name, std::process::id()));
@@ -106,5 +107,208 @@ fn watcher_applies_changes_and_keeps_the_last_good_ring() {
     watcher.stop();
     replace(&path, "d 1\n");
     assert!(rx.recv_timeout(Duration::from_millis(50)).is_err(), "an event after stop");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+const GOOD1: &str = "%%revision 7\na 1\nb 2\n";
+const GOOD2: &str = "%%revision 8\na 1\nb 2\nc 1\n";
+
+fn text_fingerprint(text: &str) -> u64 {
+    Ring::from_text(text, None, &Options::default()).unwrap().0.fingerprint().unwrap()
+}
+
+fn applied(f: &Follower<'_>) -> chring::FileInfo {
+    match f.check() {
+        Ok(Outcome::Applied(info)) => info,
+        other => panic!("want an apply, got {:?}", other),
+    }
+}
+
+fn unchanged(f: &Follower<'_>) {
+    assert_eq!(f.check(), Ok(Outcome::Unchanged));
+}
+
+#[test]
+fn follower_applies_then_reports_unchanged() {
+    let dir = scratch("follow-apply");
+    let path = dir.join("ring");
+    replace(&path, GOOD1);
+    let ring = Ring::new(&Options::default()).unwrap();
+    let f = Follower::new(&ring, &path).unwrap();
+    let st = f.state();
+    assert_eq!(
+        (st.checks, st.last_outcome, st.error.clone(), st.applied_fingerprint),
+        (0, FollowOutcome::Unchanged, None, None)
+    );
+
+    let info = applied(&f);
+    assert_eq!((info.added, info.revision), (2, Some(7)));
+    let fp = ring.fingerprint().unwrap();
+    assert_eq!((fp, info.fingerprint), (text_fingerprint(GOOD1), fp));
+    let st = f.state();
+    assert_eq!((st.applied, st.applied_revision, st.applied_fingerprint), (1, Some(7), Some(fp)));
+    assert_eq!((st.last_outcome, st.error), (FollowOutcome::Applied, None));
+
+    unchanged(&f);
+    replace(&path, GOOD2);
+    let info = applied(&f);
+    assert_eq!((info.added, info.removed, info.revision), (1, 0, Some(8)));
+    unchanged(&f);
+    let st = f.state();
+    assert_eq!((st.checks, st.applied, st.refused, st.applied_revision), (4, 2, 0, Some(8)));
+    assert_eq!(st.last_outcome, FollowOutcome::Unchanged);
+    assert_eq!(ring.fingerprint().unwrap(), text_fingerprint(GOOD2));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn follower_refuses_a_bad_file_once_and_keeps_the_ring() {
+    let dir = scratch("follow-refuse");
+    let path = dir.join("ring");
+    replace(&path, GOOD1);
+    let ring = Ring::new(&Options::default()).unwrap();
+    let f = Follower::new(&ring, &path).unwrap();
+    applied(&f);
+    let good = ring.fingerprint().unwrap();
+
+    replace(&path, "%%revision 9\n%%fingerprint 0x0123456789abcdef\na 1\nb x\n");
+    let err = f.check().unwrap_err();
+    assert_eq!((err.kind(), err.line()), (ErrorKind::Format, Some(4)));
+    let at = format!("{}:4: ", path.display());
+    assert!(err.message().starts_with(&at), "{}", err.message());
+    assert_eq!(ring.fingerprint().unwrap(), good);
+    assert_eq!(err.member(), Some(&b"b"[..])); // the member line's id, from the error record
+    let st = f.state();
+    // The state keeps the status, the message and the line (not the member).
+    let kept = st.error.as_ref().map(|e| (e.kind(), e.message(), e.line()));
+    assert_eq!(kept, Some((err.kind(), err.message(), err.line())));
+    assert_eq!((st.refused_revision, st.refused_fingerprint), (Some(9), Some(0x0123456789abcdef)));
+    assert_eq!((st.refused, st.last_outcome), (1, FollowOutcome::Refused));
+    assert_eq!((st.applied_revision, st.applied_fingerprint), (Some(7), Some(good)));
+
+    // Once: the same bad file is not reported again; the state still says why.
+    unchanged(&f);
+    let st = f.state();
+    assert_eq!((st.refused, st.last_outcome, st.refused_revision), (1, FollowOutcome::Unchanged, Some(9)));
+    assert_eq!(st.error.map(|e| (e.kind(), e.line())), Some((ErrorKind::Format, Some(4))));
+
+    // Options that differ from the ring's: nothing declared before the fault.
+    replace(&path, "%%placement ketama\na:11211 1\n");
+    assert_eq!(f.check().unwrap_err().kind(), ErrorKind::Options);
+    let st = f.state();
+    assert_eq!((st.refused_revision, st.refused_fingerprint), (None, None));
+
+    // A good file clears the refusal.
+    replace(&path, GOOD2);
+    applied(&f);
+    let st = f.state();
+    assert_eq!((st.error, st.refused_revision, st.refused), (None, None, 2));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn follower_of_a_missing_file() {
+    let dir = scratch("follow-missing");
+    let path = dir.join("ring");
+    let ring = Ring::new(&Options::default()).unwrap();
+    let f = Follower::new(&ring, &path).unwrap();
+    let err = f.check().unwrap_err();
+    assert_eq!((err.kind(), err.line()), (ErrorKind::Io, Some(0)));
+    assert!(err.message().contains(path.to_str().unwrap()), "{}", err.message());
+    unchanged(&f);
+
+    replace(&path, GOOD1);
+    applied(&f);
+    let good = ring.fingerprint().unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(f.check().unwrap_err().kind(), ErrorKind::Io);
+    unchanged(&f);
+    assert_eq!(ring.fingerprint().unwrap(), good);
+    let st = f.state();
+    assert_eq!(st.error.map(|e| e.kind()), Some(ErrorKind::Io));
+    assert_eq!((st.refused, st.applied_revision), (2, Some(7)));
+    replace(&path, GOOD2);
+    applied(&f);
+    assert_eq!(f.state().error, None);
+
+    assert_eq!(Follower::new(&ring, "").unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(Follower::new(&ring, "a\0b").unwrap_err().kind(), ErrorKind::InvalidArgument);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn assert_send_sync<T: Send + Sync>() {}
+
+// One thread checks while the file flips between two memberships, another
+// reads the state, a third looks keys up: every lookup finds a member of
+// one of the files, the state only grows, and the ring ends as the last
+// file.
+#[test]
+fn follower_state_from_another_thread_while_checking() {
+    assert_send_sync::<Follower<'static>>();
+    const FLIPS: u64 = 151; // odd: the ring ends on the second file
+    let files = ["a 1\nb 1\n", "a 1\ncc 1\n"];
+    let dir = scratch("follow-threads");
+    let path = dir.join("ring");
+    replace(&path, files[0]);
+    let ring = Ring::new(&Options::default()).unwrap();
+    let f = Follower::new(&ring, &path).unwrap();
+    applied(&f);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let state_reader = s.spawn(|| {
+            let mut last = 0;
+            let mut reads = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                let st = f.state();
+                assert!(st.error.is_none() && st.checks >= last && st.applied >= 1, "{:?}", st);
+                last = st.checks;
+                reads += 1;
+            }
+            reads
+        });
+        let key_reader = s.spawn(|| {
+            let mut i = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                let owner = ring.lookup(format!("key:{}", i)).unwrap();
+                assert!([&b"a"[..], b"b", b"cc"].contains(&owner.id()), "{:?}", owner.id());
+                i += 1;
+            }
+        });
+        for i in 1..=FLIPS {
+            replace(&path, files[(i % 2) as usize]);
+            applied(&f);
+        }
+        done.store(true, Ordering::Relaxed);
+        assert!(state_reader.join().unwrap() > 0);
+        key_reader.join().unwrap();
+    });
+    let st = f.state();
+    assert_eq!((st.checks, st.applied), (FLIPS + 1, FLIPS + 1));
+    assert_eq!(ring.fingerprint().unwrap(), text_fingerprint(files[1]));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+// A follower of a shared ring moves to another thread; the ring lives as
+// long as the follower, even when every other Arc is gone.
+#[test]
+fn shared_follower_keeps_its_ring() {
+    let dir = scratch("follow-shared");
+    let path = dir.join("ring");
+    replace(&path, GOOD1);
+    let ring = Arc::new(Ring::new(&Options::default()).unwrap());
+    let f = Follower::shared(Arc::clone(&ring), &path).unwrap();
+    let weak = Arc::downgrade(&ring);
+    drop(ring);
+    let f = std::thread::spawn(move || {
+        applied(&f);
+        f
+    })
+    .join()
+    .unwrap();
+    let ring = weak.upgrade().expect("the follower let its ring go");
+    assert_eq!(ring.fingerprint().unwrap(), text_fingerprint(GOOD1));
+    drop(ring);
+    drop(f);
+    assert!(weak.upgrade().is_none(), "the follower's drop kept the ring");
     std::fs::remove_dir_all(&dir).ok();
 }

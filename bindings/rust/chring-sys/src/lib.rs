@@ -115,6 +115,11 @@ pub const CHR_RINGFILE_INFO_VERSION: u32 = 1;
 pub const CHR_EXPORT_REVISION: u32 = 0x1;
 pub const CHR_EXPORT_JSON: u32 = 0x2;
 pub const CHR_ESCAPE_HIDDEN: u32 = 0x1;
+pub const CHR_FOLLOW_UNCHANGED: i32 = 0;
+pub const CHR_FOLLOW_APPLIED: i32 = 1;
+pub const CHR_FOLLOW_REFUSED: i32 = 2;
+pub const CHR_FOLLOW_STATE_VERSION: u32 = 1;
+pub const CHR_FOLLOW_MESSAGE_MAX: usize = 512;
 
 pub const CHR_PLUGIN_ABI_VERSION: u32 = 1;
 pub const CHR_HASHER_NAME_MAX: usize = 63;
@@ -231,6 +236,32 @@ pub struct chr_ringfile_info {
     pub replaced: u32,
     pub error_line: u32,
     pub reserved0: u32,
+}
+
+/// What a follower has seen (`CHR_FOLLOW_STATE_VERSION`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct chr_follow_state {
+    pub version: u32,
+    pub last_outcome: i32,
+    pub status: chr_status,
+    pub error_line: u32,
+    pub checks: u64,
+    pub applied: u64,
+    pub refused: u64,
+    pub applied_flags: u32,
+    pub refused_flags: u32,
+    pub applied_revision: u64,
+    pub applied_fingerprint: u64,
+    pub refused_revision: u64,
+    pub refused_fingerprint: u64,
+    pub message: [c_char; CHR_FOLLOW_MESSAGE_MAX],
+}
+
+/// Opaque follower handle.
+#[repr(C)]
+pub struct chr_follower {
+    _private: [u8; 0],
 }
 
 #[repr(C)]
@@ -430,6 +461,11 @@ extern "C" {
     pub fn chr_snapshot_export(snap: *const chr_snapshot, flags: u32, revision: u64, buf: *mut c_char, capacity: usize, len: *mut usize) -> chr_status;
     pub fn chr_ringfile_escape(bytes: *const c_void, len: usize, flags: u32, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
     pub fn chr_ringfile_unescape(field: *const c_char, len: usize, what: *const c_char, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
+    pub fn chr_follow_state_init(state: *mut chr_follow_state, version: u32) -> chr_status;
+    pub fn chr_follower_new(ring: *mut chr_ring, path: *const c_char, flags: u32, out: *mut *mut chr_follower) -> chr_status;
+    pub fn chr_follower_free(follower: *mut chr_follower);
+    pub fn chr_follower_check(follower: *mut chr_follower, outcome: *mut i32, info: *mut chr_ringfile_info) -> chr_status;
+    pub fn chr_follower_state(follower: *const chr_follower, state: *mut chr_follow_state) -> chr_status;
     pub fn chr_hasher_digest(name: *const c_char, data: *const c_void, len: usize, out: *mut c_uchar, capacity: usize, digest_size: *mut usize) -> chr_status;
     pub fn chr_bound_options_init(opts: *mut chr_bound_options, version: u32) -> chr_status;
     pub fn chr_bound_capacities(weights: *const u32, n: usize, total_load: u64, opts: *const chr_bound_options, caps: *mut u64) -> chr_status;

@@ -1,0 +1,456 @@
+
+/*
+ * ngx_http_upstream_chring_ring.c — the rings: one per tier (primary,
+ * backup) of a chring upstream, built from the round-robin peer lists when
+ * the upstream is initialised, in the master (the workers inherit them);
+ * with file=, the primary ring follows the ring file through a
+ * chr_follower, checked by each worker on its own (on the request path,
+ * at most every check= interval).
+ */
+
+
+#include "ngx_http_upstream_chring.h"
+
+
+static void ngx_http_upstream_chring_cleanup(void *data);
+static ngx_int_t ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_http_upstream_rr_peers_t *peers, ngx_http_upstream_chring_tier_t *tier,
+    const char *what);
+static void ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_tier_t *tier,
+    chr_change *changes, ngx_uint_t nnodes, size_t failed, const char *what);
+static ngx_int_t ngx_http_upstream_chring_file_adopt(
+    ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log);
+
+
+/* At the `chring` directive */
+
+
+/*
+ * The primary ring, created by the directive so that options a ring
+ * refuses fail at its line, and with file= its follower (nothing is read
+ * yet: the upstream's servers come later). The cleanup frees what the
+ * upstream's rings hold with the configuration's pool.
+ */
+ngx_int_t
+ngx_http_upstream_chring_create_rings(ngx_conf_t *cf,
+    ngx_http_upstream_chring_srv_conf_t *ccf)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_upstream_chring_cleanup;
+    cln->data = ccf;
+
+    if (chr_ring_new(&ccf->options, &ccf->primary.ring) != CHR_OK
+        || (ccf->file
+            && chr_follower_new(ccf->primary.ring,
+                                (const char *) ccf->file->path.data, 0,
+                                &ccf->primary.follower)
+               != CHR_OK))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chring: %s",
+                           chr_last_error());
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* The configuration's pool is destroyed (reload, exit, failed test). */
+static void
+ngx_http_upstream_chring_cleanup(void *data)
+{
+    ngx_http_upstream_chring_srv_conf_t  *ccf = data;
+
+    /* the follower borrows the ring: freed first */
+    chr_follower_free(ccf->primary.follower);
+    chr_snapshot_release(ccf->primary.snapshot);
+    chr_ring_free(ccf->primary.ring);
+    if (ccf->primary.node_of_index) {
+        ngx_free(ccf->primary.node_of_index);
+    }
+    chr_snapshot_release(ccf->backup.snapshot);
+    chr_ring_free(ccf->backup.ring);
+}
+
+
+/* Configuration time: rings from the round-robin peer lists */
+
+
+ngx_int_t
+ngx_http_upstream_init_chring(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_http_upstream_rr_peers_t         *peers;
+    ngx_http_upstream_chring_srv_conf_t  *ccf;
+
+    if (ngx_http_upstream_init_round_robin(cf, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    us->peer.init = ngx_http_upstream_init_chring_peer;
+
+    ccf = ngx_http_conf_upstream_srv_conf(us, ngx_http_upstream_chring_module);
+    peers = us->peer.data;
+
+    if (ngx_http_upstream_chring_build_tier(cf, us, ccf, peers, &ccf->primary,
+                                            "primary")
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (peers->next == NULL) {
+        return NGX_OK;
+    }
+
+    return ngx_http_upstream_chring_build_tier(cf, us, ccf, peers->next,
+                                               &ccf->backup, "backup");
+}
+
+
+/*
+ * One node per distinct `server` text, numbered in configuration order
+ * (the tag, which also orders equal points in placement=nginx). A node's
+ * weight is its servers' weight; a node whose servers are all `down` is
+ * kept with weight 0: a member without tokens, never chosen.
+ */
+static ngx_int_t
+ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_http_upstream_rr_peers_t *peers, ngx_http_upstream_chring_tier_t *tier,
+    const char *what)
+{
+    size_t                        failed;
+    uint32_t                      weight;
+    chr_status                    rc;
+    chr_change                   *changes;
+    ngx_uint_t                    i, k, nnodes;
+    ngx_http_upstream_rr_peer_t  *peer, *other;
+
+    tier->node_of_peer = ngx_palloc(cf->pool,
+                                    peers->number * sizeof(ngx_uint_t));
+    tier->node_id = ngx_palloc(cf->pool, peers->number * sizeof(ngx_str_t));
+    changes = ngx_pcalloc(cf->temp_pool, peers->number * sizeof(chr_change));
+    if (tier->node_of_peer == NULL || tier->node_id == NULL || changes == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    nnodes = 0;
+    failed = (size_t) -1;   /* no change at fault until chr_ring_apply says */
+
+    for (peer = peers->peer, i = 0; peer; peer = peer->next, i++) {
+        weight = peer->down ? 0 : (uint32_t) peer->weight;
+
+        /* a repeated server text joins the node of its first occurrence */
+        for (other = peers->peer, k = 0; k < i; other = other->next, k++) {
+            if (other->server.len == peer->server.len
+                && ngx_strncmp(other->server.data, peer->server.data,
+                               peer->server.len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (k < i) {
+            tier->node_of_peer[i] = tier->node_of_peer[k];
+
+            if (weight > changes[tier->node_of_peer[k]].weight) {
+                changes[tier->node_of_peer[k]].weight = weight;
+            }
+
+            continue;
+        }
+
+        tier->node_of_peer[i] = nnodes;
+        tier->node_id[nnodes] = peer->server;
+        changes[nnodes].op = CHR_OP_ADD;
+        changes[nnodes].id = peer->server.data;
+        changes[nnodes].id_len = peer->server.len;
+        changes[nnodes].weight = weight;
+        changes[nnodes].tag = nnodes;
+        nnodes++;
+    }
+
+    tier->nnodes = nnodes;
+
+    if (ccf->file && tier == &ccf->primary) {
+        /*
+         * the file, not the configuration, says who is a member: the
+         * follower's first check reads it whatever its stamp
+         */
+        ccf->file->applied = (chr_ringfile_info) CHR_RINGFILE_INFO_INIT;
+
+        if (chr_follower_check(tier->follower, NULL, &ccf->file->applied)
+            != CHR_OK)
+        {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "chring: upstream \"%V\" in %s:%ui: %s", &us->host,
+                          us->file_name, us->line, chr_last_error());
+            return NGX_ERROR;
+        }
+
+        ccf->file->stale = 1;
+
+        return ngx_http_upstream_chring_file_adopt(ccf, cf->log);
+    }
+
+    if (tier->ring == NULL) {
+        rc = chr_ring_new(&ccf->options, &tier->ring);
+        if (rc != CHR_OK) {
+            goto failed;
+        }
+    }
+
+    /* one batch: the ring publishes a single snapshot with every node */
+    rc = chr_ring_apply(tier->ring, changes, nnodes, &failed);
+    if (rc != CHR_OK) {
+        goto failed;
+    }
+
+    rc = chr_ring_snapshot(tier->ring, &tier->snapshot);
+    if (rc != CHR_OK) {
+        goto failed;
+    }
+
+    return NGX_OK;
+
+failed:
+
+    ngx_http_upstream_chring_log_server_error(cf, us, tier, changes, nnodes,
+                                              failed, what);
+
+    return NGX_ERROR;
+}
+
+
+/*
+ * A ring that refuses the configured servers: names the server at fault
+ * (the change chr_ring_apply reports in `failed`, the one that passes the
+ * token total included), else the tier's servers. nginx keeps no position
+ * for a `server` directive (ngx_http_upstream_server_t has none, and the
+ * rings are built after the whole configuration is read), so the server
+ * is named by its text and its rank among the upstream's `server`
+ * directives (us->servers, in configuration order, includes followed),
+ * with the `upstream` block's file and line.
+ */
+static void
+ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_tier_t *tier,
+    chr_change *changes, ngx_uint_t nnodes, size_t failed, const char *what)
+{
+    size_t                        len;
+    uint32_t                      weight;
+    ngx_str_t                    *node;
+    ngx_uint_t                    i, found, backup;
+    const char                   *message, *suffix;
+    ngx_http_upstream_server_t   *server;
+    u_char                        copy[NGX_MAX_ERROR_STR];
+
+    /* chr_last_error() is thread-local and stays; copy it all the same */
+    message = chr_last_error();
+    len = ngx_min(ngx_strlen(message), sizeof(copy) - 1);
+    *ngx_cpymem(copy, message, len) = '\0';
+
+    backup = ngx_strcmp(what, "backup") == 0;
+    server = us->servers->elts;
+    found = us->servers->nelts;
+
+    if (failed < nnodes) {
+        /*
+         * the node's `server`: of its directives (one text written more
+         * than once is one node), the first that gave the node its weight
+         */
+        node = &tier->node_id[failed];
+
+        for (i = 0; i < us->servers->nelts; i++) {
+            if ((ngx_uint_t) server[i].backup != backup
+                || server[i].name.len != node->len
+                || ngx_strncmp(server[i].name.data, node->data, node->len)
+                   != 0)
+            {
+                continue;
+            }
+
+            weight = server[i].down ? 0 : (uint32_t) server[i].weight;
+
+            if (found == us->servers->nelts) {
+                found = i;
+            }
+
+            if (weight == changes[failed].weight) {
+                found = i;
+                break;
+            }
+        }
+    }
+
+    if (found == us->servers->nelts) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "chring: %s servers of upstream \"%V\" in %s:%ui: %s",
+                      what, &us->host, us->file_name, us->line, copy);
+        return;
+    }
+
+    i = found + 1;
+    suffix = (i % 100 / 10 == 1) ? "th"
+             : (i % 10 == 1) ? "st"
+             : (i % 10 == 2) ? "nd"
+             : (i % 10 == 3) ? "rd" : "th";
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "chring: %s server \"%V\", the %ui%s \"server\" of upstream "
+                  "\"%V\" in %s:%ui: %s", what, &server[found].name, i,
+                  suffix, &us->host, us->file_name, us->line, copy);
+}
+
+
+/* file=: the ring file, followed by each process on its own */
+
+
+/*
+ * Puts the ring the follower applied last in use in this process: its
+ * snapshot, and the map from the snapshot's node indexes to the nodes
+ * (the upstream's server texts). On failure (allocation) the snapshot and
+ * map in use stay, `stale` stays set and the next check tries again.
+ */
+static ngx_int_t
+ngx_http_upstream_chring_file_adopt(ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_log_t *log)
+{
+    size_t                             i, count;
+    ngx_uint_t                         k, *map;
+    chr_snapshot                      *snap;
+    chr_node_view                      view;
+    chr_ringfile_info                 *info;
+    ngx_http_upstream_chring_file_t   *file;
+    ngx_http_upstream_chring_tier_t   *tier;
+
+    file = ccf->file;
+    tier = &ccf->primary;
+    info = &file->applied;
+
+    if (chr_ring_snapshot(tier->ring, &snap) != CHR_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "chring: upstream \"%V\": %s", &ccf->host,
+                      chr_last_error());
+        return NGX_ERROR;
+    }
+
+    if (chr_snapshot_node_count(snap, &count) != CHR_OK) {
+        chr_snapshot_release(snap);
+        return NGX_ERROR;
+    }
+
+    map = ngx_alloc((count ? count : 1) * sizeof(ngx_uint_t), log);
+    if (map == NULL) {
+        chr_snapshot_release(snap);
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < count; i++) {
+        map[i] = NGX_HTTP_CHRING_NO_NODE;
+
+        if (chr_snapshot_node(snap, i, &view) != CHR_OK) {
+            continue;
+        }
+
+        for (k = 0; k < tier->nnodes; k++) {
+            if (tier->node_id[k].len == view.id_len
+                && ngx_memcmp(tier->node_id[k].data, view.id, view.id_len)
+                   == 0)
+            {
+                map[i] = k;
+                break;
+            }
+        }
+
+        if (map[i] == NGX_HTTP_CHRING_NO_NODE) {
+            /* a member nobody serves: its keys go to their next replica */
+            ngx_log_error(NGX_LOG_WARN, log, 0,
+                          "chring: upstream \"%V\": \"%*s\" in %s matches no "
+                          "server of the upstream", &ccf->host,
+                          view.id_len, view.id, file->path.data);
+        }
+    }
+
+    chr_snapshot_release(tier->snapshot);
+    if (tier->node_of_index) {
+        ngx_free(tier->node_of_index);
+    }
+
+    tier->snapshot = snap;
+    tier->node_of_index = map;
+    file->stale = 0;
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "chring: upstream \"%V\": loaded %s: revision %uL%s, "
+                  "fingerprint 0x%016xL, %uz members (%uD added, "
+                  "%uD removed, %uD reweighted, %uD replaced)",
+                  &ccf->host, file->path.data, info->revision,
+                  (info->flags & CHR_RINGFILE_HAS_REVISION)
+                  ? "" : " (none in the file)",
+                  info->fingerprint, count, info->added, info->removed,
+                  info->reweighted, info->replaced);
+
+    return NGX_OK;
+}
+
+
+/*
+ * On the request path: one time comparison, and at most every check=
+ * interval one chr_follower_check(), which looks at the file's stamp and
+ * applies a changed file to this process's ring as one batch. A refused
+ * file is reported once by the follower (it keeps the refused file's
+ * stamp), so it is logged once; the ring keeps the last good file.
+ */
+void
+ngx_http_upstream_chring_file_check(ngx_http_upstream_chring_srv_conf_t *ccf,
+    ngx_log_t *log)
+{
+    int32_t                           outcome = CHR_FOLLOW_UNCHANGED;
+    chr_status                        rc;
+    chr_ringfile_info                 info = CHR_RINGFILE_INFO_INIT;
+    chr_follow_state                  state = CHR_FOLLOW_STATE_INIT;
+    ngx_http_upstream_chring_file_t  *file;
+
+    file = ccf->file;
+
+    if (file == NULL
+        || (ngx_msec_int_t) (ngx_current_msec - file->next_check) < 0)
+    {
+        return;
+    }
+
+    file->next_check = ngx_current_msec + file->check;
+
+    rc = chr_follower_check(ccf->primary.follower, &outcome, &info);
+
+    if (outcome == CHR_FOLLOW_APPLIED) {
+        file->applied = info;
+        file->stale = 1;
+
+    } else if (outcome == CHR_FOLLOW_REFUSED) {
+        (void) chr_follower_state(ccf->primary.follower, &state);
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "chring: upstream \"%V\": %s; keeping the ring of "
+                      "revision %uL, fingerprint 0x%016xL", &ccf->host,
+                      chr_last_error(), state.applied_revision,
+                      state.applied_fingerprint);
+
+    } else if (rc != CHR_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0, "chring: upstream \"%V\": %s",
+                      &ccf->host, chr_last_error());
+    }
+
+    if (file->stale) {
+        (void) ngx_http_upstream_chring_file_adopt(ccf, log);
+    }
+}
