@@ -351,6 +351,37 @@ static void test_file_errors_name_the_file(void **state) {
     unlink(path);
 }
 
+/* A follower's check records its failures as chr_follower_check's. */
+static void test_follower_check_records_its_reads(void **state) {
+    (void)state;
+    char path[] = "/tmp/chring-error-info-follow-XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "a 1\nb 1\na 2\n", 12), 12);
+    close(fd);
+    chr_ring *ring = ring_with_nodes(NULL, 1, 1);
+    chr_follower *follower = NULL;
+    assert_chr_ok(chr_follower_new(ring, path, 0, &follower));
+    int32_t outcome = 0;
+    assert_chr_status(chr_follower_check(follower, &outcome, NULL), CHR_EFORMAT);
+    chr_error_info info = last_info();
+    assert_file_failure(&info, CHR_EFORMAT, "chr_follower_check", path, 3,
+                        "duplicate id 'a' (first on line 1)");
+    assert_int_equal(info.other_line, 1);
+    assert_member(&info, "a", 1);
+    chr_follower_free(follower);
+
+    unlink(path);
+    assert_chr_ok(chr_follower_new(ring, path, 0, &follower));
+    assert_chr_status(chr_follower_check(follower, &outcome, NULL), CHR_EIO);
+    info = last_info();
+    assert_string_equal(info.function, "chr_follower_check");
+    assert_string_equal(info.source, path);
+    assert_int_equal(info.line, 0);
+    chr_follower_free(follower);
+    chr_ring_free(ring);
+}
+
 static void test_ring_file_refusals(void **state) {
     (void)state;
     /* A weight the placement does not take: the member's line and id. */
@@ -399,6 +430,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_directive_conflicts_name_the_earlier_line),
         cmocka_unit_test(test_member_line_errors_name_the_member),
         cmocka_unit_test(test_file_errors_name_the_file),
+        cmocka_unit_test(test_follower_check_records_its_reads),
         cmocka_unit_test(test_ring_file_refusals),
         cmocka_unit_test(test_unescape_names_its_function),
     };
