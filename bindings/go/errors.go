@@ -46,18 +46,29 @@ func (s Status) Error() string {
 var ErrClosed = errors.New("chring: use of a closed ring or snapshot")
 
 // Error is a failed call: its status, and the library's message naming the
-// C function, the bad value and the allowed range (chr_last_error). It
-// unwraps to its Status.
+// C function, the bad value and the allowed range (chr_last_error), with
+// what the library recorded of it as data (chr_last_error_info): the line of
+// a ring file, the earlier line it conflicts with, the member. It unwraps to
+// its Status.
 type Error struct {
 	Status  Status
 	Message string
 	// Index is, for Ring.Apply, the index of the change that failed
-	// (len(changes) for a batch-wide error); -1 for every other call.
+	// (len(changes) for a batch-wide error); for a ring-file call, the index
+	// of the change a line became when the ring refused it; -1 otherwise.
 	Index int
 	// Line is, for the ring-file calls, the line at fault (ErrFormat,
 	// ErrOptions, ErrNoHasher); 0 for the file as a whole and for every
 	// other call.
 	Line int
+	// OtherLine is, for a ring file, the earlier line the faulty one
+	// conflicts with (the first occurrence of a duplicate id or directive);
+	// 0 when there is none.
+	OtherLine int
+	// Member is the id of the member the failure is about (Add, Remove,
+	// SetWeight, a change of Apply, a ring file's member line); nil when the
+	// failure is about no one member.
+	Member []byte
 }
 
 func (e *Error) Error() string { return "chring: " + e.Message }
@@ -66,7 +77,7 @@ func (e *Error) Error() string { return "chring: " + e.Message }
 func (e *Error) Unwrap() error { return e.Status }
 
 // check turns a shim result into nil or an *Error, freeing the C copy of
-// the message.
+// the failure.
 func check(r C.gochr_result) error {
 	if r.status == C.CHR_OK {
 		return nil
@@ -76,10 +87,24 @@ func check(r C.gochr_result) error {
 
 func toError(r C.gochr_result, index int) *Error {
 	status := Status(r.status)
-	message := status.Error()
-	if r.message != nil {
-		message = C.GoString(r.message)
-		C.free(unsafe.Pointer(r.message))
+	e := &Error{Status: status, Message: status.Error(), Index: index}
+	f := r.failure
+	if f == nil {
+		return e
 	}
-	return &Error{Status: status, Message: message, Index: index}
+	defer C.free(unsafe.Pointer(f))
+	e.Message = C.GoString(&f.message[0])
+	if f.flags&C.CHR_ERROR_HAS_LINE != 0 {
+		e.Line = int(f.line)
+	}
+	if f.flags&C.CHR_ERROR_HAS_OTHER_LINE != 0 {
+		e.OtherLine = int(f.other_line)
+	}
+	if f.flags&C.CHR_ERROR_HAS_MEMBER != 0 {
+		e.Member = C.GoBytes(unsafe.Pointer(&f.member[0]), C.int(f.member_len))
+	}
+	if f.flags&C.CHR_ERROR_HAS_CHANGE != 0 && index < 0 {
+		e.Index = int(f.change_index)
+	}
+	return e
 }

@@ -68,7 +68,7 @@ func Hashers(pluginDir string) ([]HasherInfo, error) {
 		}
 		res := C.gochr_hasher_list(dir, out, C.size_t(len(infos)), &count)
 		if res.status == C.CHR_ERANGE && int(count) > len(infos) {
-			C.free(unsafe.Pointer(res.message))
+			C.free(unsafe.Pointer(res.failure))
 			continue // a plugin appeared between asking the size and listing
 		}
 		if err := check(res); err != nil {

@@ -260,7 +260,7 @@ func (r *Ring) Lookup(key []byte) (Node, error) {
 	res := C.gochr_ring_lookup_index(unsafe.Pointer(p), k, n)
 	runtime.KeepAlive(r) // its finalizer frees the C ring
 	if res.status != C.CHR_OK {
-		return Node{}, check(C.gochr_result{status: res.status, message: res.message})
+		return Node{}, check(C.gochr_result{status: res.status, failure: res.failure})
 	}
 	if t != nil && t.gen == gen && r.gen.Load() == gen && int(res.index) < len(t.nodes) {
 		return t.nodes[res.index], nil
@@ -309,7 +309,7 @@ func (r *Ring) lookupSlow(p *C.chr_ring, key []byte) (Node, error) {
 	if t, gen := r.current(); t != nil {
 		res := C.gochr_ring_lookup_index(unsafe.Pointer(p), k, n)
 		if res.status != C.CHR_OK {
-			return Node{}, check(C.gochr_result{status: res.status, message: res.message})
+			return Node{}, check(C.gochr_result{status: res.status, failure: res.failure})
 		}
 		if r.gen.Load() == gen && int(res.index) < len(t.nodes) {
 			return t.nodes[res.index], nil
@@ -398,7 +398,7 @@ func replicasFromTable(p unsafe.Pointer, key []byte, n int, table []Node, b *bat
 	k, kn := bytesArg(key)
 	res := call(p, k, kn, C.size_t(clampCount(n, room)), (*C.uint32_t)(unsafe.Pointer(&b.indices[0])))
 	if res.status != C.CHR_OK {
-		return nodes, check(C.gochr_result{status: res.status, message: res.message})
+		return nodes, check(C.gochr_result{status: res.status, failure: res.failure})
 	}
 	nodes = resize(nodes, int(res.count))
 	for i, index := range b.indices[:res.count] {
@@ -503,7 +503,7 @@ func (r *Ring) Nodes() ([]Node, error) {
 		refs := make([]C.chr_node_ref, count)
 		res := C.gochr_ring_nodes(unsafe.Pointer(p), refsArg(refs), C.size_t(len(refs)), &count)
 		if res.status == C.CHR_ERANGE && int(count) > len(refs) {
-			C.free(unsafe.Pointer(res.message))
+			C.free(unsafe.Pointer(res.failure))
 			continue
 		}
 		if err := check(res); err != nil {

@@ -51,12 +51,17 @@ func TestLookupReturnsAMemberWithItsFields(t *testing.T) {
 
 func TestAddRejectsBadMembers(t *testing.T) {
 	r := newRing(t, nil, 1)
-	wantStatus(t, r.Add(Member{ID: nodeID(0), Weight: 1}), ErrExists, "chr_ring_add")
+	e := wantStatus(t, r.Add(Member{ID: nodeID(0), Weight: 1}), ErrExists, "chr_ring_add")
+	if !bytes.Equal(e.Member, nodeID(0)) || e.Index != -1 || e.Line != 0 || e.OtherLine != 0 {
+		t.Fatalf("the error names the member: %+v", e)
+	}
 	wantStatus(t, r.Add(Member{ID: nil, Weight: 1}), ErrInvalid, "chr_ring_add")
 	wantStatus(t, r.Add(Member{ID: make([]byte, NodeIDMax+1), Weight: 1}), ErrRange, "chr_ring_add")
 	wantStatus(t, r.Add(Member{ID: []byte("w"), Weight: WeightMax + 1}), ErrRange, "chr_ring_add")
 	wantStatus(t, r.Add(Member{ID: []byte("z"), Weight: 1, Zone: make([]byte, ZoneMax+1)}), ErrRange, "chr_ring_add")
-	wantStatus(t, r.Remove([]byte("missing")), ErrNotFound, "chr_ring_remove")
+	if e := wantStatus(t, r.Remove([]byte("missing")), ErrNotFound, "chr_ring_remove"); string(e.Member) != "missing" {
+		t.Fatalf("member %q", e.Member)
+	}
 	wantStatus(t, r.SetWeight([]byte("missing"), 2), ErrNotFound, "chr_ring_set_weight")
 	if c, _ := r.NodeCount(); c != 1 {
 		t.Fatalf("failed updates changed the ring: %d members", c)
@@ -193,8 +198,8 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 		RemoveChange([]byte("not-there")),
 	})
 	e := wantStatus(t, err, ErrNotFound, "chr_ring_apply")
-	if e.Index != 2 {
-		t.Fatalf("failed index %d, want 2", e.Index)
+	if e.Index != 2 || string(e.Member) != "not-there" {
+		t.Fatalf("failed index %d, member %q: want 2, not-there", e.Index, e.Member)
 	}
 	if after, _ := r.Fingerprint(); after != before {
 		t.Fatal("a failed batch changed the ring")

@@ -229,7 +229,7 @@ func exportWith(call func(unsafe.Pointer, C.size_t, *C.size_t) C.gochr_result) (
 		if res.status != C.CHR_OK && res.status != C.CHR_ERANGE {
 			return nil, check(res)
 		}
-		C.free(unsafe.Pointer(res.message))
+		C.free(unsafe.Pointer(res.failure))
 		capacity := *n + 1
 		buf := C.malloc(capacity)
 		if buf == nil {

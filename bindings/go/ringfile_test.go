@@ -104,10 +104,11 @@ func TestRingFileErrors(t *testing.T) {
 	if !errors.Is(err, ErrClosed) {
 		t.Fatalf("closed ring: %v", err)
 	}
-	_, _, err = NewRingFromText([]byte("a 1\na 2\n"), "dup.txt", nil)
-	e := wantStatus(t, err, ErrFormat, "dup.txt:2:")
-	if e.Line != 2 {
-		t.Fatalf("line %d", e.Line)
+	_, _, err = NewRingFromText([]byte("a 1\nb 1\na 2\n"), "dup.txt", nil)
+	e := wantStatus(t, err, ErrFormat, "dup.txt:3:")
+	if e.Line != 3 || e.OtherLine != 1 || string(e.Member) != "a" || e.Index != -1 {
+		t.Fatalf("line %d, other line %d, member %q, index %d: want 3, 1, a, -1", e.Line, e.OtherLine,
+			e.Member, e.Index)
 	}
 	_, _, err = NewRingFromFile(filepath.Join(t.TempDir(), "missing"), nil)
 	wantStatus(t, err, ErrIO, "missing")

@@ -6,9 +6,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A failure with only a message (the shim's own), or NULL without memory. */
+static gochr_failure *failure_saying(const char *message) {
+    gochr_failure *f = calloc(1, sizeof *f);
+    if (f) snprintf(f->message, sizeof f->message, "%s", message);
+    return f;
+}
+
+/* This thread's failure, just recorded. */
+static gochr_failure *recorded_failure(void) {
+    chr_error_info info = CHR_ERROR_INFO_INIT;
+    if (chr_last_error_info(&info) != CHR_OK) return failure_saying(chr_last_error());
+    gochr_failure *f = failure_saying(info.message);
+    if (!f) return NULL;
+    f->flags = info.flags;
+    f->line = info.line;
+    f->other_line = info.other_line;
+    f->change_index = info.change_index;
+    if (info.flags & CHR_ERROR_HAS_MEMBER) {
+        f->member_len = (uint32_t)info.member_len;
+        memcpy(f->member, info.member, info.member_len);
+    }
+    return f;
+}
+
 static gochr_result finish(chr_status status) {
     gochr_result r = {status, NULL};
-    if (status != CHR_OK) r.message = strdup(chr_last_error());
+    if (status != CHR_OK) r.failure = recorded_failure();
     return r;
 }
 
@@ -142,14 +166,14 @@ WRAP(tracker_total, (const void *tracker, uint64_t *total), (tracker, total))
 gochr_index gochr_snapshot_lookup_index(const void *snap, const void *key, size_t key_len) {
     chr_node_view view;
     gochr_result r = finish(chr_snapshot_lookup(snap, key, key_len, &view));
-    gochr_index out = {r.status, r.status == CHR_OK ? view.index : 0, r.message};
+    gochr_index out = {r.status, r.status == CHR_OK ? view.index : 0, r.failure};
     return out;
 }
 
 gochr_index gochr_ring_lookup_index(const void *ring, const void *key, size_t key_len) {
     chr_node_ref ref;
     gochr_result r = finish(chr_ring_lookup(ring, key, key_len, &ref));
-    gochr_index out = {r.status, r.status == CHR_OK ? ref.index : 0, r.message};
+    gochr_index out = {r.status, r.status == CHR_OK ? ref.index : 0, r.failure};
     return out;
 }
 
@@ -185,12 +209,12 @@ static gochr_count replicas_index(replicas_call call, const char *who, size_t si
         char message[128];
         snprintf(message, sizeof message, "%s: out of memory for the Go binding's buffer", who);
         out.status = CHR_ENOMEM;
-        out.message = strdup(message);
+        out.failure = failure_saying(message);
         return out;
     }
     gochr_result r = finish(call(handle, key, key_len, n, buf, &out.count));
     out.status = r.status;
-    out.message = r.message;
+    out.failure = r.failure;
     if (r.status == CHR_OK)
         for (size_t i = 0; i < out.count; i++)
             memcpy(&indices[i], buf + i * size + index_offset, sizeof indices[i]);

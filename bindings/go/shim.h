@@ -1,8 +1,8 @@
 /*
- * C side of the Go binding. chr_last_error() is per OS thread, and a
- * goroutine may move to another thread between two cgo calls, so every
- * fallible call goes through a wrapper that copies the message in the same
- * call, on the thread that failed.
+ * C side of the Go binding. chr_last_error() and chr_last_error_info() are
+ * per OS thread, and a goroutine may move to another thread between two cgo
+ * calls, so every fallible call goes through a wrapper that copies the
+ * failure in the same call, on the thread that failed.
  *
  * Ring and snapshot handles are passed as void *: cgo boxes a typed pointer
  * to an incomplete C struct on the heap at every call (one allocation per
@@ -13,11 +13,23 @@
 
 #include <chring.h>
 
-/* A status and, on failure, a malloc'd copy of chr_last_error() (NULL on
+/* A failure as the failing thread recorded it: chr_last_error_info()'s
+ * fields the Go error carries, copied into one malloc'd block. */
+typedef struct gochr_failure {
+    uint32_t flags;        /* CHR_ERROR_HAS_* */
+    uint32_t line;         /* with CHR_ERROR_HAS_LINE */
+    uint32_t other_line;   /* with CHR_ERROR_HAS_OTHER_LINE */
+    uint32_t member_len;   /* with CHR_ERROR_HAS_MEMBER */
+    uint64_t change_index; /* with CHR_ERROR_HAS_CHANGE */
+    unsigned char member[CHR_NODE_ID_MAX];
+    char message[512];     /* chr_last_error() */
+} gochr_failure;
+
+/* A status and, on failure, a malloc'd copy of the failure (NULL on
  * success or if the copy could not be made); the Go side frees it. */
 typedef struct gochr_result {
     chr_status status;
-    char *message;
+    gochr_failure *failure;
 } gochr_result;
 
 gochr_result gochr_ring_new(const chr_options *opts, chr_ring **out);
@@ -122,11 +134,11 @@ gochr_result gochr_tracker_total(const void *tracker, uint64_t *total);
  * escapes to the Go heap, so an out-parameter would cost one allocation per
  * call. */
 
-/* A lookup's status, owner index and, on failure, the message. */
+/* A lookup's status, owner index and, on failure, the failure. */
 typedef struct gochr_index {
     chr_status status;
     uint32_t index;
-    char *message;
+    gochr_failure *failure;
 } gochr_index;
 
 gochr_index gochr_snapshot_lookup_index(const void *snap, const void *key, size_t key_len);
@@ -136,11 +148,11 @@ gochr_index gochr_snapshot_lookup_index(const void *snap, const void *key, size_
  * meanwhile). */
 gochr_index gochr_ring_lookup_index(const void *ring, const void *key, size_t key_len);
 
-/* A replica call's status, count written and, on failure, the message. */
+/* A replica call's status, count written and, on failure, the failure. */
 typedef struct gochr_count {
     chr_status status;
     size_t count;
-    char *message;
+    gochr_failure *failure;
 } gochr_count;
 
 /* chr_ring_replicas / chr_snapshot_replicas writing only the owners'

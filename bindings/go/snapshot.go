@@ -128,7 +128,7 @@ func lookupIndex(p *C.chr_snapshot, key []byte) (uint32, error) {
 	k, n := bytesArg(key)
 	r := C.gochr_snapshot_lookup_index(unsafe.Pointer(p), k, n)
 	if r.status != C.CHR_OK {
-		return 0, check(C.gochr_result{status: r.status, message: r.message})
+		return 0, check(C.gochr_result{status: r.status, failure: r.failure})
 	}
 	return uint32(r.index), nil
 }

@@ -38,13 +38,17 @@
  * ERROR MODEL
  *   Every fallible function returns a chr_status: CHR_OK (0) or a negative
  *   code. On failure a message naming the function and the bad value is
- *   kept per thread (chr_last_error()); success leaves it untouched. No
+ *   kept per thread (chr_last_error()), and the same failure as data
+ *   (chr_last_error_info(): the function, the reason, a ring file's name and
+ *   line, the member, the change of a batch); success leaves both
+ *   untouched. No
  *   C++ exception crosses this API. Out of memory is CHR_ENOMEM. A failed
  *   update leaves the ring exactly as it was. Ids and names from the
- *   caller appear in messages spelled as the CLI spells ids: printable
- *   ASCII and valid UTF-8 as they are; controls, bidirectional overrides,
- *   space, '%', backslash and invalid UTF-8 as %XX; at most 64 bytes, then
- *   "...".
+ *   caller appear in messages spelled as the CLI spells ids
+ *   (chr_ringfile_escape with CHR_ESCAPE_HIDDEN): printable ASCII and
+ *   valid UTF-8 as they are; controls, the C1 and bidirectional controls,
+ *   space, '%', a leading '#', U+FEFF and invalid UTF-8 as %XX; at most
+ *   their first 64 bytes, then "...".
  *
  * SIZE QUERIES
  *   Calls that fill a caller buffer (chr_ring_nodes, chr_hasher_list,
@@ -197,6 +201,83 @@ CHR_API const char *chr_strerror(chr_status status) CHR_NOEXCEPT;
  * Thread-safety: per thread. Since: 0.1.
  */
 CHR_API const char *chr_last_error(void) CHR_NOEXCEPT;
+
+#define CHR_ERROR_INFO_VERSION 1
+
+/* chr_error_info.flags: which optional fields the failure set */
+#define CHR_ERROR_HAS_SOURCE 0x1u     /**< source: the failure is about a ring file */
+#define CHR_ERROR_HAS_LINE 0x2u       /**< line (0 = the file as a whole); set with source */
+#define CHR_ERROR_HAS_OTHER_LINE 0x4u /**< other_line: the earlier line the faulty one conflicts with */
+#define CHR_ERROR_HAS_MEMBER 0x8u     /**< member, member_len */
+#define CHR_ERROR_HAS_CHANGE 0x10u    /**< change_index */
+
+/**
+ * The last failure of this thread as data, for callers that act on where a
+ * failure is rather than show it: the same failure chr_last_error() words,
+ * its parts in fields, so that no caller parses the message. Set `version`
+ * (CHR_ERROR_INFO_INIT or chr_error_info_init()) and call
+ * chr_last_error_info(); the fields of that version are filled. The
+ * optional fields are valid only with their CHR_ERROR_HAS_* flag (else 0 or
+ * NULL): which ones a failure sets is said below.
+ *
+ * A ring file's failure (chr_ring_new_from_*, chr_ring_apply_*,
+ * chr_follower_check: malformed, unreadable, refused by the ring or by the
+ * options) has source and line
+ * (0 for the file as a whole), and: other_line for a duplicate id (the
+ * member's first line), a duplicate directive (its first line), a directive
+ * after a member (the first member's line) and a %%ring-file after another
+ * directive (that directive's line); member for a failure about one member
+ * line (its decoded id); change_index when the ring refused the change the
+ * line became. chr_ring_add, chr_ring_remove and chr_ring_set_weight set
+ * member; chr_ring_apply and chr_ring_apply2 set change_index for a
+ * failure of one change, and member when that change's id is valid.
+ */
+typedef struct chr_error_info {
+    uint32_t version;       /**< in: CHR_ERROR_INFO_VERSION (1..current accepted) */
+    chr_status status;      /**< the failure's status; CHR_OK when this thread has had none */
+    uint32_t flags;         /**< CHR_ERROR_HAS_* */
+    uint32_t line;          /**< the ring file's line at fault; 0 = the file as a whole */
+    uint32_t other_line;    /**< the earlier line the faulty one conflicts with */
+    uint32_t reserved0;     /**< set to 0 */
+    uint64_t change_index;  /**< the change at fault: its index in the batch of chr_ring_apply or
+                                 chr_ring_apply2, or in the batch a ring file became */
+    const char *function;   /**< the chr_* call that failed ("chr_ring_add"); "" if unknown */
+    const char *message;    /**< the message, as chr_last_error() */
+    const char *reason;     /**< the message without its prefix ("name:line: ", "name: " or
+                                 "chr_ring_add: "): what is wrong */
+    const char *source;     /**< the ring file's name as given: the path, the name argument,
+                                 "<text>"; "" without CHR_ERROR_HAS_SOURCE */
+    const void *member;     /**< the member id's bytes (member_len of them, not NUL-terminated) */
+    size_t member_len;      /**< 1..CHR_NODE_ID_MAX */
+} chr_error_info;
+
+#define CHR_ERROR_INFO_INIT { CHR_ERROR_INFO_VERSION, CHR_OK, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 0 }
+
+/**
+ * Fills `info` with zeros, NULL pointers and `version`, the function twin
+ * of CHR_ERROR_INFO_INIT for bindings.
+ * @return CHR_OK; CHR_EINVAL (NULL info); CHR_EVERSION (version not in
+ *         1..CHR_ERROR_INFO_VERSION).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_error_info_init(chr_error_info *info, uint32_t version) CHR_NOEXCEPT;
+
+/**
+ * The last failure of this thread (see chr_error_info). A thread that has
+ * had no failure gets status CHR_OK, flags 0 and "" for every string.
+ * Successful calls leave the record as it is, as they leave chr_last_error().
+ * @param info  its `version` set by the caller; receives the record
+ * @return CHR_OK; CHR_EINVAL (NULL info); CHR_EVERSION (info->version not
+ *         in 1..CHR_ERROR_INFO_VERSION). These two failures are the only
+ *         ones that do not replace the record: it still holds the failure
+ *         the caller asked about, and `info` is not written.
+ * Thread-safety: per thread. Ownership: the strings and `member` point into
+ * fixed per-thread buffers (recording a failure never allocates), valid
+ * until this thread's next failing chring call; copy what you keep. As
+ * the message keeps at most 511 bytes, source keeps at least its first 175
+ * (a longer name may be cut). Since: 0.1.
+ */
+CHR_API chr_status chr_last_error_info(chr_error_info *info) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Limits                                                                   */
@@ -1181,8 +1262,9 @@ CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t 
  * (native) or by tag, then id (compatibility placements).
  *
  * Errors: a malformed file is CHR_EFORMAT with "name:line: what is wrong"
- * in chr_last_error() (just "name: ..." for the file as a whole); a file
- * that cannot be read is CHR_EIO. A failed call changes nothing.
+ * in chr_last_error() (just "name: ..." for the file as a whole), and the
+ * name, the line, the reason and the member apart in chr_last_error_info();
+ * a file that cannot be read is CHR_EIO. A failed call changes nothing.
  */
 
 #define CHR_EFORMAT (-17)   /**< a malformed ring file: chr_last_error() reads "file:line: reason" */

@@ -209,7 +209,7 @@ CHR_API chr_status chr_plan_new(const chr_diff *diff, int32_t policy, size_t rep
     if (replicas > CHR_PLAN_REPLICAS_MAX)
         return fail(CHR_ERANGE, "%s: replicas %zu is over CHR_PLAN_REPLICAS_MAX (%d)", who, replicas,
                     CHR_PLAN_REPLICAS_MAX);
-    if (chr_status st = chring::check_plan_policy(policy, who)) return st;
+    if (chr_status st = chring::check_replica_policy(who, policy)) return st;
     return guarded(who, [&] {
         *out = reinterpret_cast<chr_plan *>(new Plan(*impl(diff), policy, replicas));
         return CHR_OK;

@@ -107,16 +107,6 @@ chr_status check_replica_args(const char *who, const void *key, size_t len, size
     return check_key(who, key, len);
 }
 
-// Replica policies by number (CHR_REPLICAS_*), the names chr_replica_policy_name gives.
-constexpr const char *kPolicyNames[] = {"nodes", "zones-first", "nts"};
-constexpr int32_t kPolicies = int32_t(sizeof kPolicyNames / sizeof kPolicyNames[0]);
-
-chr_status check_policy(const char *who, int32_t policy) {
-    if (policy >= 0 && policy < kPolicies) return CHR_OK;
-    return fail(CHR_ENOTSUP, "%s: no replica policy %d in this library (0..%d: nodes, zones-first, nts)",
-                who, policy, kPolicies - 1);
-}
-
 // chr_ring_apply and chr_ring_apply2: a batch of `change_size`-byte changes.
 chr_status apply_batch(const char *who, chr_ring *ring, const void *changes, size_t count,
                        size_t change_size, size_t *failed_index) {
@@ -126,9 +116,11 @@ chr_status apply_batch(const char *who, chr_ring *ring, const void *changes, siz
     if (change_size < Ring::kChangeV1Size)
         return fail(CHR_EINVAL, "%s: change_size %zu is less than the %zu bytes of chr_change 0.1",
                     who, change_size, Ring::kChangeV1Size);
-    return guarded(who, [&] {
-        return impl(ring)->apply(changes, count, change_size, failed_index, who);
-    });
+    size_t failed = count;
+    chr_status st = guarded(who, [&] { return impl(ring)->apply(changes, count, change_size, &failed, who); });
+    if (st != CHR_OK && failed < count) chring::note_change(failed);  // one change's failure
+    if (failed_index) *failed_index = failed;
+    return st;
 }
 
 // One value of the ring's current snapshot (a count, the fingerprint) into
@@ -183,6 +175,24 @@ CHR_API const char *chr_version_string(void) noexcept {
 CHR_API const char *chr_strerror(chr_status status) noexcept { return chring::status_text(status); }
 
 CHR_API const char *chr_last_error(void) noexcept { return chring::last_error(); }
+
+CHR_API chr_status chr_error_info_init(chr_error_info *info, uint32_t version) noexcept {
+    static const char *who = "chr_error_info_init";
+    if (!info) return null_arg(who, "info");
+    if (chr_status st = chring::check_version(who, "", version, CHR_ERROR_INFO_VERSION)) return st;
+    chr_error_info defaults = CHR_ERROR_INFO_INIT;
+    *info = defaults;
+    info->version = version;
+    return CHR_OK;
+}
+
+// Its own failures leave the record alone: it holds the failure asked about.
+CHR_API chr_status chr_last_error_info(chr_error_info *info) noexcept {
+    if (!info) return CHR_EINVAL;
+    if (info->version < 1 || info->version > CHR_ERROR_INFO_VERSION) return CHR_EVERSION;
+    chring::last_error_info(info);
+    return CHR_OK;
+}
 
 CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) noexcept {
     static const char *who = "chr_options_init";
@@ -314,7 +324,7 @@ CHR_API chr_status chr_ring_replicas_policy(const chr_ring *ring, const void *ke
     static const char *who = "chr_ring_replicas_policy";
     if (!ring) return null_arg(who, "ring");
     if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
-    if (chr_status st = check_policy(who, policy)) return st;
+    if (chr_status st = chring::check_replica_policy(who, policy)) return st;
     const Ring &r = *impl(ring);
     const uint64_t h = r.hash_key(key, key_len);
     return guarded(who, [&] {
@@ -419,7 +429,7 @@ CHR_API chr_status chr_snapshot_replicas_policy(const chr_snapshot *snap, const 
     static const char *who = "chr_snapshot_replicas_policy";
     if (!snap) return null_arg(who, "snap");
     if (chr_status st = check_replica_args(who, key, key_len, n, out, count)) return st;
-    if (chr_status st = check_policy(who, policy)) return st;
+    if (chr_status st = chring::check_replica_policy(who, policy)) return st;
     const Snapshot &s = *impl(snap);
     const uint64_t h = s.hash_key(key, key_len);
     return guarded(who, [&] {
@@ -436,7 +446,7 @@ CHR_API chr_status chr_snapshot_replica_shares(const chr_snapshot *snap, int32_t
     if (!count) return null_arg(who, "count");
     if (chr_status st = check_buffer(who, shares, capacity)) return st;
     if (n == 0) return fail(CHR_EINVAL, "%s: n is 0 (ask for at least 1 replica)", who);
-    if (chr_status st = check_policy(who, policy)) return st;
+    if (chr_status st = chring::check_replica_policy(who, policy)) return st;
     const Snapshot &s = *impl(snap);
     *count = s.node_count();
     if (capacity < s.node_count()) return too_small(who, shares, capacity, s.node_count(), "members");
@@ -449,8 +459,8 @@ CHR_API chr_status chr_snapshot_replica_shares(const chr_snapshot *snap, int32_t
 CHR_API chr_status chr_replica_policy_name(int32_t policy, const char **name) noexcept {
     static const char *who = "chr_replica_policy_name";
     if (!name) return null_arg(who, "name");
-    if (chr_status st = check_policy(who, policy)) return st;
-    *name = kPolicyNames[policy];
+    if (chr_status st = chring::check_replica_policy(who, policy)) return st;
+    *name = chring::kReplicaPolicyNames[policy];
     return CHR_OK;
 }
 
@@ -458,8 +468,8 @@ CHR_API chr_status chr_replica_policy_find(const char *name, int32_t *policy) no
     static const char *who = "chr_replica_policy_find";
     if (!name) return null_arg(who, "name");
     if (!policy) return null_arg(who, "policy");
-    for (int32_t p = 0; p < kPolicies; ++p)
-        if (std::strcmp(name, kPolicyNames[p]) == 0) {
+    for (int32_t p = 0; p < chring::kReplicaPolicies; ++p)
+        if (std::strcmp(name, chring::kReplicaPolicyNames[p]) == 0) {
             *policy = p;
             return CHR_OK;
         }

@@ -47,19 +47,19 @@ chr_status check_text(const char *who, const char *text, size_t len) {
 }
 
 // Parses `text` and makes a ring of it (ring == nullptr) or applies it to `ring`.
-chr_status load_text(std::string_view text, const std::string &name, chr_ring *ring,
+chr_status load_text(const char *who, std::string_view text, const std::string &name, chr_ring *ring,
                      const chr_options *base, chr_ring **out, chr_ringfile_info *info) {
     chring::ringfile::File f;
     chring::ringfile::Outcome o;
     size_t line = 0;
-    chr_status st = chring::ringfile::parse(text, name, f, &line);
+    chr_status st = chring::ringfile::parse(text, name, who, f, &line);
     if (st != CHR_OK) {
         o.error_line = line;
     } else if (ring) {
-        st = chring::ringfile::apply(*impl(ring), f, o);
+        st = chring::ringfile::apply(*impl(ring), f, who, o);
     } else {
         Ring *r = nullptr;
-        st = chring::ringfile::create(f, base, &r, o);
+        st = chring::ringfile::create(f, base, who, &r, o);
         *out = reinterpret_cast<chr_ring *>(r);
     }
     chring::ringfile::describe(f, o, st, info);
@@ -86,17 +86,17 @@ chr_status check_source(const char *who, const Source &src) {
 }
 
 // Reads the source (a file: CHR_EIO, info reset) and creates or applies it.
-chr_status load_source(const Source &src, chr_ring *ring, const chr_options *base,
+chr_status load_source(const char *who, const Source &src, chr_ring *ring, const chr_options *base,
                        chr_ring **out, chr_ringfile_info *info) {
     if (!src.is_file)
-        return load_text(std::string_view(src.text ? src.text : "", src.len),
+        return load_text(who, std::string_view(src.text ? src.text : "", src.len),
                          src.name ? src.name : "<text>", ring, base, out, info);
     std::string text;
-    if (chr_status st = chring::ringfile::read_file(src.path, text)) {
+    if (chr_status st = chring::ringfile::read_file(src.path, who, text)) {
         if (info) chr_ringfile_info_init(info, info->version);
         return st;
     }
-    return load_text(text, src.path, ring, base, out, info);
+    return load_text(who, text, src.path, ring, base, out, info);
 }
 
 // chr_ring_new_from_text and chr_ring_new_from_file.
@@ -107,7 +107,7 @@ chr_status create_from(const char *who, const Source &src, const chr_options *ba
     if (chr_status st = check_source(who, src)) return st;
     if (chr_status st = check_info(who, info)) return st;
     if (chr_status st = check_base(who, base)) return st;
-    return guarded(who, [&] { return load_source(src, nullptr, base, out, info); });
+    return guarded(who, [&] { return load_source(who, src, nullptr, base, out, info); });
 }
 
 // chr_ring_apply_text and chr_ring_apply_file.
@@ -115,7 +115,7 @@ chr_status apply_from(const char *who, chr_ring *ring, const Source &src, chr_ri
     if (!ring) return null_arg(who, "ring");
     if (chr_status st = check_source(who, src)) return st;
     if (chr_status st = check_info(who, info)) return st;
-    return guarded(who, [&] { return load_source(src, ring, nullptr, nullptr, info); });
+    return guarded(who, [&] { return load_source(who, src, ring, nullptr, nullptr, info); });
 }
 
 chr_status copy_out(const char *who, const std::string &text, char *buf, size_t capacity,
@@ -232,8 +232,11 @@ CHR_API chr_status chr_ringfile_unescape(const char *field, size_t len, const ch
     return guarded(who, [&] {
         std::string out, why;
         if (!chring::ringfile::unescape_field(std::string_view(field ? field : "", len),
-                                              what ? what : "field", out, why))
-            return fail(CHR_EFORMAT, "%s", why.c_str());
+                                              what ? what : "field", out, why)) {
+            chring::ErrorWhere where;  // the message names the field, not the function
+            where.function = who;
+            return chring::fail_at(where, CHR_EFORMAT, "%s", why.c_str());
+        }
         return copy_out(who, out, buf, capacity, out_len, "decoded bytes");
     });
 }

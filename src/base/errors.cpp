@@ -1,5 +1,8 @@
 #include "base/errors.hpp"
 
+#include "base/spelling.hpp"
+
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdint>
@@ -7,23 +10,164 @@
 
 namespace chring {
 namespace {
-// Fixed size so that reporting CHR_ENOMEM never needs memory.
-thread_local char tls_message[512];
+
+// This thread's last failure. Plain zero-initialized thread-local storage:
+// no constructor, no destructor, a fresh thread reads status CHR_OK and
+// empty strings; fixed sizes, so that recording (CHR_ENOMEM too) never
+// needs memory.
+//
+// Small on purpose: libchring's thread-locals are static TLS (reclaim.hpp's
+// initial-exec slot pointer marks the library so), and a library loaded by
+// dlopen (LuaJIT's ffi.load, Python's ctypes, an nginx module's dependency)
+// gets its static TLS from glibc's small reserve, about 1.6 KB here. The
+// record (about 1 KB) and discovery.cpp's skip list (512 bytes) take what the
+// 512-byte message and a 1 KB skip list took before; keep the total there.
+constexpr size_t kMessageMax = 512;  // the message with its NUL, as chr_last_error() always had
+constexpr size_t kTextSize = 688;    // the message, then the source's copy
+struct Record {
+    chr_status status;
+    uint32_t flags;  // CHR_ERROR_HAS_*
+    uint32_t line, other_line;
+    uint64_t change_index;
+    uint16_t reason_at;   // the reason is text + reason_at
+    uint16_t source_at;   // with CHR_ERROR_HAS_SOURCE: the source is text + source_at
+    uint16_t member_len;  // with CHR_ERROR_HAS_MEMBER
+    char function[32];    // "" when unknown; the longest entry point has 28 characters
+    char text[kTextSize]; // the message (NUL-terminated, at most kMessageMax with it), then the source
+    unsigned char member[CHR_NODE_ID_MAX];
+};
+thread_local Record tls_record;
+
+static_assert(sizeof(Record) <= 1008, "the record's share of the library's static TLS (see above)");
+static_assert(sizeof(Record) <= PreserveLastError::kRecordSize && alignof(Record) <= 8,
+              "PreserveLastError must hold the record");
+
+// `text` (n bytes) into `out` of `size` bytes, cut to fit, NUL-terminated;
+// the bytes written without the NUL.
+size_t copy_cut(char *out, size_t size, const char *text, size_t n) noexcept {
+    n = std::min(n, size - 1);
+    std::memcpy(out, text, n);
+    out[n] = '\0';
+    return n;
+}
+
+uint32_t line_number(size_t line) noexcept { return uint32_t(std::min<size_t>(line, UINT32_MAX)); }
+
+// The length of the entry point's name `who` starts with ("chr_ring_add",
+// also in "chr_plugin_load: /path"); 0 if it starts with none.
+size_t function_length(const char *who) noexcept {
+    if (std::strncmp(who, "chr_", 4) != 0) return 0;
+    size_t n = 4;
+    while ((who[n] >= 'a' && who[n] <= 'z') || (who[n] >= '0' && who[n] <= '9') || who[n] == '_') ++n;
+    return n;
+}
+
+// Starts a new record: every optional field cleared; `function` (n bytes)
+// names the entry point.
+Record &begin(chr_status status, const char *function, size_t n) noexcept {
+    Record &r = tls_record;
+    r.status = status;
+    r.flags = 0;
+    r.line = r.other_line = 0;
+    r.change_index = 0;
+    r.reason_at = r.source_at = r.member_len = 0;
+    copy_cut(r.function, sizeof r.function, function ? function : "", function ? n : 0);
+    return r;
+}
+
 }  // namespace
 
 chr_status fail(chr_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    std::vsnprintf(tls_message, sizeof tls_message, fmt, ap);
+    const char *who = nullptr;
+    if (std::strncmp(fmt, "%s: ", 4) == 0) {
+        va_list first;
+        va_copy(first, ap);
+        who = va_arg(first, const char *);
+        va_end(first);
+    }
+    const size_t function = who ? function_length(who) : 0;
+    Record &r = begin(status, who, function);
+    std::vsnprintf(r.text, kMessageMax, fmt, ap);
     va_end(ap);
+    // The reason follows "<function>: " (or the internal caller's "<who>: ").
+    if (who) r.reason_at = uint16_t(std::min((function ? function : std::strlen(who)) + 2, std::strlen(r.text)));
     return status;
 }
 
-const char *last_error() noexcept { return tls_message; }
+chr_status fail_at(const ErrorWhere &where, chr_status status, const char *fmt, ...) {
+    Record &r = begin(status, where.function, where.function ? std::strlen(where.function) : 0);
+    size_t at = 0;
+    if (where.source) {
+        const int n = where.line ? std::snprintf(r.text, kMessageMax, "%s:%zu: ", where.source, where.line)
+                                 : std::snprintf(r.text, kMessageMax, "%s: ", where.source);
+        at = std::min(n < 0 ? 0 : size_t(n), kMessageMax - 1);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(r.text + at, kMessageMax - at, fmt, ap);
+    va_end(ap);
+    r.reason_at = uint16_t(at);
+    if (where.source) {
+        r.flags |= CHR_ERROR_HAS_SOURCE | CHR_ERROR_HAS_LINE;
+        r.line = line_number(where.line);
+        r.source_at = uint16_t(std::strlen(r.text) + 1);
+        copy_cut(r.text + r.source_at, kTextSize - r.source_at, where.source, std::strlen(where.source));
+    }
+    if (where.other_line) {
+        r.flags |= CHR_ERROR_HAS_OTHER_LINE;
+        r.other_line = line_number(where.other_line);
+    }
+    if (where.member) note_member(where.member, where.member_len);
+    if (where.has_change) note_change(where.change_index);
+    return status;
+}
 
-static_assert(sizeof(PreserveLastError) >= sizeof tls_message, "saved_ must hold the message");
-PreserveLastError::PreserveLastError() noexcept { std::memcpy(saved_, tls_message, sizeof tls_message); }
-PreserveLastError::~PreserveLastError() { std::memcpy(tls_message, saved_, sizeof tls_message); }
+void note_member(const void *id, size_t len) noexcept {
+    if (!id || len == 0 || len > CHR_NODE_ID_MAX) return;
+    Record &r = tls_record;
+    std::memcpy(r.member, id, len);
+    r.member_len = uint16_t(len);
+    r.flags |= CHR_ERROR_HAS_MEMBER;
+}
+
+void note_change(uint64_t index) noexcept {
+    tls_record.change_index = index;
+    tls_record.flags |= CHR_ERROR_HAS_CHANGE;
+}
+
+const char *last_error() noexcept { return tls_record.text; }
+
+void last_error_info(chr_error_info *info) noexcept {
+    // Version 1 is the whole struct today; later versions fill by version.
+    const Record &r = tls_record;
+    const bool source = r.flags & CHR_ERROR_HAS_SOURCE, member = r.flags & CHR_ERROR_HAS_MEMBER;
+    info->status = r.status;
+    info->flags = r.flags;
+    info->line = r.line;
+    info->other_line = r.other_line;
+    info->reserved0 = 0;
+    info->change_index = r.change_index;
+    info->function = r.function;
+    info->message = r.text;
+    info->reason = r.text + r.reason_at;
+    info->source = source ? r.text + r.source_at : "";
+    info->member = member ? r.member : nullptr;
+    info->member_len = member ? r.member_len : 0;
+}
+
+void recorded_failure(RecordedFailure *out) noexcept {
+    const Record &r = tls_record;
+    out->status = r.status;
+    const char *reason = r.text + r.reason_at;
+    copy_cut(out->reason, sizeof out->reason, reason, std::strlen(reason));
+    out->member_len = (r.flags & CHR_ERROR_HAS_MEMBER) ? r.member_len : 0;
+    std::memcpy(out->member, r.member, out->member_len);
+}
+
+PreserveLastError::PreserveLastError() noexcept { std::memcpy(saved_, &tls_record, sizeof tls_record); }
+PreserveLastError::~PreserveLastError() { std::memcpy(&tls_record, saved_, sizeof tls_record); }
 
 const char *status_text(chr_status status) noexcept {
     switch (status) {
@@ -52,63 +196,10 @@ const char *status_text(chr_status status) noexcept {
     }
 }
 
-size_t utf8_sequence(const unsigned char *s, size_t n, size_t i, uint32_t *cp) noexcept {
-    const unsigned char lead = s[i];
-    const size_t len = lead >= 0xF0 ? (lead <= 0xF4 ? 4 : 0) : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
-    if (len == 0 || i + len > n) return 0;
-    static constexpr uint32_t kLeadBits[5] = {0, 0, 0x1F, 0x0F, 0x07};
-    static constexpr uint32_t kSmallest[5] = {0, 0, 0x80, 0x800, 0x10000};
-    uint32_t c = lead & kLeadBits[len];
-    for (size_t k = 1; k < len; ++k) {
-        if ((s[i + k] & 0xC0) != 0x80) return 0;
-        c = c << 6 | (s[i + k] & 0x3Fu);
-    }
-    const bool surrogate = c >= 0xD800 && c <= 0xDFFF;
-    if (c < kSmallest[len] || c > 0x10FFFF || surrogate) return 0;
-    *cp = c;
-    return len;
-}
-
-bool invisible(uint32_t cp) noexcept {
-    return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
-           (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
-}
-
-bool escaped_everywhere(uint32_t cp) noexcept { return cp == 0xFEFF; }
-
-namespace {
-
-bool plain_ascii(unsigned char c) noexcept {
-    return c > 0x20 && c < 0x7f && c != '%' && c != '\\';
-}
-
-}  // namespace
-
 Quoted::Quoted(const void *bytes, size_t len) noexcept {
-    static const char digits[] = "0123456789ABCDEF";
-    const unsigned char *s = static_cast<const unsigned char *>(bytes);
     const size_t n = len < kQuotedInput ? len : kQuotedInput;
     char *out = text_;
-    auto encode = [&](unsigned char c) {
-        *out++ = '%';
-        *out++ = digits[c >> 4];
-        *out++ = digits[c & 15];
-    };
-    for (size_t i = 0; i < n;) {
-        uint32_t cp = 0;
-        size_t seq = s[i] >= 0x80 ? utf8_sequence(s, n, i, &cp) : 0;
-        if (seq) {
-            for (size_t k = 0; k < seq; ++k) {
-                if (invisible(cp) || escaped_everywhere(cp)) encode(s[i + k]);
-                else *out++ = char(s[i + k]);
-            }
-            i += seq;
-            continue;
-        }
-        if (plain_ascii(s[i])) *out++ = char(s[i]);
-        else encode(s[i]);
-        ++i;
-    }
+    spell_field(bytes, n, true, [&](char c) { *out++ = c; });
     if (len > n) out = std::strcpy(out, "...") + 3;
     *out = '\0';
 }

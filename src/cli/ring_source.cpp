@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <new>
+#include <string_view>
 
 #include "options.hpp"
 #include "spelling.hpp"
@@ -17,14 +18,15 @@ constexpr const char *kDirectivesRule =
 [[noreturn]] void file_refused(chr_status st, const chr_ringfile_info &info, const RingConfig &flags,
                               const MemberSource &source) {
     if (st == CHR_ENOMEM) throw std::bad_alloc();
-    // The read stopped in an overlong line: the parser measured only the
-    // line_max + 2 bytes read of it, not its length.
-    if (source.cut_line && info.error_line == source.cut_line) {
-        const std::string where = source.name + ":" + std::to_string(source.cut_line) + ": line is ";
-        const std::string limit = " bytes long (limit " + std::to_string(CHR_RINGFILE_LINE_MAX) + ")";
-        if (chr_last_error() == where + std::to_string(CHR_RINGFILE_LINE_MAX + 2) + limit)
-            throw CliError(where + "more than " + std::to_string(CHR_RINGFILE_LINE_MAX) + limit);
-    }
+    // The read stopped in an overlong line, so that is the line the parser
+    // refuses (the length is the first thing it checks of a line); it
+    // measured only the line_max + 2 bytes read of it, not its length. (A
+    // NUL byte in that line, or a byte order mark starting it as the first,
+    // is refused too, but the line's length is what ended the read.)
+    if (source.cut_line && info.error_line == source.cut_line)
+        throw CliError(source.name + ":" + std::to_string(source.cut_line) + ": line is more than " +
+                       std::to_string(CHR_RINGFILE_LINE_MAX) + " bytes long (limit " +
+                       std::to_string(CHR_RINGFILE_LINE_MAX) + ")");
     const bool the_file = st == CHR_EFORMAT || st == CHR_EIO || info.error_line != 0;
     const std::string context = the_file ? "" : "cannot create the ring";
     if (st == CHR_ENOHASHER) throw_no_hasher(context, flags.plugin_dir.empty() ? nullptr : flags.plugin_dir.c_str());
@@ -32,25 +34,24 @@ constexpr const char *kDirectivesRule =
     throw CliError(chr_strerror(st));  // not reached: check() throws for every error
 }
 
-// The line of the file that has `id`: the file with the id added as a last
-// line is refused by the parser, whose message says "(first on line L)"
-// (docs/ring-file.md, section 8). "" if it does not say so.
-std::string line_of(const MemberSource &source, const std::string &id, const chr_options &base) {
+// The line of the file that has `id`, as the parser knows it: the file
+// with the id added as a last line is a duplicate, whose error record
+// names the first line (other_line) and the id (member). 0 if it is not.
+size_t line_of(const MemberSource &source, const std::string &id, const chr_options &base) {
     std::string text = source.text;
     if (!text.empty() && text.back() != '\n') text += '\n';
     text += canonical_field(id) + " 0\n";
     chr_ring *ring = nullptr;
     if (chr_ring_new_from_text(text.data(), text.size(), source.name.c_str(), &base, &ring, nullptr) == CHR_OK) {
         chr_ring_free(ring);
-        return "";
+        return 0;
     }
-    const std::string message = chr_last_error(), mark = "(first on line ";
-    const size_t at = message.rfind(mark);
-    if (at == std::string::npos) return "";
-    const size_t begin = at + mark.size(), end = message.find(')', begin);
-    const std::string line = message.substr(begin, end == std::string::npos ? 0 : end - begin);
-    if (line.empty() || line.find_first_not_of("0123456789") != std::string::npos) return "";
-    return line;
+    chr_error_info error = CHR_ERROR_INFO_INIT;
+    if (chr_last_error_info(&error) != CHR_OK || !(error.flags & CHR_ERROR_HAS_OTHER_LINE) ||
+        !(error.flags & CHR_ERROR_HAS_MEMBER) ||
+        std::string_view(static_cast<const char *>(error.member), error.member_len) != id)
+        return 0;
+    return error.other_line;
 }
 
 // The option flags the user gave must agree with the file's directives.
@@ -102,9 +103,9 @@ void add_flag_members(const MemberSource &source, LoadedRing &out, const chr_opt
     if (failed >= members.size()) check(st, "");
     const FlagMember &f = source.flags[failed];
     if (st == CHR_EEXIST && !source.name.empty()) {
-        const std::string line = line_of(source, f.member.id, base);
+        const size_t line = line_of(source, f.member.id, base);
         throw CliError(f.flag + ": duplicate id '" + printable_id(f.member.id) + "' (first in " + source.name +
-                       (line.empty() ? "" : ":" + line) + ")");
+                       (line ? ":" + std::to_string(line) : "") + ")");
     }
     check(st, f.flag);
 }

@@ -87,20 +87,22 @@ namespace {
 
 // The length of the C1 or bidirectional control that starts at text[i]
 // of valid UTF-8 text, with its code point in *cp; 0 if none starts there.
+// Which code points those are is the library's to say: the sequences
+// chr_ringfile_escape writes as %XX with CHR_ESCAPE_HIDDEN and not without.
 size_t hidden_control_at(std::string_view text, size_t i, uint32_t *cp) {
-    // In valid UTF-8 these byte patterns are exactly the code points of
-    // chr_ringfile_escape's CHR_ESCAPE_HIDDEN: C2 80..9F is U+0080..U+009F,
-    // D8 9C is U+061C, E2 80 xx and E2 81 xx are U+20xx and U+204x..U+207x.
-    auto at = [&](size_t k) { return k < text.size() ? static_cast<unsigned char>(text[k]) : 0u; };
-    const unsigned lead = at(i), b1 = at(i + 1), b2 = at(i + 2);
-    if (lead == 0xC2 && b1 >= 0x80 && b1 <= 0x9F) return *cp = b1, 2;
-    if (lead == 0xD8 && b1 == 0x9C) return *cp = 0x061C, 2;
-    if (lead != 0xE2 || (b1 != 0x80 && b1 != 0x81) || b2 < 0x80 || b2 > 0xBF) return 0;
-    const uint32_t c = 0x2000u | (b1 & 0x3Fu) << 6 | (b2 & 0x3Fu);
-    const bool hidden = c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
-    if (!hidden) return 0;
+    const unsigned lead = static_cast<unsigned char>(text[i]);
+    const size_t len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+    if (len == 0 || i + len > text.size()) return 0;
+    char hidden[16], plain[16];
+    size_t hidden_len = 0, plain_len = 0;
+    if (chr_ringfile_escape(text.data() + i, len, CHR_ESCAPE_HIDDEN, hidden, sizeof hidden, &hidden_len) != CHR_OK ||
+        chr_ringfile_escape(text.data() + i, len, 0, plain, sizeof plain, &plain_len) != CHR_OK)
+        throw std::bad_alloc();  // only CHR_ENOMEM is possible with these arguments
+    if (std::string_view(hidden, hidden_len) == std::string_view(plain, plain_len)) return 0;
+    uint32_t c = lead & (0x7Fu >> len);
+    for (size_t k = 1; k < len; ++k) c = c << 6 | (static_cast<unsigned char>(text[i + k]) & 0x3Fu);
     *cp = c;
-    return 3;
+    return len;
 }
 
 }  // namespace

@@ -121,13 +121,6 @@ Diff::Diff(const Snapshot &old_snap, const Snapshot &new_snap) : old_(old_snap),
     }
 }
 
-chr_status check_plan_policy(int32_t policy, const char *who) {
-    if (policy < CHR_REPLICAS_NODES || policy > CHR_REPLICAS_NTS)
-        return fail(CHR_ENOTSUP, "%s: no replica policy %d in this library (%d..%d)", who, policy,
-                    CHR_REPLICAS_NODES, CHR_REPLICAS_NTS);
-    return CHR_OK;
-}
-
 namespace {
 
 // A side's replica list for the positions whose successor is token

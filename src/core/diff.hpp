@@ -122,7 +122,4 @@ private:
     double copies_ = 0.0;
 };
 
-// CHR_OK for a replica policy a plan can be made for, else CHR_ENOTSUP.
-chr_status check_plan_policy(int32_t policy, const char *who);
-
 }  // namespace chring

@@ -142,15 +142,20 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
     std::unordered_map<std::string, size_t> added_at;  // id -> its live entry in `added`
     size_t live = table.size();
     // Running bound on the tokens of the working membership (exact for native).
-    uint64_t total_tokens = base.token_bound();
+    TokenTally tokens(placement, base.token_bound());
 
     for (size_t c = 0; c < count; ++c) {
+        chr_change ch;
+        bool read = false;
+        // A refused change: its index, and its id in the record once the
+        // change is read (note_member() keeps only an id of valid length).
         auto reject = [&](chr_status st) {
             if (failed_index) *failed_index = c;
+            if (read) note_member(ch.id, ch.id_len);
             return st;
         };
-        chr_change ch;
         if (chr_status st = read_change(changes, c, change_size, &ch, who)) return reject(st);
+        read = true;
         if (chr_status st = check_change(who, ch, c)) return reject(st);
         if (ch.op != CHR_OP_REMOVE && ops.check_weight)
             if (chr_status st = ops.check_weight(ch.weight, who)) return reject(st);
@@ -193,12 +198,12 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
                 added_live.push_back(true);
             }
             ++live;
-            total_tokens += ops.point_bound(placement, ch.weight);
+            tokens.add(ch.weight);
         } else {
             if (!present)
                 return reject(fail(CHR_ENOENT, "%s: no node '%s' in the ring", who,
                                    Quoted(id.data(), id.size()).c_str()));
-            total_tokens -= ops.point_bound(placement, node->weight);
+            tokens.remove(node->weight);
             if (ch.op == CHR_OP_REMOVE) {
                 if (in_table) {
                     edit(pos).live = false;
@@ -209,14 +214,14 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
                 --live;
             } else {
                 (in_table ? edit(pos).node : added[found->second]).weight = ch.weight;
-                total_tokens += ops.point_bound(placement, ch.weight);
+                tokens.add(ch.weight);
             }
         }
-        if (total_tokens > CHR_TOKENS_MAX)
+        if (tokens.over_limit())
             return reject(fail(CHR_ERANGE,
                                "%s: change %zu would make %llu tokens (limit %u; native "
                                "placement: weight x tokens_per_weight %u summed over nodes)",
-                               who, c, (unsigned long long)total_tokens, CHR_TOKENS_MAX,
+                               who, c, (unsigned long long)tokens.total(), CHR_TOKENS_MAX,
                                placement.tokens_per_weight));
     }
 
@@ -260,7 +265,7 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
             ++k;
         }
     }
-    d.token_bound = total_tokens;
+    d.token_bound = tokens.total();
 
     reserve_one_more(retired_);  // so publishing cannot fail after the swap
     *next = new Snapshot(base, std::move(d));

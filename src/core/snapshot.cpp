@@ -4,9 +4,18 @@
 #include <memory>
 #include <new>
 
+#include "base/errors.hpp"
 #include "reclaim.hpp"
 
 namespace chring {
+
+static_assert(kReplicaPolicies == CHR_REPLICAS_NTS + 1, "a name for every CHR_REPLICAS_*");
+
+chr_status check_replica_policy(const char *who, int32_t policy) {
+    if (policy >= 0 && policy < kReplicaPolicies) return CHR_OK;
+    return fail(CHR_ENOTSUP, "%s: no replica policy %d in this library (0..%d: nodes, zones-first, nts)",
+                who, policy, kReplicaPolicies - 1);
+}
 
 namespace detail {
 std::atomic<int64_t> live_snapshots{0};  // snapshot_build.cpp counts them in

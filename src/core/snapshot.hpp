@@ -23,6 +23,13 @@ enum class ReplicaPolicy : int32_t {
     nts = CHR_REPLICAS_NTS,
 };
 
+// The replica policies this library has, by number: their names
+// (chr_replica_policy_name), and the one check of a policy number every
+// call taking one makes: CHR_OK, or CHR_ENOTSUP naming the known ones.
+constexpr const char *kReplicaPolicyNames[] = {"nodes", "zones-first", "nts"};
+constexpr int32_t kReplicaPolicies = int32_t(sizeof kReplicaPolicyNames / sizeof kReplicaPolicyNames[0]);
+chr_status check_replica_policy(const char *who, int32_t policy);
+
 class Snapshot {
 public:
     // The empty ring.

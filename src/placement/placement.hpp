@@ -66,6 +66,24 @@ struct Placement {
 };
 using PlacementPtr = std::shared_ptr<const Placement>;
 
+// The ring's limit on tokens (CHR_TOKENS_MAX), in one place: a running
+// bound on the tokens of a membership under placement `p`, each member
+// counting its point_bound(), and whether it is over the limit. The ring
+// checks it after each change of a batch; a ring file after each member
+// line, to name the line that passes the limit.
+class TokenTally {
+public:
+    explicit TokenTally(const Placement &p, uint64_t start = 0) noexcept : p_(p), total_(start) {}
+    void add(uint32_t weight) noexcept { total_ += p_.ops->point_bound(p_, weight); }
+    void remove(uint32_t weight) noexcept { total_ -= p_.ops->point_bound(p_, weight); }
+    uint64_t total() const noexcept { return total_; }
+    bool over_limit() const noexcept { return total_ > CHR_TOKENS_MAX; }
+
+private:
+    const Placement &p_;
+    uint64_t total_;
+};
+
 // The placement `opts` asks for (NULL: the defaults), its hasher resolved
 // and checked against the placement's rule. A placement that is not seeded
 // keeps the default seed and tokens_per_weight whatever `opts` says, so

@@ -21,8 +21,10 @@
 namespace chring {
 namespace {
 
-// The most of skipped_plugins() kept: a message, not a log.
-constexpr size_t kSkippedMax = 1024;
+// The most of skipped_plugins() kept: a message, not a log. The message it
+// goes into holds 511 bytes, and this buffer is static TLS, whose budget
+// it shares with the error record (errors.cpp).
+constexpr size_t kSkippedMax = 512;
 
 // Plain bytes, not a std::string: a thread_local with a destructor is
 // registered on first use by an allocation whose failure aborts (glibc).

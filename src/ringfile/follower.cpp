@@ -7,6 +7,9 @@
 
 namespace chring {
 namespace ringfile {
+namespace {
+constexpr const char *kWho = "chr_follower_check";  // the one entry point that reads
+}  // namespace
 
 chr_status Follower::check(int32_t *outcome, chr_ringfile_info *info) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -24,14 +27,14 @@ chr_status Follower::check(int32_t *outcome, chr_ringfile_info *info) {
     chr_status st;
     try {
         std::string text;
-        st = read_file(path_.c_str(), text, &read_stamp);
+        st = read_file(path_.c_str(), kWho, text, &read_stamp);
         if (st == CHR_OK) {
             read = true;
-            st = parse(text, path_, f, &o.error_line);
-            if (st == CHR_OK) st = apply(ring_, f, o);
+            st = parse(text, path_, kWho, f, &o.error_line);
+            if (st == CHR_OK) st = apply(ring_, f, kWho, o);
         }
     } catch (const std::bad_alloc &) {
-        st = fail(CHR_ENOMEM, "chr_follower_check: out of memory reading %s", path_.c_str());
+        st = fail(CHR_ENOMEM, "%s: out of memory reading %s", kWho, path_.c_str());
     }
     describe(f, o, st, info);
     // The stamp of what was read belongs to the text applied or refused; a

@@ -16,21 +16,31 @@ namespace {
 
 constexpr const char *kBatch = "ring file";  // `who` of the batch; never shown
 
-chr_status at(const File &f, size_t line, Outcome &o, chr_status st, const std::string &why) {
+// A refusal of the file at `line` (0: the file as a whole), about member
+// `id` when not null: recorded with the file's name, by entry point `who`.
+chr_status at(const File &f, const char *who, size_t line, Outcome &o, chr_status st,
+              const std::string &why, const std::string *id = nullptr) {
     o.error_line = line;
-    if (line) return fail(st, "%s:%zu: %s", f.name.c_str(), line, why.c_str());
-    return fail(st, "%s: %s", f.name.c_str(), why.c_str());
+    ErrorWhere where;
+    where.function = who;
+    where.source = f.name.c_str();
+    where.line = line;
+    if (id) {
+        where.member = id->data();
+        where.member_len = id->size();
+    }
+    return fail_at(where, st, "%s", why.c_str());
 }
 
-std::string shown_id(const std::string &id) { return "'" + escape_field(id).substr(0, 160) + "'"; }
+std::string shown_id(const std::string &id) { return "'" + std::string(Quoted(id.data(), id.size()).c_str()) + "'"; }
 
 // The hasher the file's options name: its %%hasher, or the placement's own.
 // A compatibility placement with another hasher is a malformed file.
-chr_status file_hasher(const File &f, Outcome &o, std::string &name) {
+chr_status file_hasher(const File &f, const char *who, Outcome &o, std::string &name) {
     const PlacementOps *ops = find_placement(f.placement);
     const char *required = ops ? ops->hasher : nullptr;
     if (required && !f.hasher.empty() && f.hasher != required)
-        return at(f, f.hasher_line, o, CHR_EFORMAT,
+        return at(f, who, f.hasher_line, o, CHR_EFORMAT,
                   "%%hasher " + f.hasher + ": placement " + placement_name(f.placement) +
                       " is defined with hasher " + required);
     name = !f.hasher.empty() ? f.hasher : required ? required : CHR_DEFAULT_HASHER;
@@ -38,16 +48,16 @@ chr_status file_hasher(const File &f, Outcome &o, std::string &name) {
 }
 
 // CHR_EOPTIONS unless the file's options (when it has any) are the ring's.
-chr_status same_options(const File &f, const Placement &p, Outcome &o) {
+chr_status same_options(const File &f, const char *who, const Placement &p, Outcome &o) {
     if (!f.options_line) return CHR_OK;  // a plain member list takes the ring's options
     std::string hasher;
-    if (chr_status st = file_hasher(f, o, hasher)) return st;
+    if (chr_status st = file_hasher(f, who, o, hasher)) return st;
     auto differ = [&](const char *what, size_t line, const std::string &mine,
                       const std::string &ring) {
         std::string why = line ? "%%" + std::string(what) + " " + mine
                                : "the file's " + std::string(what) + " is " + mine + " (no %%" +
                                      what + " line: the default)";
-        return at(f, line ? line : f.options_line, o, CHR_EOPTIONS,
+        return at(f, who, line ? line : f.options_line, o, CHR_EOPTIONS,
                   why + " differs from the ring's " + what + " " + ring);
     };
     if (f.placement != p.ops->mode)
@@ -65,21 +75,23 @@ chr_status same_options(const File &f, const Placement &p, Outcome &o) {
 
 // What the ring would refuse, said with the file's line: weights the
 // placement does not take, and the token limit.
-chr_status within_limits(const File &f, const Placement &p, Outcome &o) {
-    uint64_t total = 0;
+chr_status within_limits(const File &f, const char *who, const Placement &p, Outcome &o) {
+    TokenTally tokens(p);
     for (const Member &m : f.members) {
         if (p.ops->check_weight && p.ops->check_weight(m.weight, kBatch) != CHR_OK)
-            return at(f, m.line, o, CHR_EFORMAT,
+            return at(f, who, m.line, o, CHR_EFORMAT,
                       "weight " + std::to_string(m.weight) + " of " + shown_id(m.id) +
                           " is out of range for placement " + placement_name(p.ops->mode) +
-                          " (0..1: use ketama for weighted servers)");
-        total += p.ops->point_bound(p, m.weight);
-        if (total > CHR_TOKENS_MAX)
-            return at(f, m.line, o, CHR_EFORMAT,
+                          " (0..1: use ketama for weighted servers)",
+                      &m.id);
+        tokens.add(m.weight);
+        if (tokens.over_limit())
+            return at(f, who, m.line, o, CHR_EFORMAT,
                       "member " + shown_id(m.id) + " brings the ring over " +
                           std::to_string(CHR_TOKENS_MAX) +
                           " tokens (the limit; weight x tokens-per-weight " +
-                          std::to_string(p.tokens_per_weight) + " summed over members)");
+                          std::to_string(p.tokens_per_weight) + " summed over members)",
+                      &m.id);
     }
     return CHR_OK;
 }
@@ -143,25 +155,35 @@ void plan_changes(const File &f, const Snapshot &base, std::vector<chr_change> &
     lines.insert(lines.end(), add_lines.begin(), add_lines.end());
 }
 
-// The ring's refusal of change `index`, restated with the file's line.
-chr_status refused(const File &f, const std::vector<size_t> &lines, size_t index, chr_status st,
-                   Outcome &o) {
+// The ring's refusal of change `index`, restated with the file's line: its
+// reason and member, the change's index in the batch.
+chr_status refused(const File &f, const char *who, const std::vector<size_t> &lines, size_t index,
+                   chr_status st, Outcome &o) {
     if (st == CHR_ENOMEM) return st;
-    std::string why = last_error();
-    const std::string prefix = std::string(kBatch) + ": ";
-    if (why.compare(0, prefix.size(), prefix) == 0) why.erase(0, prefix.size());
-    return at(f, index < lines.size() ? lines[index] : 0, o, CHR_EFORMAT, why);
+    RecordedFailure ring;
+    recorded_failure(&ring);
+    ErrorWhere where;
+    where.function = who;
+    where.source = f.name.c_str();
+    where.line = o.error_line = index < lines.size() ? lines[index] : 0;
+    if (ring.member_len) {
+        where.member = ring.member;
+        where.member_len = ring.member_len;
+    }
+    where.has_change = true;
+    where.change_index = index;
+    return fail_at(where, CHR_EFORMAT, "%s", ring.reason);
 }
 
-chr_status apply_file(Ring &ring, const File &f, Outcome &o, bool check_options) {
+chr_status apply_file(Ring &ring, const File &f, const char *who, Outcome &o, bool check_options) {
     std::vector<size_t> lines;
     Outcome planned;
     size_t failed = 0;
     chr_status st = ring.apply_planned(
         [&](const Snapshot &base, std::vector<chr_change> &changes) {
             if (check_options)
-                if (chr_status bad = same_options(f, *base.placement(), planned)) return bad;
-            if (chr_status bad = within_limits(f, *base.placement(), planned)) return bad;
+                if (chr_status bad = same_options(f, who, *base.placement(), planned)) return bad;
+            if (chr_status bad = within_limits(f, who, *base.placement(), planned)) return bad;
             plan_changes(f, base, changes, lines, planned);
             return CHR_OK;
         },
@@ -171,7 +193,7 @@ chr_status apply_file(Ring &ring, const File &f, Outcome &o, bool check_options)
                 char want[24], got[24];
                 std::snprintf(want, sizeof want, "0x%016llx", (unsigned long long)f.fingerprint);
                 std::snprintf(got, sizeof got, "0x%016llx", (unsigned long long)next.fingerprint());
-                return at(f, f.fingerprint_line, planned, CHR_EFORMAT,
+                return at(f, who, f.fingerprint_line, planned, CHR_EFORMAT,
                           std::string("%%fingerprint ") + want +
                               " does not match the ring the file describes (" + got + ")");
             }
@@ -180,7 +202,7 @@ chr_status apply_file(Ring &ring, const File &f, Outcome &o, bool check_options)
         &failed, kBatch);
     if (st != CHR_OK && !planned.error_line && failed < lines.size() && st != CHR_EFORMAT &&
         st != CHR_EOPTIONS)
-        st = refused(f, lines, failed, st, planned);
+        st = refused(f, who, lines, failed, st, planned);
     o = planned;
     if (st != CHR_OK) o.added = o.removed = o.reweighted = o.replaced = 0;
     return st;
@@ -188,14 +210,14 @@ chr_status apply_file(Ring &ring, const File &f, Outcome &o, bool check_options)
 
 }  // namespace
 
-chr_status create(const File &f, const chr_options *base, Ring **out, Outcome &o) {
+chr_status create(const File &f, const chr_options *base, const char *who, Ring **out, Outcome &o) {
     *out = nullptr;
     o = Outcome();
     chr_options opts = CHR_OPTIONS_INIT;
     std::string hasher;
     const chr_options *use = base;
     if (f.options_line) {
-        if (chr_status st = file_hasher(f, o, hasher)) return st;
+        if (chr_status st = file_hasher(f, who, o, hasher)) return st;
         opts.placement = f.placement;
         opts.hasher = hasher.c_str();
         opts.seed = f.seed;
@@ -204,24 +226,26 @@ chr_status create(const File &f, const chr_options *base, Ring **out, Outcome &o
         use = &opts;
     }
     chr_options checked;
-    chr_status st = read_options("chr_ring_new_from_text", use, &checked);
+    chr_status st = read_options(who, use, &checked);
     PlacementPtr placement;
-    if (st == CHR_OK) st = make_placement(&checked, &placement, "chr_ring_new_from_text");
+    if (st == CHR_OK) st = make_placement(&checked, &placement, who);
     if (st == CHR_ENOHASHER && f.options_line)
-        return at(f, f.hasher_line ? f.hasher_line : f.options_line, o, st,
+        return at(f, who, f.hasher_line ? f.hasher_line : f.options_line, o, st,
                   "%%hasher " + hasher +
                       ": no hasher of that name is registered or found in a plugin (searched next "
                       "to libchring, CHRING_PLUGIN_PATH and plugin_dir)");
     if (st != CHR_OK) return st;
     auto owned = std::make_unique<Ring>(std::move(placement));
     Ring *ring = owned.get();
-    st = apply_file(*ring, f, o, false);
+    st = apply_file(*ring, f, who, o, false);
     if (st != CHR_OK) return st;
     *out = owned.release();
     return CHR_OK;
 }
 
-chr_status apply(Ring &ring, const File &f, Outcome &o) { return apply_file(ring, f, o, true); }
+chr_status apply(Ring &ring, const File &f, const char *who, Outcome &o) {
+    return apply_file(ring, f, who, o, true);
+}
 
 void describe(const File &f, const Outcome &o, chr_status st, chr_ringfile_info *info) {
     if (!info) return;

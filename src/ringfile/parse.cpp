@@ -18,10 +18,15 @@ namespace chring {
 namespace ringfile {
 namespace {
 
-// A malformed file: line (0 = the file as a whole) and what is wrong.
+// A malformed file: line (0 = the file as a whole) and what is wrong; the
+// earlier line it conflicts with (0: none) and the member line's id.
 struct Bad {
+    Bad(size_t at, std::string reason, size_t other = 0, std::string id = {})
+        : line(at), why(std::move(reason)), other_line(other), member(std::move(id)) {}
     size_t line;
     std::string why;
+    size_t other_line;
+    std::string member;  // empty: not a member line's error, or its id did not decode
 };
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
@@ -166,22 +171,26 @@ private:
         std::string_view name = fields[0].substr(2);
         if (name.empty()) throw Bad{n, "'%%' without a directive name (known: " + std::string(kDirectives) + ")"};
         if (!f_.members.empty())
-            throw Bad{n, "directive %%" + visible(name) + " after the first member (line " +
-                             std::to_string(f_.members.front().line) + "): directives come first"};
+            throw Bad{n,
+                      "directive %%" + visible(name) + " after the first member (line " +
+                          std::to_string(f_.members.front().line) + "): directives come first",
+                      f_.members.front().line};
         size_t *slot = slot_of(name);
         if (!slot)
             throw Bad{n, "unknown directive %%" + visible(name) + " (known: " + kDirectives + ")"};
         if (*slot)
-            throw Bad{n, "duplicate %%" + std::string(name) + " (first on line " +
-                             std::to_string(*slot) + ")"};
+            throw Bad{n, "duplicate %%" + std::string(name) + " (first on line " + std::to_string(*slot) + ")",
+                      *slot};
         if (fields.size() != 2)
             throw Bad{n, "%%" + std::string(name) +
                              (fields.size() < 2 ? " needs a value"
                                                 : " takes one value, found " +
                                                       std::to_string(fields.size() - 1))};
         if (slot == &f_.format_line && seen_any_)
-            throw Bad{n, "%%ring-file must be the first directive (line " +
-                             std::to_string(first_directive_) + " comes before it)"};
+            throw Bad{n,
+                      "%%ring-file must be the first directive (line " + std::to_string(first_directive_) +
+                          " comes before it)",
+                      first_directive_};
         if (!seen_any_) first_directive_ = n;
         seen_any_ = true;
         *slot = n;
@@ -234,17 +243,24 @@ private:
         if (m.id.size() > CHR_NODE_ID_MAX)
             throw Bad{n, "id is " + std::to_string(m.id.size()) + " bytes long (1.." +
                              std::to_string(CHR_NODE_ID_MAX) + " allowed)"};
-        m.weight = member_weight(fields[1], n);
-        if (fields.size() == 3) {
-            m.zone = decode(fields[2], "zone", n);
-            if (m.zone.size() > CHR_ZONE_MAX)
-                throw Bad{n, "zone is " + std::to_string(m.zone.size()) + " bytes long (0.." +
-                                 std::to_string(CHR_ZONE_MAX) + " allowed)"};
+        try {
+            m.weight = member_weight(fields[1], n);
+            if (fields.size() == 3) {
+                m.zone = decode(fields[2], "zone", n);
+                if (m.zone.size() > CHR_ZONE_MAX)
+                    throw Bad{n, "zone is " + std::to_string(m.zone.size()) + " bytes long (0.." +
+                                     std::to_string(CHR_ZONE_MAX) + " allowed)"};
+            }
+        } catch (Bad &bad) {
+            bad.member = m.id;  // the line's id is known: the error is about that member
+            throw;
         }
         auto [it, fresh] = first_line_.emplace(m.id, n);
         if (!fresh)
-            throw Bad{n, "duplicate id '" + escape_field(m.id).substr(0, 200) + "' (first on line " +
-                             std::to_string(it->second) + ")"};
+            throw Bad{n,
+                      "duplicate id '" + std::string(Quoted(m.id.data(), m.id.size()).c_str()) +
+                          "' (first on line " + std::to_string(it->second) + ")",
+                      it->second, m.id};
         f_.members.push_back(std::move(m));
     }
 
@@ -317,7 +333,8 @@ const char *placement_name(int32_t mode) noexcept {
     return ops ? ops->name : nullptr;
 }
 
-chr_status parse(std::string_view text, const std::string &name, File &out, size_t *error_line) {
+chr_status parse(std::string_view text, const std::string &name, const char *who, File &out,
+                 size_t *error_line) {
     out = File();
     out.name = name;
     if (error_line) *error_line = 0;
@@ -326,9 +343,16 @@ chr_status parse(std::string_view text, const std::string &name, File &out, size
         return CHR_OK;
     } catch (const Bad &bad) {
         if (error_line) *error_line = bad.line;
-        if (bad.line)
-            return fail(CHR_EFORMAT, "%s:%zu: %s", name.c_str(), bad.line, bad.why.c_str());
-        return fail(CHR_EFORMAT, "%s: %s", name.c_str(), bad.why.c_str());
+        ErrorWhere where;
+        where.function = who;
+        where.source = name.c_str();
+        where.line = bad.line;
+        where.other_line = bad.other_line;
+        if (!bad.member.empty()) {
+            where.member = bad.member.data();
+            where.member_len = bad.member.size();
+        }
+        return fail_at(where, CHR_EFORMAT, "%s", bad.why.c_str());
     }
 }
 
@@ -372,13 +396,17 @@ FileStamp stamp_of(const char *path) noexcept {
     return stamp_from(st);
 }
 
-chr_status read_file(const char *path, std::string &text, FileStamp *stamp) {
+chr_status read_file(const char *path, const char *who, std::string &text, FileStamp *stamp) {
+    ErrorWhere file;  // every failure is about the file as a whole
+    file.function = who;
+    file.source = path;
+
     int fd;
     do fd = ::open(path, kOpenFlags);
     while (fd < 0 && errno == EINTR);
     if (fd < 0) {
         int e = errno;
-        return fail(CHR_EIO, "%s: cannot open the ring file: %s", path, std::strerror(e));
+        return fail_at(file, CHR_EIO, "cannot open the ring file: %s", std::strerror(e));
     }
     struct Closer {
         int fd;
@@ -387,15 +415,15 @@ chr_status read_file(const char *path, std::string &text, FileStamp *stamp) {
     struct stat st;
     if (::fstat(fd, &st) != 0) {
         int e = errno;
-        return fail(CHR_EIO, "%s: cannot stat the ring file: %s", path, std::strerror(e));
+        return fail_at(file, CHR_EIO, "cannot stat the ring file: %s", std::strerror(e));
     }
     if (stamp) *stamp = stamp_from(st);
-    if (S_ISDIR(st.st_mode)) return fail(CHR_EIO, "%s: is a directory, not a ring file", path);
+    if (S_ISDIR(st.st_mode)) return fail_at(file, CHR_EIO, "is a directory, not a ring file");
     if (!S_ISREG(st.st_mode))
-        return fail(CHR_EIO, "%s: is not a regular file (a device, FIFO or socket)", path);
+        return fail_at(file, CHR_EIO, "is not a regular file (a device, FIFO or socket)");
     if (uint64_t(st.st_size) > CHR_RINGFILE_SIZE_MAX)
-        return fail(CHR_EFORMAT, "%s: is %lld bytes (limit %u)", path, (long long)st.st_size,
-                    CHR_RINGFILE_SIZE_MAX);
+        return fail_at(file, CHR_EFORMAT, "is %lld bytes (limit %u)", (long long)st.st_size,
+                       CHR_RINGFILE_SIZE_MAX);
     // Read to EOF, but never more than the limit: the file may grow meanwhile.
     text.clear();
     text.resize(size_t(st.st_size) + 1);
@@ -409,13 +437,13 @@ chr_status read_file(const char *path, std::string &text, FileStamp *stamp) {
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) {
             int e = errno;
-            return fail(CHR_EIO, "%s: read error: %s", path, std::strerror(e));
+            return fail_at(file, CHR_EIO, "read error: %s", std::strerror(e));
         }
         if (got == 0) break;
         have += size_t(got);
     }
     if (have > CHR_RINGFILE_SIZE_MAX)
-        return fail(CHR_EFORMAT, "%s: is more than %u bytes (the limit)", path, CHR_RINGFILE_SIZE_MAX);
+        return fail_at(file, CHR_EFORMAT, "is more than %u bytes (the limit)", CHR_RINGFILE_SIZE_MAX);
     text.resize(have);
     return CHR_OK;
 }

@@ -47,9 +47,15 @@ struct File {
     std::vector<Member> members;  // in file order: position = tag
 };
 
-// Parses `text`. On a malformed file returns CHR_EFORMAT with
-// "name:line: reason" in chr_last_error() and the line in *error_line.
-chr_status parse(std::string_view text, const std::string &name, File &out, size_t *error_line);
+// Every failure below is recorded with fail_at() (base/errors.hpp): `who`
+// is the entry point, the file's name the source, and the message
+// "name:line: reason" ("name: reason" for the file as a whole).
+
+// Parses `text`. On a malformed file returns CHR_EFORMAT, with the line in
+// *error_line and in the record, and the earlier line of a conflict
+// (duplicate id or directive) and the id of a member line in the record.
+chr_status parse(std::string_view text, const std::string &name, const char *who, File &out,
+                 size_t *error_line);
 
 // What a follower compares between two looks at a file: its identity,
 // size and times (chring.h, "Following a ring file"), or the errno of a
@@ -72,9 +78,9 @@ FileStamp stamp_of(const char *path) noexcept;
 
 // Reads a whole regular file of at most CHR_RINGFILE_SIZE_MAX bytes (open,
 // fstat, bounded reads). CHR_EIO for a file that cannot be read or is not a
-// regular file, CHR_EFORMAT for one over the size limit. With `stamp`, the
-// stamp of the open file the text was read from.
-chr_status read_file(const char *path, std::string &text, FileStamp *stamp = nullptr);
+// regular file, CHR_EFORMAT for one over the size limit; `path` is the
+// source. With `stamp`, the stamp of the open file the text was read from.
+chr_status read_file(const char *path, const char *who, std::string &text, FileStamp *stamp = nullptr);
 
 // The placement's name in files ("native", "ketama", ...), nullptr if unknown.
 const char *placement_name(int32_t mode) noexcept;
@@ -83,10 +89,8 @@ const char *placement_name(int32_t mode) noexcept;
 std::string canonical_text(const Snapshot &s, uint32_t flags, uint64_t revision);
 std::string json_text(const Snapshot &s, uint32_t flags, uint64_t revision);
 
-// The field spelling of bytes in canonical form (%XX for control bytes,
-// space, '%', a leading '#', U+FEFF anywhere (escaped_everywhere()), and
-// bytes that are not valid UTF-8); with
-// `hidden`, also the bytes of C1 and bidirectional controls (invisible()).
+// The field spelling of bytes (spell_field(), base/spelling.hpp): the
+// canonical one, or with `hidden` the C1 and bidirectional controls %XX too.
 std::string escape_field(std::string_view bytes, bool hidden = false);
 
 // Decodes one id or zone field (%XX escapes; a raw control byte or a '%'
@@ -104,11 +108,12 @@ struct Outcome {
 // A new ring from a parsed file; `base` gives the options when the file
 // has no option directive (NULL = the library's defaults), and always the
 // plugin directory. The caller has checked base->version.
-chr_status create(const File &f, const chr_options *base, Ring **out, Outcome &outcome);
+chr_status create(const File &f, const chr_options *base, const char *who, Ring **out,
+                  Outcome &outcome);
 
 // The file applied to `ring` as one batch under its writer lock; options
 // that differ from the ring's are CHR_EOPTIONS. A failure changes nothing.
-chr_status apply(Ring &ring, const File &f, Outcome &outcome);
+chr_status apply(Ring &ring, const File &f, const char *who, Outcome &outcome);
 
 // What a create or an apply of `f` reports in chr_ringfile_info (`info`
 // may be NULL; its version was checked): everything on success, only the

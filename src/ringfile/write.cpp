@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <numeric>
 
-#include "base/errors.hpp"
+#include "base/spelling.hpp"
 #include "ringfile/ringfile.hpp"
 #include "snapshot.hpp"
 
@@ -59,32 +59,9 @@ void json_string(std::string &out, std::string_view text) {
 }  // namespace
 
 std::string escape_field(std::string_view bytes, bool hidden) {
-    static const char digits[] = "0123456789ABCDEF";
-    const auto *s = reinterpret_cast<const unsigned char *>(bytes.data());
     std::string out;
     out.reserve(bytes.size());
-    auto encode = [&](unsigned char c) {
-        out.push_back('%');
-        out.push_back(digits[c >> 4]);
-        out.push_back(digits[c & 15]);
-    };
-    for (size_t i = 0; i < bytes.size();) {
-        const unsigned char c = s[i];
-        uint32_t cp = 0;
-        if (size_t len = c >= 0x80 ? utf8_sequence(s, bytes.size(), i, &cp) : 0) {
-            for (size_t k = 0; k < len; ++k) {
-                if ((hidden && invisible(cp)) || escaped_everywhere(cp)) encode(s[i + k]);
-                else out.push_back(char(s[i + k]));
-            }
-            i += len;
-            continue;
-        }
-        if (c >= 0x80 || c < 0x20 || c == 0x7f || c == ' ' || c == '%' || (i == 0 && c == '#'))
-            encode(c);
-        else
-            out.push_back(char(c));
-        ++i;
-    }
+    spell_field(bytes.data(), bytes.size(), hidden, [&](char c) { out.push_back(c); });
     return out;
 }
 

@@ -145,7 +145,21 @@
     FIELD(chr_follow_state, applied_fingerprint, 56)\
     FIELD(chr_follow_state, refused_revision, 64)\
     FIELD(chr_follow_state, refused_fingerprint, 72)\
-    FIELD(chr_follow_state, message, 80)
+    FIELD(chr_follow_state, message, 80)             \
+    SIZE(chr_error_info, 80)                         \
+    FIELD(chr_error_info, version, 0)                \
+    FIELD(chr_error_info, status, 4)                 \
+    FIELD(chr_error_info, flags, 8)                  \
+    FIELD(chr_error_info, line, 12)                  \
+    FIELD(chr_error_info, other_line, 16)            \
+    FIELD(chr_error_info, reserved0, 20)             \
+    FIELD(chr_error_info, change_index, 24)          \
+    FIELD(chr_error_info, function, 32)              \
+    FIELD(chr_error_info, message, 40)               \
+    FIELD(chr_error_info, reason, 48)                \
+    FIELD(chr_error_info, source, 56)                \
+    FIELD(chr_error_info, member, 64)                \
+    FIELD(chr_error_info, member_len, 72)
 
 /* Helpers to expand the list into arrays. */
 #define CHR_ABI_MEASURE_SIZE(type, bytes) sizeof(type),

@@ -772,9 +772,10 @@ static void test_last_error_untouched_by_success(void **state) {
     assert_string_equal(chr_last_error(), before);
 }
 
-/* Ids in messages are spelled as the CLI spells them: NUL, controls,
- * bidi overrides, '%', backslash and invalid UTF-8 as %XX, valid UTF-8 as
- * it is, long ids cut. */
+/* Ids in messages are spelled as the CLI spells them (chr_ringfile_escape
+ * with CHR_ESCAPE_HIDDEN): NUL, controls, bidi overrides, '%', a leading
+ * '#' and invalid UTF-8 as %XX, valid UTF-8 and a backslash as they are,
+ * long ids cut. */
 static void test_ids_quoted_in_messages(void **state) {
     api_fixture *f = *state;
     assert_chr_error(chr_ring_remove(f->ring, "\0\0\0", 3), CHR_ENOENT, "chr_ring_remove");
@@ -783,7 +784,16 @@ static void test_ids_quoted_in_messages(void **state) {
     static const char tricky[] = "a\x1b[31m\xe2\x80\xae" "b\xc2\x85%\\\xff\xc3\xa9 z";
     assert_chr_error(chr_ring_ownership(f->ring, tricky, sizeof tricky - 1, &(double){0}),
                      CHR_ENOENT, "chr_ring_ownership");
-    assert_non_null(strstr(chr_last_error(), "'a%1B[31m%E2%80%AEb%C2%85%25%5C%FF\xc3\xa9%20z'"));
+    assert_non_null(strstr(chr_last_error(), "'a%1B[31m%E2%80%AEb%C2%85%25\\%FF\xc3\xa9%20z'"));
+    char spelled[64];
+    size_t spelled_len = 0;
+    assert_chr_ok(chr_ringfile_escape(tricky, sizeof tricky - 1, CHR_ESCAPE_HIDDEN, spelled,
+                                      sizeof spelled, &spelled_len));
+    assert_non_null(strstr(chr_last_error(), spelled));
+
+    /* A leading '#' as a ring file spells it, U+FEFF escaped wherever it is. */
+    assert_chr_error(chr_ring_remove(f->ring, "#a\xef\xbb\xbf", 5), CHR_ENOENT, "chr_ring_remove");
+    assert_non_null(strstr(chr_last_error(), "no node '%23a%EF%BB%BF' in the ring"));
 
     char long_id[CHR_NODE_ID_MAX];
     memset(long_id, 'q', sizeof long_id);

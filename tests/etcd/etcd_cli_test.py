@@ -221,6 +221,27 @@ def case_admin(opts):
                   "value %r: %d %s" % (value, r.returncode, r.stderr))
         c.ok("remove", "tabbed")
 
+        # A refusal names keys, never lines of the text the state is read as:
+        # a duplicate (an id spelled twice, a directive given twice) names its
+        # first key; the options hold only the directives the library counts
+        # as options, named in the message.
+        etcd.put(PREFIX + "/members/f%69ne", "2")
+        r = c.run("show")
+        want = PREFIX + "/members/fine: duplicate id 'fine' (first as " + PREFIX + "/members/f%69ne)"
+        check(r.returncode == 1 and want in r.stderr, "a duplicate id names the first key: " + r.stderr)
+        etcd.client().delete(PREFIX + "/members/f%69ne")
+        etcd.put(PREFIX + "/options", "%%seed 9\n# again\n%%seed 9\n")
+        r = c.run("show")
+        want = PREFIX + "/options (line 3): duplicate %%seed (first as " + PREFIX + "/options (line 1))"
+        check(r.returncode == 1 and want in r.stderr, "a duplicate directive names its first line: " + r.stderr)
+        etcd.put(PREFIX + "/options", "%%seed 9\n%%revision 4\n")
+        r = c.run("show")
+        want = (PREFIX + "/options: line 2: '%%revision' is not an option directive "
+                "(%%placement, %%hasher, %%seed or %%tokens-per-weight)")
+        check(r.returncode == 1 and want in r.stderr, "options hold option directives only: " + r.stderr)
+        etcd.put(PREFIX + "/options", "%%seed\t9\n")
+        check("%%seed 9\n" in c.show(), "repaired")
+
 
 # -- conflict --------------------------------------------------------------------
 

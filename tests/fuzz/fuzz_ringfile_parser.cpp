@@ -404,13 +404,19 @@ void check_message(const Ref &want, const char *what) {
     CHECK(named, "%s: message '%s' names none of the %zu problems of line %zu (first: '%s')", what, msg,
           want.reasons.size(), want.line, want.reasons[0].c_str());
     for (const char *p = msg; *p; ++p) CHECK(!control((unsigned char)*p), "%s: raw control byte in the message", what);
+    // The same failure as data: the file's name and line, the reason after the prefix.
+    chr_error_info info = CHR_ERROR_INFO_INIT;
+    CHECK(chr_last_error_info(&info) == CHR_OK && (info.flags & CHR_ERROR_HAS_LINE) && info.line == want.line &&
+              std::strcmp(info.source, kName) == 0 && std::strcmp(info.reason, msg + prefix.size()) == 0,
+          "%s: the error record (line %u, source '%s', reason '%s') is not the message's", what, info.line,
+          info.source, info.reason);
 }
 
 // The internal parser against the reference (syntax only).
 void check_parser(const std::string &text, const Ref &want) {
     chring::ringfile::File f;
     size_t line = 12345;
-    chr_status st = chring::ringfile::parse(text, kName, f, &line);
+    chr_status st = chring::ringfile::parse(text, kName, "chr_ring_new_from_text", f, &line);
     CHECK((st == CHR_OK) == want.ok, "parser %s, reference %s (reference line %zu, parser line %zu)",
           st == CHR_OK ? "accepts" : "rejects", want.ok ? "accepts" : "rejects", want.line, line);
     if (!want.ok) {

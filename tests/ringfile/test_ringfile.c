@@ -39,7 +39,9 @@ static chr_ring *new_ring(const chr_options *opts) {
 }
 
 /* chr_ring_new_from_text refuses `text` with `status`, exactly `message` in
- * chr_last_error() and `line` in the info, and leaves *out NULL. */
+ * chr_last_error() and `line` in the info, and leaves *out NULL. The error
+ * record says the same as data: the function, the name as source, the line
+ * and the reason, the message after its "name:line: " ("name: ") prefix. */
 static void expect_text_refused(const char *text, size_t len, const char *name, chr_status status,
                                 uint32_t line, const char *message) {
     chr_ring *ring = (chr_ring *)&ring; /* must be reset to NULL */
@@ -49,6 +51,20 @@ static void expect_text_refused(const char *text, size_t len, const char *name, 
         fail_msg("%s: status %d, line %u, message\n  got:  %s\n  want: %d, line %u, %s", name, st,
                  info.error_line, chr_last_error(), status, line, message);
     assert_null(ring);
+    chr_error_info error = CHR_ERROR_INFO_INIT;
+    assert_chr_ok(chr_last_error_info(&error));
+    char prefix[256];
+    if (line) snprintf(prefix, sizeof prefix, "%s:%u: ", name, line);
+    else snprintf(prefix, sizeof prefix, "%s: ", name);
+    if (error.status != status || strcmp(error.function, "chr_ring_new_from_text") != 0 ||
+        (error.flags & (CHR_ERROR_HAS_SOURCE | CHR_ERROR_HAS_LINE)) !=
+            (CHR_ERROR_HAS_SOURCE | CHR_ERROR_HAS_LINE) ||
+        strcmp(error.source, name) != 0 || error.line != line || strcmp(error.message, message) != 0 ||
+        strncmp(message, prefix, strlen(prefix)) != 0 || strcmp(error.reason, message + strlen(prefix)) != 0)
+        fail_msg("%s: record status %d, function '%s', flags 0x%x, source '%s', line %u, reason '%s'\n"
+                 "  want: %d, chr_ring_new_from_text, source and line, '%s', %u, '%s'",
+                 name, error.status, error.function, error.flags, error.source, error.line, error.reason,
+                 status, name, line, message + strlen(prefix));
 }
 
 /* The ring's export as a malloc'd, NUL-terminated string. */
@@ -336,6 +352,31 @@ static void test_malformed_files(void **state) {
         expect_text_refused(b->text, b->len ? b->len : strlen(b->text), "bad.ring", b->status,
                             b->line, b->message);
     }
+}
+
+/* An id in a message is spelled as the CLI prints ids (chr_ringfile_escape
+ * with CHR_ESCAPE_HIDDEN, its first 64 bytes, then "..."): a duplicate with
+ * a C1 control (U+009B, a CSI) and a long one. The error record holds the
+ * id's bytes whole. */
+static void test_duplicate_id_spelling(void **state) {
+    (void)state;
+    expect_text_refused("a%C2%9Bb 1\nx 1\na%C2%9Bb 2\n", 26, "dup.ring", CHR_EFORMAT, 3,
+                        "dup.ring:3: duplicate id 'a%C2%9Bb' (first on line 1)");
+    chr_error_info error = CHR_ERROR_INFO_INIT;
+    assert_chr_ok(chr_last_error_info(&error));
+    assert_int_equal(error.other_line, 1);
+    assert_int_equal(error.member_len, 4);
+    assert_memory_equal(error.member, "a\xc2\x9b" "b", 4);
+
+    char text[2 * (100 + 3) + 1], message[200];
+    memset(text, 'L', 100);
+    memcpy(text + 100, " 1\n", 3);
+    memcpy(text + 103, text, 103);
+    text[206] = '\0';
+    snprintf(message, sizeof message, "long.ring:2: duplicate id '%.64s...' (first on line 1)", text);
+    expect_text_refused(text, 206, "long.ring", CHR_EFORMAT, 2, message);
+    assert_chr_ok(chr_last_error_info(&error));
+    assert_int_equal(error.member_len, 100);
 }
 
 /* Lines longer than the limit, ids and zones over theirs. */
@@ -1124,6 +1165,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_round_trip_random_rings),
         cmocka_unit_test(test_byte_order_mark_id_first),
         cmocka_unit_test(test_malformed_files),
+        cmocka_unit_test(test_duplicate_id_spelling),
         cmocka_unit_test(test_overlong_fields),
         cmocka_unit_test(test_fingerprint_mismatch),
         cmocka_unit_test(test_file_checks),

@@ -50,8 +50,10 @@ _M._cdef = base.cdef
 _M._constants = base.K
 _M._lib = base.C
 
--- Status codes by name (chring.status.ENOENT == -5) and back.
+-- Status codes by name (chring.status.ENOENT == -5) and back, and the last
+-- failure as data (chring.last_error()).
 _M.status = errors.status
+_M.last_error = errors.last_error
 
 -- Replica policies by Lua name (chring.replica_policy.zones_first), as the
 -- library names them.

@@ -43,6 +43,11 @@ return {
         T.fails(S.ERANGE, "chr_ring_add", ring:add("z", 1, ("z"):rep(65)))
         local err = T.fails(S.ENOENT, "chr_ring_remove", ring:remove("ghost"))
         T.ok(err:find("ghost", 1, true), "message names the id")
+        local info = chring.last_error()
+        T.eq(info.status, S.ENOENT, "record status"); T.eq(info.func, "chr_ring_remove", "record function")
+        T.eq(info.member, "ghost", "record member"); T.eq(info.message, err, "record message")
+        T.eq(info.reason, "no node 'ghost' in the ring", "record reason")
+        T.eq(info.line, nil, "no line"); T.eq(info.change, nil, "no change")
         T.fails(S.ENOENT, "chr_ring_set_weight", ring:set_weight("ghost", 2))
         T.fails(S.ENOENT, "chr_ring_ownership", ring:ownership("ghost"))
         T.eq(ring:fingerprint(), before, "fingerprint")
@@ -145,6 +150,8 @@ return {
         }
         T.fails(S.ENOENT, "chr_ring_apply", ok, err, code)
         T.eq(index, 3, "failed index (1-based)")
+        local info = chring.last_error()
+        T.eq(info.change, 3, "record change (1-based)"); T.eq(info.member, "not-there", "record member")
         T.eq(ring:fingerprint(), before, "fingerprint")
         assert(ring:apply {
             { op = "add", id = "x", weight = 1, zone = "z1", tag = 5 },

@@ -55,9 +55,14 @@ return {
     end },
 
     { "errors carry status, message and line", function()
-        local ok, err, code, line = chring.new_from_text("a 1\na 2\n", "dup.txt")
-        T.fails(S.EFORMAT, "dup.txt:2:", ok, err, code)
-        T.eq(line, 2, "line")
+        local ok, err, code, line = chring.new_from_text("a 1\nb 1\na 2\n", "dup.txt")
+        T.fails(S.EFORMAT, "dup.txt:3:", ok, err, code)
+        T.eq(line, 3, "line")
+        local info = chring.last_error()
+        T.eq(info.source, "dup.txt", "record source"); T.eq(info.line, 3, "record line")
+        T.eq(info.other_line, 1, "record other line"); T.eq(info.member, "a", "record member")
+        T.eq(info.func, "chr_ring_new_from_text", "record function")
+        T.eq(info.reason, "duplicate id 'a' (first on line 1)", "record reason")
         local dir = tmpdir()
         T.fails(S.EIO, "missing", chring.new_from_file(dir .. "/missing"))
         T.fails(S.EIO, nil, chring.new_from_file(dir))

@@ -84,33 +84,58 @@ impl ErrorKind {
 }
 
 /// A failed call: its status and the library's message (chr_last_error),
-/// which names the C function, the bad value and the allowed range.
+/// which names the C function, the bad value and the allowed range, with
+/// what the library recorded of it as data (chr_last_error_info): the line
+/// of a ring file, the earlier line it conflicts with, the member, the
+/// change of a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     status: sys::chr_status,
     message: String,
     index: Option<usize>,
     line: Option<u32>,
+    other_line: Option<u32>,
+    member: Option<Vec<u8>>,
 }
 
 impl Error {
     /// The error of the call that just failed on this thread with `status`.
-    /// chr_last_error() is per thread, and a Rust thread does not move, so
-    /// reading it right after the call gets that call's message.
+    /// The error record is per thread, and a Rust thread does not move, so
+    /// reading it right after the call gets that call's failure.
     pub(crate) fn last(status: sys::chr_status) -> Error {
-        // SAFETY: chr_last_error never returns NULL and its buffer is valid
-        // until this thread's next failing call; it is copied at once.
-        let text = unsafe { CStr::from_ptr(sys::chr_last_error()) };
+        // SAFETY: chr_error_info is plain data (integers and pointers), valid
+        // when zeroed; its version is set before the call.
+        let mut info: sys::chr_error_info = unsafe { std::mem::zeroed() };
+        info.version = sys::CHR_ERROR_INFO_VERSION;
+        // SAFETY: `info` is a valid chr_error_info of a version the library
+        // accepts; on CHR_OK its strings are never NULL and its member
+        // points to member_len bytes, valid until this thread's next failing
+        // call: everything is copied at once. chr_last_error never returns
+        // NULL either.
+        let recorded = unsafe { sys::chr_last_error_info(&mut info) } == sys::CHR_OK;
+        let text = unsafe { CStr::from_ptr(if recorded { info.message } else { sys::chr_last_error() }) };
         let mut message = text.to_string_lossy().into_owned();
         if message.is_empty() {
             message = strerror(status);
         }
-        Error { status, message, index: None, line: None }
+        let mut e = Error::binding(status, message);
+        if recorded {
+            let has = |flag: u32| info.flags & flag != 0;
+            e.line = has(sys::CHR_ERROR_HAS_LINE).then_some(info.line);
+            e.other_line = has(sys::CHR_ERROR_HAS_OTHER_LINE).then_some(info.other_line);
+            e.index = has(sys::CHR_ERROR_HAS_CHANGE).then_some(info.change_index as usize);
+            if has(sys::CHR_ERROR_HAS_MEMBER) {
+                // SAFETY: member points to member_len bytes (see above).
+                let bytes = unsafe { std::slice::from_raw_parts(info.member as *const u8, info.member_len) };
+                e.member = Some(bytes.to_vec());
+            }
+        }
+        e
     }
 
     /// An error raised by the binding itself (e.g. a NUL inside a name).
     pub(crate) fn binding(status: sys::chr_status, message: String) -> Error {
-        Error { status, message, index: None, line: None }
+        Error { status, message, index: None, line: None, other_line: None, member: None }
     }
 
     pub(crate) fn at(mut self, index: usize) -> Error {
@@ -129,6 +154,19 @@ impl Error {
         self.line
     }
 
+    /// For a ring file: the earlier line the faulty one conflicts with (the
+    /// first occurrence of a duplicate id or directive); `None` otherwise.
+    pub fn other_line(&self) -> Option<u32> {
+        self.other_line
+    }
+
+    /// The id of the member the failure is about (add, remove, set_weight,
+    /// a change of a batch, a ring file's member line); `None` when it is
+    /// about no one member.
+    pub fn member(&self) -> Option<&[u8]> {
+        self.member.as_deref()
+    }
+
     /// The kind of failure.
     pub fn kind(&self) -> ErrorKind {
         ErrorKind::from_status(self.status)
@@ -145,7 +183,8 @@ impl Error {
     }
 
     /// For [`crate::Ring::apply`]: the index of the change that failed
-    /// (the batch length for a batch-wide error).
+    /// (the batch length for a batch-wide error); for a ring-file call, the
+    /// index of the change a line became when the ring refused it.
     pub fn index(&self) -> Option<usize> {
         self.index
     }

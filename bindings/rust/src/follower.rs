@@ -55,8 +55,8 @@ pub struct FollowState {
     /// Why the file as last read was refused: its status
     /// ([`crate::ErrorKind::Format`], `Options`, `Io`, `NoHasher`,
     /// `OutOfMemory`), message ("file:line: reason") and [`Error::line`],
-    /// as [`Follower::check`] returned it; `None` when that file is the one
-    /// applied, or before the first check.
+    /// as [`Follower::check`] returned them (the state keeps no member id);
+    /// `None` when that file is the one applied, or before the first check.
     pub error: Option<Error>,
     /// The `%%revision` the refused file declared before its fault.
     pub refused_revision: Option<u64>,

@@ -86,6 +86,7 @@ fn errors_carry_code_message_and_display() {
     let err = ring.remove("ghost").unwrap_err();
     assert_eq!(err.code(), chring::sys::CHR_ENOENT);
     assert_eq!(err.index(), None);
+    assert_eq!((err.member(), err.line(), err.other_line()), (Some(&b"ghost"[..]), None, None));
     let shown = err.to_string();
     assert!(shown.starts_with("chring: chr_ring_remove") && shown.contains("ghost"), "{}", shown);
     assert!(shown.ends_with("(no such node)"), "{}", shown);
@@ -175,6 +176,7 @@ fn apply_is_all_or_nothing() {
         "chr_ring_apply",
     );
     assert_eq!(err.index(), Some(2));
+    assert_eq!(err.member(), Some(&b"not-there"[..]));
     assert_eq!(ring.fingerprint().unwrap(), before);
 
     ring.apply(&[

@@ -61,10 +61,10 @@ fn apply_is_one_batch_and_refuses_other_options() {
 
 #[test]
 fn errors_carry_status_message_and_line() {
-    let err = Ring::from_text("a 1\na 2\n", Some("dup.txt"), &Options::default()).unwrap_err();
+    let err = Ring::from_text("a 1\nb 1\na 2\n", Some("dup.txt"), &Options::default()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Format);
-    assert_eq!(err.line(), Some(2));
-    assert!(err.message().contains("dup.txt:2:"), "{}", err.message());
+    assert_eq!((err.line(), err.other_line(), err.member(), err.index()), (Some(3), Some(1), Some(&b"a"[..]), None));
+    assert!(err.message().contains("dup.txt:3:"), "{}", err.message());
     let dir = scratch("errors");
     let err = Ring::from_file(dir.join("missing"), &Options::default()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Io);
@@ -177,8 +177,11 @@ fn follower_refuses_a_bad_file_once_and_keeps_the_ring() {
     let at = format!("{}:4: ", path.display());
     assert!(err.message().starts_with(&at), "{}", err.message());
     assert_eq!(ring.fingerprint().unwrap(), good);
+    assert_eq!(err.member(), Some(&b"b"[..])); // the member line's id, from the error record
     let st = f.state();
-    assert_eq!(st.error.as_ref(), Some(&err));
+    // The state keeps the status, the message and the line (not the member).
+    let kept = st.error.as_ref().map(|e| (e.kind(), e.message(), e.line()));
+    assert_eq!(kept, Some((err.kind(), err.message(), err.line())));
     assert_eq!((st.refused_revision, st.refused_fingerprint), (Some(9), Some(0x0123456789abcdef)));
     assert_eq!((st.refused, st.last_outcome), (1, FollowOutcome::Refused));
     assert_eq!((st.applied_revision, st.applied_fingerprint), (Some(7), Some(good)));

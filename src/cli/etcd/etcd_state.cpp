@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <new>
 #include <vector>
 
 #include "../options.hpp"
@@ -45,19 +46,48 @@ bool starts_with(std::string_view s, std::string_view prefix) {
     return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
 
-// The library's "<etcd>:LINE: reason" without its "<etcd>:LINE: ".
-std::string library_reason(const char *message) {
-    std::string m = message;
-    std::string head = std::string(kName) + ":";
-    if (!starts_with(m, head)) return m;
-    size_t i = head.size();
-    while (i < m.size() && m[i] >= '0' && m[i] <= '9') ++i;
-    if (i < m.size() && m[i] == ':') ++i;
-    while (i < m.size() && m[i] == ' ') ++i;
-    return m.substr(i);
+// The option directive lines of the canonical ring file of a ring with
+// options `config`, in the file's order: the directives that, read alone as
+// a ring file, set a ring's options (CHR_RINGFILE_HAS_OPTIONS). The library
+// says which directives those are; the etcd layout holds exactly them.
+std::vector<std::string> option_lines(const RingConfig &config) {
+    const std::string text = Ring(config).snapshot().export_text(0, 0);
+    const chr_options base = config.options();  // its plugin_dir finds the hasher again
+    std::vector<std::string> lines;
+    for (size_t start = 0; start < text.size();) {
+        const size_t end = std::min(text.find('\n', start), text.size());
+        const std::string line = text.substr(start, end - start);
+        start = end + 1;
+        chr_ring *ring = nullptr;
+        chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+        chr_status st = chr_ring_new_from_text(line.data(), line.size(), "<options>", &base, &ring, &info);
+        chr_ring_free(ring);
+        if (st == CHR_ENOMEM) throw std::bad_alloc();
+        if (st == CHR_OK && (info.flags & CHR_RINGFILE_HAS_OPTIONS)) lines.push_back(line);
+    }
+    return lines;
 }
 
-// Each options line: blank, a comment, or one of the four option directives.
+// The option directives' names ("%%placement", ...): each option line's first field.
+const std::vector<std::string> &option_names() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> all;
+        for (const std::string &line : option_lines(RingConfig())) all.push_back(line.substr(0, line.find(' ')));
+        return all;
+    }();
+    return names;
+}
+
+// "%%placement, %%hasher, %%seed or %%tokens-per-weight".
+std::string option_names_text() {
+    const std::vector<std::string> &names = option_names();
+    std::string text;
+    for (size_t i = 0; i < names.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    return text;
+}
+
+// Each options line: blank, a comment, or one of the option directives.
 std::string options_problem(size_t line, std::string_view text) {
     for (size_t i = 0; i < text.size(); ++i) {
         unsigned char c = uint8_t(text[i]);
@@ -68,10 +98,10 @@ std::string options_problem(size_t line, std::string_view text) {
     if (start == std::string_view::npos || text[start] == '#') return "";
     size_t end = text.find_first_of(" \t", start);
     std::string_view name = text.substr(start, end == std::string_view::npos ? end : end - start);
-    for (const char *known : {"%%placement", "%%hasher", "%%seed", "%%tokens-per-weight"})
+    for (const std::string &known : option_names())
         if (name == known) return "";
-    return "line " + std::to_string(line) + ": " + quoted(name) +
-           " is not an option directive (%%placement, %%hasher, %%seed or %%tokens-per-weight)";
+    return "line " + std::to_string(line) + ": " + quoted(name) + " is not an option directive (" +
+           option_names_text() + ")";
 }
 
 }  // namespace
@@ -162,18 +192,18 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
     chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
     chr_status st = chr_ring_new_from_text(text.data(), text.size(), kName, &base, &ring, &info);
     if (st != CHR_OK) {
-        std::string reason = library_reason(chr_last_error());
+        // The library's reason, without its "<etcd>:LINE: ": the key replaces it.
+        chr_error_info error = CHR_ERROR_INFO_INIT;
+        std::string reason = chr_last_error_info(&error) == CHR_OK ? error.reason : "";
         if (reason.empty()) reason = chr_strerror(st);
-        // "(first on line M)" of a duplicate names the first key instead.
-        const std::string first = "(first on line ";
-        size_t at = reason.find(first);
-        if (at != std::string::npos) {
-            size_t digits = at + first.size(), end = digits;
-            while (end < reason.size() && reason[end] >= '0' && reason[end] <= '9') ++end;
-            size_t m = end > digits ? std::stoul(reason.substr(digits, end - digits)) : 0;
-            if (m >= 1 && m <= line_key.size() && end < reason.size() && reason[end] == ')')
-                reason.replace(at, end + 1 - at, "(first as " + line_key[m - 1] + ")");
-        }
+        // A duplicate (id or directive) names its first key instead of the
+        // first line of a text the user never sees.
+        const uint32_t first = (error.flags & CHR_ERROR_HAS_OTHER_LINE) ? error.other_line : 0;
+        const std::string first_line = " (first on line " + std::to_string(first) + ")";
+        if (first >= 1 && first <= line_key.size() && reason.size() > first_line.size() &&
+            reason.compare(reason.size() - first_line.size(), first_line.size(), first_line) == 0)
+            reason.replace(reason.size() - first_line.size(), first_line.size(),
+                           " (first as " + line_key[first - 1] + ")");
         const uint32_t line = info.error_line;
         const std::string where = line >= 1 && line <= line_key.size() ? line_key[line - 1] : layout.prefix();
         b.error = where + ": " + reason;
@@ -228,9 +258,9 @@ MemberEntry canonical_member(const std::string &id, uint32_t weight, const std::
 }
 
 std::string options_value(const Snapshot &snap) {
-    const RingConfig c = snap.options();
-    return "%%placement " + c.placement + "\n%%hasher " + c.hasher + "\n%%seed " + std::to_string(c.seed) +
-           "\n%%tokens-per-weight " + std::to_string(c.tokens_per_weight) + "\n";
+    std::string value;
+    for (const std::string &line : option_lines(snap.options())) value += line + "\n";
+    return value;
 }
 
 }  // namespace chring::cli::etcd

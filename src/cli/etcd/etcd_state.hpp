@@ -82,7 +82,8 @@ MemberEntry parse_member(const std::string &id_field, const std::string &value, 
 // (chr_ringfile_escape), as chr_ring_export writes its line.
 MemberEntry canonical_member(const std::string &id, uint32_t weight, const std::string &zone);
 
-// The canonical options value of a ring: its four option directive lines.
+// The canonical options value of a ring: its option directive lines, as
+// its canonical ring file writes them.
 std::string options_value(const Snapshot &snap);
 
 }  // namespace chring::cli::etcd

@@ -3,11 +3,13 @@
 -- argument (an error raised at the caller's line, as a builtin would).
 -- Internal to the binding: use require "chring".
 local ffi = require "ffi"
+local bit = require "bit"
 local base = require "chring.ffi"
 base.internal()
 
-local ffi_string = ffi.string
-local type, tostring, floor = type, tostring, math.floor
+local ffi_string, ffi_new = ffi.string, ffi.new
+local band = bit.band
+local type, tostring, tonumber, floor = type, tostring, tonumber, math.floor
 local C, K, raise = base.C, base.K, base.raise
 
 local M = { raise = raise }
@@ -25,6 +27,32 @@ end
 -- nil, the library's message, status: what every failed call returns.
 function M.failure(status)
     return nil, ffi_string(C.chr_last_error()), status
+end
+
+-- The last failure of this thread as data (chr_last_error_info), read right
+-- after a call returned nil: a table with status, message, reason (the
+-- message without its "name:line: " or "chr_x: " prefix) and func (the C
+-- function, "" if unknown), and when the failure has them: source and line
+-- (a ring file's name and line, 0 for the file as a whole), other_line (the
+-- earlier line a duplicate conflicts with), member (the id) and change (the
+-- 1-based index of a batch's change at fault).
+local error_info = ffi_new("chr_error_info")
+function M.last_error()
+    error_info.version = K.CHR_ERROR_INFO_VERSION
+    local st = C.chr_last_error_info(error_info)
+    if st ~= 0 then return nil, "chr_last_error_info failed", st end
+    local e = error_info
+    local info = {
+        status = tonumber(e.status), message = ffi_string(e.message), reason = ffi_string(e.reason),
+        func = ffi_string(e["function"]),
+    }
+    local flags = tonumber(e.flags)
+    if band(flags, K.CHR_ERROR_HAS_SOURCE) ~= 0 then info.source = ffi_string(e.source) end
+    if band(flags, K.CHR_ERROR_HAS_LINE) ~= 0 then info.line = tonumber(e.line) end
+    if band(flags, K.CHR_ERROR_HAS_OTHER_LINE) ~= 0 then info.other_line = tonumber(e.other_line) end
+    if band(flags, K.CHR_ERROR_HAS_MEMBER) ~= 0 then info.member = ffi_string(e.member, e.member_len) end
+    if band(flags, K.CHR_ERROR_HAS_CHANGE) ~= 0 then info.change = tonumber(e.change_index) + 1 end
+    return info
 end
 
 local function bad_arg(n, fname, expected, got)

@@ -80,6 +80,11 @@ typedef struct chr_placement_info {
     uint32_t version; int32_t mode; const char *name; const char *summary; const char *hasher;
     uint32_t digest_size; uint32_t flags;
 } chr_placement_info;
+typedef struct chr_error_info {
+    uint32_t version; chr_status status; uint32_t flags; uint32_t line; uint32_t other_line;
+    uint32_t reserved0; uint64_t change_index; const char *function; const char *message;
+    const char *reason; const char *source; const void *member; size_t member_len;
+} chr_error_info;
 typedef struct chr_ringfile_info {
     uint32_t version;
     uint32_t flags;
@@ -100,6 +105,8 @@ uint32_t chr_version(void);
 const char *chr_version_string(void);
 const char *chr_strerror(chr_status status);
 const char *chr_last_error(void);
+chr_status chr_error_info_init(chr_error_info *info, uint32_t version);
+chr_status chr_last_error_info(chr_error_info *info);
 chr_status chr_options_init(chr_options *opts, uint32_t version);
 chr_status chr_ring_new(const chr_options *opts, chr_ring **out);
 void chr_ring_free(chr_ring *ring);
@@ -282,6 +289,8 @@ local K = {
     CHR_EPLUGIN_SYMBOL = -13, CHR_EPLUGIN_ABI = -14, CHR_EPLUGIN_DESC = -15,
     CHR_EPLUGIN_UNTRUSTED = -16,
     CHR_EFORMAT = -17, CHR_EOPTIONS = -18, CHR_EIO = -19,
+    CHR_ERROR_INFO_VERSION = 1, CHR_ERROR_HAS_SOURCE = 1, CHR_ERROR_HAS_LINE = 2,
+    CHR_ERROR_HAS_OTHER_LINE = 4, CHR_ERROR_HAS_MEMBER = 8, CHR_ERROR_HAS_CHANGE = 16,
     CHR_PLACEMENT_INFO_VERSION = 1, CHR_PLACEMENT_SEEDED = 1,
     CHR_RINGFILE_FORMAT_VERSION = 1, CHR_RINGFILE_LINE_MAX = 65536, CHR_RINGFILE_SIZE_MAX = 268435456,
     CHR_RINGFILE_HAS_REVISION = 1, CHR_RINGFILE_HAS_FINGERPRINT = 2, CHR_RINGFILE_HAS_OPTIONS = 4,

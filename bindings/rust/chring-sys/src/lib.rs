@@ -39,6 +39,31 @@ pub const CHR_EFORMAT: chr_status = -17;
 pub const CHR_EOPTIONS: chr_status = -18;
 pub const CHR_EIO: chr_status = -19;
 
+pub const CHR_ERROR_INFO_VERSION: u32 = 1;
+pub const CHR_ERROR_HAS_SOURCE: u32 = 0x1;
+pub const CHR_ERROR_HAS_LINE: u32 = 0x2;
+pub const CHR_ERROR_HAS_OTHER_LINE: u32 = 0x4;
+pub const CHR_ERROR_HAS_MEMBER: u32 = 0x8;
+pub const CHR_ERROR_HAS_CHANGE: u32 = 0x10;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct chr_error_info {
+    pub version: u32,
+    pub status: chr_status,
+    pub flags: u32,
+    pub line: u32,
+    pub other_line: u32,
+    pub reserved0: u32,
+    pub change_index: u64,
+    pub function: *const c_char,
+    pub message: *const c_char,
+    pub reason: *const c_char,
+    pub source: *const c_char,
+    pub member: *const c_void,
+    pub member_len: usize,
+}
+
 pub const CHR_NODE_ID_MAX: usize = 256;
 pub const CHR_ZONE_MAX: usize = 64;
 pub const CHR_WEIGHT_MAX: u32 = 1000000;
@@ -373,6 +398,8 @@ extern "C" {
     pub fn chr_version_string() -> *const c_char;
     pub fn chr_strerror(status: chr_status) -> *const c_char;
     pub fn chr_last_error() -> *const c_char;
+    pub fn chr_error_info_init(info: *mut chr_error_info, version: u32) -> chr_status;
+    pub fn chr_last_error_info(info: *mut chr_error_info) -> chr_status;
     pub fn chr_options_init(opts: *mut chr_options, version: u32) -> chr_status;
     pub fn chr_ring_new(opts: *const chr_options, out: *mut *mut chr_ring) -> chr_status;
     pub fn chr_ring_free(ring: *mut chr_ring);

@@ -130,6 +130,7 @@ fn layouts() -> Vec<Layout> {
         layout!(chr_bound_options { version, factor_pct, spill, max_probes, slack }),
         layout!(chr_bound_result { index, home, probes, flags, load, capacity }),
         layout!(chr_ticket { slot, check }),
+        layout!(chr_error_info { version, status, flags, line, other_line, reserved0, change_index, function, message, reason, source, member, member_len }),
     ]
 }
 
