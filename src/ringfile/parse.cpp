@@ -138,7 +138,9 @@ Member read_member(const std::vector<std::string_view> &fields, size_t n) {
         if (fields.size() == 3 && all_digits(fields[2])) {
             const char *start = fields[0].data();
             const std::string_view both(start, size_t(fields[1].data() + fields[1].size() - start));
-            hint = "; if '" + visible(both) + "' is one id, write its space as %20";
+            const bool tab = both.find('\t') != std::string_view::npos;
+            hint = "; if '" + visible(both) + "' is one id, write " +
+                   (tab ? "its blanks as %20 (a space) and %09 (a tab)" : "its space as %20");
         }
         m.weight = member_weight(fields[1], n, hint);
         if (fields.size() == 3) {
