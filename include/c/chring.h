@@ -206,7 +206,7 @@ CHR_API const char *chr_last_error(void) CHR_NOEXCEPT;
 
 /* chr_error_info.flags: which optional fields the failure set */
 #define CHR_ERROR_HAS_SOURCE 0x1u     /**< source: the failure is about a ring file */
-#define CHR_ERROR_HAS_LINE 0x2u       /**< line (0 = the file as a whole); set with source */
+#define CHR_ERROR_HAS_LINE 0x2u       /**< line (0 = the file as a whole); set with source, except by chr_ringfile_parse_member */
 #define CHR_ERROR_HAS_OTHER_LINE 0x4u /**< other_line: the earlier line the faulty one conflicts with */
 #define CHR_ERROR_HAS_MEMBER 0x8u     /**< member, member_len */
 #define CHR_ERROR_HAS_CHANGE 0x10u    /**< change_index */
@@ -228,15 +228,18 @@ CHR_API const char *chr_last_error(void) CHR_NOEXCEPT;
  * after a member (the first member's line) and a %%ring-file after another
  * directive (that directive's line); member for a failure about one member
  * line (its decoded id); change_index when the ring refused the change the
- * line became. chr_ring_add, chr_ring_remove and chr_ring_set_weight set
- * member; chr_ring_apply and chr_ring_apply2 set change_index for a
- * failure of one change, and member when that change's id is valid.
+ * line became. chr_ringfile_parse_member's failure has source (its name)
+ * but no line, as a line read alone has none, and member as the same
+ * line's failure in a file has it. chr_ring_add, chr_ring_remove and
+ * chr_ring_set_weight set member; chr_ring_apply and chr_ring_apply2 set
+ * change_index for a failure of one change, and member when that change's
+ * id is valid.
  */
 typedef struct chr_error_info {
     uint32_t version;       /**< in: CHR_ERROR_INFO_VERSION (1..current accepted) */
     chr_status status;      /**< the failure's status; CHR_OK when this thread has had none */
     uint32_t flags;         /**< CHR_ERROR_HAS_* */
-    uint32_t line;          /**< the ring file's line at fault; 0 = the file as a whole */
+    uint32_t line;          /**< the ring file's line at fault; 0 = the file as a whole (or no line) */
     uint32_t other_line;    /**< the earlier line the faulty one conflicts with */
     uint32_t reserved0;     /**< set to 0 */
     uint64_t change_index;  /**< the change at fault: its index in the batch of chr_ring_apply or
@@ -1464,6 +1467,73 @@ CHR_API chr_status chr_ringfile_escape(const void *bytes, size_t len, uint32_t f
  */
 CHR_API chr_status chr_ringfile_unescape(const char *field, size_t len, const char *what,
                                          char *buf, size_t capacity, size_t *out_len) CHR_NOEXCEPT;
+
+/*
+ * One member line: the ring file's own reading of `id weight [zone]`, for
+ * programs that keep members one by one in another store and must read
+ * each as the line of the ring file it becomes (the etcd layout of
+ * docs/etcd.md: a key's id field and its value "weight [zone]" are one
+ * member line of the file the watcher writes).
+ */
+
+#define CHR_RINGFILE_MEMBER_VERSION 1
+
+/**
+ * One member line, decoded. Set `version` (CHR_RINGFILE_MEMBER_INIT or
+ * chr_ringfile_member_init()); chr_ringfile_parse_member() fills the rest.
+ */
+typedef struct chr_ringfile_member {
+    uint32_t version;                  /**< in: CHR_RINGFILE_MEMBER_VERSION (1..current accepted) */
+    uint32_t weight;                   /**< 0..CHR_WEIGHT_MAX */
+    uint32_t id_len;                   /**< bytes of id: 1..CHR_NODE_ID_MAX; 0 after a failure */
+    uint32_t zone_len;                 /**< bytes of zone: 0..CHR_ZONE_MAX; 0 = no zone */
+    unsigned char id[CHR_NODE_ID_MAX]; /**< the decoded id: id_len bytes, not NUL-terminated */
+    unsigned char zone[CHR_ZONE_MAX];  /**< the decoded zone: zone_len bytes, not NUL-terminated */
+} chr_ringfile_member;
+
+#define CHR_RINGFILE_MEMBER_INIT { CHR_RINGFILE_MEMBER_VERSION, 0, 0, 0, {0}, {0} }
+
+/**
+ * Fills `member` with zeros and `version`, the function twin of
+ * CHR_RINGFILE_MEMBER_INIT for bindings.
+ * @return CHR_OK; CHR_EINVAL (NULL member); CHR_EVERSION (version not in
+ *         1..CHR_RINGFILE_MEMBER_VERSION).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_ringfile_member_init(chr_ringfile_member *member, uint32_t version) CHR_NOEXCEPT;
+
+/**
+ * Reads one member line, `id weight [zone]`, with the code that reads the
+ * member lines of a ring file (chr_ring_new_from_text; docs/ring-file.md,
+ * sections 2 and 3): the same fields (blanks, a trailing `# comment`), the
+ * same decoding and limits of id, weight and zone, and so the same member,
+ * or the same refusal with the same reason, as a file holding the line
+ * gets. What a file checks as a whole (its size, a byte order mark at its
+ * start) or across lines (a duplicate id), and what the ring checks (the
+ * weights a placement takes, the token limit), do not apply to one line.
+ * The line must be a member line: a blank line, a comment and a directive
+ * (which a file may hold) are refused, and so is a CR or LF anywhere in it
+ * (a line break cannot be inside one line).
+ * @param line, len  the line, without a line end (NULL with len 0: the
+ *                   empty line, refused as blank); a line is at most
+ *                   CHR_RINGFILE_LINE_MAX bytes
+ * @param name       NUL-terminated name used in messages (where the line
+ *                   came from: a key, "<etcd>"); NULL = "<text>"
+ * @param out        its `version` set by the caller; receives the member.
+ *                   After a failure other than CHR_EVERSION its other
+ *                   fields are 0.
+ * @return CHR_OK; CHR_EFORMAT (not one valid member line: chr_last_error()
+ *         reads "name: reason", the reason a file's line gets after
+ *         "name:LINE: ", and chr_last_error_info() has the name as source,
+ *         no line, and the decoded id as member when the fault comes after
+ *         the id); CHR_EINVAL (NULL out, NULL line with a length);
+ *         CHR_EVERSION (out->version not in 1..CHR_RINGFILE_MEMBER_VERSION:
+ *         `out` is not written); CHR_ENOMEM.
+ * Thread-safety: any thread. Ownership: writes caller memory only; line
+ * and name are not kept. Since: 0.1.
+ */
+CHR_API chr_status chr_ringfile_parse_member(const char *line, size_t len, const char *name,
+                                             chr_ringfile_member *out) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Following a ring file                                                    */

@@ -1,9 +1,9 @@
 // The extern "C" entry points of ring files (chring.h, "Ring files";
 // src/ringfile, docs/ring-file.md) and their glue: rings made from or
 // changed by a ring file's text or path, rings and snapshots exported as
-// one, and the field spelling. Same rules as capi_ring.cpp: each is
-// noexcept, checks its arguments with validate.hpp and runs what can throw
-// through guarded().
+// one, the field spelling, and one member line read alone. Same rules as
+// capi_ring.cpp: each is noexcept, checks its arguments with validate.hpp
+// and runs what can throw through guarded().
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -238,6 +238,38 @@ CHR_API chr_status chr_ringfile_unescape(const char *field, size_t len, const ch
             return chring::fail_at(where, CHR_EFORMAT, "%s", why.c_str());
         }
         return copy_out(who, out, buf, capacity, out_len, "decoded bytes");
+    });
+}
+
+CHR_API chr_status chr_ringfile_member_init(chr_ringfile_member *member, uint32_t version) noexcept {
+    static const char *who = "chr_ringfile_member_init";
+    if (!member) return null_arg(who, "member");
+    if (chr_status st = chring::check_version(who, "", version, CHR_RINGFILE_MEMBER_VERSION))
+        return st;
+    *member = chr_ringfile_member{};
+    member->version = version;
+    return CHR_OK;
+}
+
+CHR_API chr_status chr_ringfile_parse_member(const char *line, size_t len, const char *name,
+                                             chr_ringfile_member *out) noexcept {
+    static const char *who = "chr_ringfile_parse_member";
+    if (!out) return null_arg(who, "out");
+    if (chr_status st = chring::check_version(who, "out", out->version, CHR_RINGFILE_MEMBER_VERSION))
+        return st;
+    chr_ringfile_member_init(out, out->version);  // version 1 is the whole struct
+    if (chr_status st = check_bytes(who, "line", line, len)) return st;
+    return guarded(who, [&] {
+        chring::ringfile::Member m;
+        chr_status st = chring::ringfile::parse_member_line(std::string_view(line ? line : "", len),
+                                                            name ? name : "<text>", who, m);
+        if (st != CHR_OK) return st;
+        out->weight = m.weight;
+        out->id_len = uint32_t(m.id.size());
+        std::memcpy(out->id, m.id.data(), m.id.size());
+        out->zone_len = uint32_t(m.zone.size());
+        if (!m.zone.empty()) std::memcpy(out->zone, m.zone.data(), m.zone.size());
+        return CHR_OK;
     });
 }
 

@@ -100,7 +100,7 @@ chr_status fail_at(const ErrorWhere &where, chr_status status, const char *fmt, 
     Record &r = begin(status, where.function, where.function ? std::strlen(where.function) : 0);
     size_t at = 0;
     if (where.source) {
-        const int n = where.line ? std::snprintf(r.text, kMessageMax, "%s:%zu: ", where.source, where.line)
+        const int n = where.has_line && where.line ? std::snprintf(r.text, kMessageMax, "%s:%zu: ", where.source, where.line)
                                  : std::snprintf(r.text, kMessageMax, "%s: ", where.source);
         at = std::min(n < 0 ? 0 : size_t(n), kMessageMax - 1);
     }
@@ -110,8 +110,8 @@ chr_status fail_at(const ErrorWhere &where, chr_status status, const char *fmt, 
     va_end(ap);
     r.reason_at = uint16_t(at);
     if (where.source) {
-        r.flags |= CHR_ERROR_HAS_SOURCE | CHR_ERROR_HAS_LINE;
-        r.line = line_number(where.line);
+        r.flags |= CHR_ERROR_HAS_SOURCE | (where.has_line ? CHR_ERROR_HAS_LINE : 0u);
+        r.line = where.has_line ? line_number(where.line) : 0;
         r.source_at = uint16_t(std::strlen(r.text) + 1);
         copy_cut(r.text + r.source_at, kTextSize - r.source_at, where.source, std::strlen(where.source));
     }

@@ -40,6 +40,7 @@ chr_status fail(chr_status status, const char *fmt, ...) CHR_PRINTF(2, 3);
 struct ErrorWhere {
     const char *function = nullptr;  // the chr_* entry point; nullptr: unknown
     const char *source = nullptr;    // a ring file's name as given; nullptr: none
+    bool has_line = true;            // false: a source without lines (one member line read alone)
     size_t line = 0;                 // with a source: the line at fault, 0 = the file as a whole
     size_t other_line = 0;           // the earlier line it conflicts with; 0: none
     const void *member = nullptr;    // a member id's bytes (1..CHR_NODE_ID_MAX); nullptr: none
@@ -49,8 +50,9 @@ struct ErrorWhere {
 };
 
 // Records a failure at `where`, the one place that composes a located
-// message: "source:line: reason" (line != 0), "source: reason" (line 0) or
-// the reason alone (no source); the record's reason is the formatted text.
+// message: "source:line: reason" (line != 0), "source: reason" (line 0, or
+// no line) or the reason alone (no source); the record's reason is the
+// formatted text.
 chr_status fail_at(const ErrorWhere &where, chr_status status, const char *fmt, ...)
     CHR_PRINTF(3, 4);
 

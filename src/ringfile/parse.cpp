@@ -79,12 +79,28 @@ std::string decode(std::string_view field, const char *what, size_t line) {
     return out;
 }
 
-uint32_t member_weight(std::string_view text, size_t line) {
+bool all_digits(std::string_view text) {
+    return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// A member line's weight field. `hint`: said after a weight that is not a
+// number (a reason the line may have been split where its author did not
+// mean it to be).
+uint32_t member_weight(std::string_view text, size_t line, const std::string &hint) {
     // As the members file always read it: digits only, leading zeros allowed.
     // Any other byte makes it not a number, however large its digits are.
+    for (char ch : text) {
+        // A vertical tab or form feed looks blank but does not separate fields.
+        const unsigned char c = static_cast<unsigned char>(ch);
+        if (!is_control(c)) continue;
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "%02X", c);
+        throw Bad{line, "weight '" + visible(text) + "': raw control byte 0x" + hex +
+                            " (fields are separated by spaces and tabs only)"};
+    }
     if (text.find_first_not_of("0123456789") != std::string_view::npos)
         throw Bad{line, "weight '" + visible(text) + "' is not a whole number (0.." +
-                            std::to_string(CHR_WEIGHT_MAX) + ")"};
+                            std::to_string(CHR_WEIGHT_MAX) + ")" + hint};
     uint64_t value = 0;
     for (char c : text) {
         value = value * 10 + uint64_t(c - '0');
@@ -93,6 +109,85 @@ uint32_t member_weight(std::string_view text, size_t line) {
                                 std::to_string(CHR_WEIGHT_MAX)};
     }
     return uint32_t(value);
+}
+
+bool is_directive(const std::vector<std::string_view> &fields) {
+    return fields[0].size() >= 2 && fields[0][0] == '%' && fields[0][1] == '%';
+}
+
+// The member of a member line: its fields as split_fields() gives them
+// (at least one, the first not a directive's), `n` its line. The one
+// reading of `id weight [zone]` (docs/ring-file.md, section 3), for a file's
+// lines and for chr_ringfile_parse_member's line alike.
+Member read_member(const std::vector<std::string_view> &fields, size_t n) {
+    if (fields.size() < 2 || fields.size() > 3)
+        throw Bad{n, "expected 'id weight [zone]', found " + std::to_string(fields.size()) +
+                         (fields.size() == 1
+                              ? " field (the weight is required)"
+                              : " fields (write a space inside an id or a zone as %20)")};
+    Member m;
+    m.line = n;
+    m.id = decode(fields[0], "id", n);
+    if (m.id.empty()) throw Bad{n, "id is empty"};
+    if (m.id.size() > CHR_NODE_ID_MAX)
+        throw Bad{n, "id is " + std::to_string(m.id.size()) + " bytes long (1.." +
+                         std::to_string(CHR_NODE_ID_MAX) + " allowed)"};
+    try {
+        // "a b 1": an id with a raw space reads as id 'a', weight 'b'.
+        std::string hint;
+        if (fields.size() == 3 && all_digits(fields[2])) {
+            const char *start = fields[0].data();
+            const std::string_view both(start, size_t(fields[1].data() + fields[1].size() - start));
+            const bool tab = both.find('\t') != std::string_view::npos;
+            hint = "; if '" + visible(both) + "' is one id, write " +
+                   (tab ? "its blanks as %20 (a space) and %09 (a tab)" : "its space as %20");
+        }
+        m.weight = member_weight(fields[1], n, hint);
+        if (fields.size() == 3) {
+            m.zone = decode(fields[2], "zone", n);
+            if (m.zone.size() > CHR_ZONE_MAX)
+                throw Bad{n, "zone is " + std::to_string(m.zone.size()) + " bytes long (0.." +
+                                 std::to_string(CHR_ZONE_MAX) + " allowed)"};
+        }
+    } catch (Bad &bad) {
+        bad.member = m.id;  // the line's id is known: the error is about that member
+        throw;
+    }
+    return m;
+}
+
+constexpr const char *kBinary = "NUL byte: this is binary data, not a ring file (a ring file is text)";
+
+std::string line_too_long(size_t bytes) {
+    return "line is " + std::to_string(bytes) + " bytes long (limit " +
+           std::to_string(CHR_RINGFILE_LINE_MAX) + ")";
+}
+
+// One member line read alone: the checks a file makes of each of its lines
+// (no NUL, the length limit), then what its parser does with the line,
+// which must be a member line. Not the checks of a file as a whole (its
+// size, a byte order mark at its start: a line may come from anywhere in
+// a file). Errors have no line (Bad::line 0).
+Member lone_member_line(std::string_view line) {
+    if (std::memchr(line.data(), '\0', line.size())) throw Bad{0, kBinary};
+    if (line.size() > CHR_RINGFILE_LINE_MAX) throw Bad{0, line_too_long(line.size())};
+    const size_t brk = line.find_first_of("\r\n");
+    if (brk != std::string_view::npos)
+        throw Bad{0, std::string(line[brk] == '\n' ? "LF" : "CR") + " at byte " + std::to_string(brk + 1) +
+                         ": a member line is one line, without a line break"};
+    const std::vector<std::string_view> fields = split_fields(line);
+    if (fields.empty()) {
+        const size_t hash = line.find('#');
+        if (hash == std::string_view::npos)
+            throw Bad{0, "a blank line, not a member line (expected 'id weight [zone]')"};
+        const size_t end = std::min(line.find_first_of(" \t", hash), line.size());
+        throw Bad{0, "a comment, not a member line: its first field '" + visible(line.substr(hash, end - hash)) +
+                         "' starts with '#' (write a '#' that starts an id as %23)"};
+    }
+    if (is_directive(fields))
+        throw Bad{0, "a directive, not a member line: its first field '" + visible(fields[0]) +
+                         "' starts with '%%' (write a '%' that starts an id as %25)"};
+    return read_member(fields, 0);
 }
 
 // A directive's decimal value: digits only, no sign, no leading zero.
@@ -160,7 +255,7 @@ public:
     void line(std::string_view text, size_t n) {
         std::vector<std::string_view> fields = split_fields(text);
         if (fields.empty()) return;
-        if (fields[0].size() >= 2 && fields[0][0] == '%' && fields[0][1] == '%')
+        if (is_directive(fields))
             directive(fields, n);
         else
             member(fields, n);
@@ -231,30 +326,9 @@ private:
     }
 
     void member(const std::vector<std::string_view> &fields, size_t n) {
-        if (fields.size() < 2 || fields.size() > 3)
-            throw Bad{n, "expected 'id weight [zone]', found " + std::to_string(fields.size()) +
-                             (fields.size() == 1 ? " field (the weight is required)" : " fields")};
+        Member m = read_member(fields, n);
         if (f_.members.size() >= CHR_NODES_MAX)
             throw Bad{n, "more than " + std::to_string(CHR_NODES_MAX) + " members (the ring's limit)"};
-        Member m;
-        m.line = n;
-        m.id = decode(fields[0], "id", n);
-        if (m.id.empty()) throw Bad{n, "id is empty"};
-        if (m.id.size() > CHR_NODE_ID_MAX)
-            throw Bad{n, "id is " + std::to_string(m.id.size()) + " bytes long (1.." +
-                             std::to_string(CHR_NODE_ID_MAX) + " allowed)"};
-        try {
-            m.weight = member_weight(fields[1], n);
-            if (fields.size() == 3) {
-                m.zone = decode(fields[2], "zone", n);
-                if (m.zone.size() > CHR_ZONE_MAX)
-                    throw Bad{n, "zone is " + std::to_string(m.zone.size()) + " bytes long (0.." +
-                                     std::to_string(CHR_ZONE_MAX) + " allowed)"};
-            }
-        } catch (Bad &bad) {
-            bad.member = m.id;  // the line's id is known: the error is about that member
-            throw;
-        }
         auto [it, fresh] = first_line_.emplace(m.id, n);
         if (!fresh)
             throw Bad{n,
@@ -279,7 +353,7 @@ void parse_lines(std::string_view text, File &f) {
     if (const void *nul = std::memchr(text.data(), '\0', text.size())) {
         size_t at = size_t(static_cast<const char *>(nul) - text.data());
         size_t line = 1 + size_t(std::count(text.begin(), text.begin() + long(at), '\n'));
-        throw Bad{line, "NUL byte: this is binary data, not a ring file (a ring file is text)"};
+        throw Bad{line, kBinary};
     }
     Parser p(f);
     size_t n = 0;
@@ -288,9 +362,7 @@ void parse_lines(std::string_view text, File &f) {
         size_t end = text.find('\n', start);
         if (end == std::string_view::npos) end = text.size();
         std::string_view line = text.substr(start, end - start);
-        if (line.size() > CHR_RINGFILE_LINE_MAX)
-            throw Bad{n, "line is " + std::to_string(line.size()) + " bytes long (limit " +
-                             std::to_string(CHR_RINGFILE_LINE_MAX) + ")"};
+        if (line.size() > CHR_RINGFILE_LINE_MAX) throw Bad{n, line_too_long(line.size())};
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // CRLF files
         p.line(line, n);
         start = end + 1;
@@ -333,6 +405,26 @@ const char *placement_name(int32_t mode) noexcept {
     return ops ? ops->name : nullptr;
 }
 
+namespace {
+
+// A refusal recorded as the parser's: the source, the line when the text
+// has lines, the earlier line of a conflict, the member line's id.
+chr_status refuse(const Bad &bad, const std::string &name, const char *who, bool has_line) {
+    ErrorWhere where;
+    where.function = who;
+    where.source = name.c_str();
+    where.has_line = has_line;
+    where.line = bad.line;
+    where.other_line = bad.other_line;
+    if (!bad.member.empty()) {
+        where.member = bad.member.data();
+        where.member_len = bad.member.size();
+    }
+    return fail_at(where, CHR_EFORMAT, "%s", bad.why.c_str());
+}
+
+}  // namespace
+
 chr_status parse(std::string_view text, const std::string &name, const char *who, File &out,
                  size_t *error_line) {
     out = File();
@@ -343,16 +435,17 @@ chr_status parse(std::string_view text, const std::string &name, const char *who
         return CHR_OK;
     } catch (const Bad &bad) {
         if (error_line) *error_line = bad.line;
-        ErrorWhere where;
-        where.function = who;
-        where.source = name.c_str();
-        where.line = bad.line;
-        where.other_line = bad.other_line;
-        if (!bad.member.empty()) {
-            where.member = bad.member.data();
-            where.member_len = bad.member.size();
-        }
-        return fail_at(where, CHR_EFORMAT, "%s", bad.why.c_str());
+        return refuse(bad, name, who, true);
+    }
+}
+
+chr_status parse_member_line(std::string_view line, const std::string &name, const char *who, Member &out) {
+    out = Member();
+    try {
+        out = lone_member_line(line);
+        return CHR_OK;
+    } catch (const Bad &bad) {
+        return refuse(bad, name, who, false);
     }
 }
 

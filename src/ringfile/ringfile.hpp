@@ -57,6 +57,15 @@ struct File {
 chr_status parse(std::string_view text, const std::string &name, const char *who, File &out,
                  size_t *error_line);
 
+// Reads one member line alone (chr_ringfile_parse_member) with the
+// parser's own reading of a file's member line: the same member, or the
+// same refusal, as a file holding that line would give (the file's own
+// checks aside: its size, a byte order mark at its start). A blank,
+// comment or directive line, or one with a CR or LF, is refused too. On
+// failure returns CHR_EFORMAT, recorded with `name` as the source, no
+// line, and the decoded id as the member once it is known; `out.line` is 0.
+chr_status parse_member_line(std::string_view line, const std::string &name, const char *who, Member &out);
+
 // What a follower compares between two looks at a file: its identity,
 // size and times (chring.h, "Following a ring file"), or the errno of a
 // file that cannot be looked at.

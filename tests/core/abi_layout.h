@@ -159,7 +159,14 @@
     FIELD(chr_error_info, reason, 48)                \
     FIELD(chr_error_info, source, 56)                \
     FIELD(chr_error_info, member, 64)                \
-    FIELD(chr_error_info, member_len, 72)
+    FIELD(chr_error_info, member_len, 72)            \
+    SIZE(chr_ringfile_member, 336)                   \
+    FIELD(chr_ringfile_member, version, 0)           \
+    FIELD(chr_ringfile_member, weight, 4)            \
+    FIELD(chr_ringfile_member, id_len, 8)            \
+    FIELD(chr_ringfile_member, zone_len, 12)         \
+    FIELD(chr_ringfile_member, id, 16)               \
+    FIELD(chr_ringfile_member, zone, 272)
 
 /* Helpers to expand the list into arrays. */
 #define CHR_ABI_MEASURE_SIZE(type, bytes) sizeof(type),

@@ -75,6 +75,8 @@ static void check_every_init_pair(void) {
                     CHR_FOLLOW_STATE_VERSION);
     CHECK_INIT_PAIR(chr_error_info, chr_error_info_init, CHR_ERROR_INFO_INIT,
                     CHR_ERROR_INFO_VERSION);
+    CHECK_INIT_PAIR(chr_ringfile_member, chr_ringfile_member_init, CHR_RINGFILE_MEMBER_INIT,
+                    CHR_RINGFILE_MEMBER_VERSION);
     /* The placement description starts empty: describe() fills it. */
     chr_placement_info info = CHR_PLACEMENT_INFO_INIT;
     assert_null(info.name);

@@ -143,8 +143,11 @@ def case_admin(opts):
             (["add", "bad%zz", "--weight", "1"], 1, "not followed by two hex digits"),
             (["add", "new", "--weight", "1000001"], 2, "over the limit"),
             (["add", "new", "--weight", "1", "--zone", "z" * 65], 1, "zone is 65 bytes"),
-            (["add", "#x", "--weight", "1"], 1, "starts with '#'"),
-            (["add", "a b", "--weight", "1"], 1, "blank"),
+            (["add", "#x", "--weight", "1"], 1, "a comment, not a member line: its first field '#x' starts with '#'"),
+            (["add", "%%x", "--weight", "1"], 1, "a directive, not a member line"),
+            (["add", "a b", "--weight", "1"], 1, "the id field 'a b' has a blank at byte 2"),
+            (["add", "new", "--weight", "1", "--zone", "#z"], 1, "the zone '#z' is read as no zone"),
+            (["add", "new", "--weight", "1", "--zone", "a b"], 1, "found 4 fields (write a space inside an id or a zone as %20)"),
             (["remove", "nobody"], 1, "not a member"),
             (["set-weight", "nobody", "2"], 1, "not a member"),
             (["set-weight", "cache-a", "x"], 2, "not a whole number"),
@@ -214,10 +217,12 @@ def case_admin(opts):
         etcd.put(PREFIX + "/options", "%%seed\t9\n")
         text = c.show()
         check("\ntabbed 2 eu-west-1c\n" in text and "%%seed 9\n" in text, "tabs separate fields:\n" + text)
-        for value in ("2\x0beu-west-1c", "2 eu\x1b[2J"):
+        for value, message in (("2\x0beu-west-1c", "weight '2\\x0Beu-west-1c': raw control byte 0x0B"),
+                               ("2 eu\x1b[2J", "zone 'eu\\x1B[2J': raw control byte 0x1B"),
+                               ("2\nb 3", "LF at byte 9: a member line is one line")):
             etcd.put(PREFIX + "/members/tabbed", value)
             r = c.run("show")
-            check(r.returncode == 1 and "raw control byte 0x" in r.stderr and "tabbed" in r.stderr,
+            check(r.returncode == 1 and (PREFIX + "/members/tabbed: " + message) in r.stderr,
                   "value %r: %d %s" % (value, r.returncode, r.stderr))
         c.ok("remove", "tabbed")
 

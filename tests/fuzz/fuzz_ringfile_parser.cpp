@@ -245,7 +245,9 @@ Ref read_reference(const std::string &text) {
             problems.push_back("id is " + std::to_string(m.id.size()) + " bytes long (1..256 allowed)");
         const std::string &w = f[1];
         if (w.find_first_not_of("0123456789") != std::string::npos) {
-            problems.push_back("is not a whole number (0..1000000)");
+            bool control = false;  // a control byte in a weight is named as such
+            for (unsigned char c : w) control = control || c < 0x20 || c == 0x7f;
+            problems.push_back(control ? "raw control byte" : "is not a whole number (0..1000000)");
         } else {
             size_t first = w.find_first_not_of('0');
             std::string sig = first == std::string::npos ? "0" : w.substr(first);

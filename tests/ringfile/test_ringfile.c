@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,7 +295,12 @@ static const bad_file bad_files[] = {
     {"a\rb 1\n", 0, CHR_EFORMAT, 1, "bad.ring:1: id 'a\\x0Db': raw control byte 0x0D (write it as %0D)"},
     {"# members\na\n", 0, CHR_EFORMAT, 2,
      "bad.ring:2: expected 'id weight [zone]', found 1 field (the weight is required)"},
-    {"a 1 z extra\n", 0, CHR_EFORMAT, 1, "bad.ring:1: expected 'id weight [zone]', found 4 fields"},
+    {"a 1 z extra\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: expected 'id weight [zone]', found 4 fields (write a space inside an id or a zone as %20)"},
+    {"a b 1\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: weight 'b' is not a whole number (0..1000000); if 'a b' is one id, write its space as %20"},
+    {"a 2\x0b" "z\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: weight '2\\x0Bz': raw control byte 0x0B (fields are separated by spaces and tabs only)"},
     {"a 12x\n", 0, CHR_EFORMAT, 1, "bad.ring:1: weight '12x' is not a whole number (0..1000000)"},
     {"a -1\n", 0, CHR_EFORMAT, 1, "bad.ring:1: weight '-1' is not a whole number (0..1000000)"},
     {"a 1000001\n", 0, CHR_EFORMAT, 1, "bad.ring:1: weight '1000001' is over the limit 1000000"},
@@ -1101,6 +1107,271 @@ static void test_field_spelling(void **state) {
                      "chr_ringfile_unescape");
 }
 
+/* ---- one member line alone ---------------------------------------------------- */
+
+/* chr_ringfile_parse_member refuses `line` with CHR_EFORMAT and exactly
+ * "line.txt: <reason>"; the record has the name as source, no line, the
+ * reason, and the member `id` (NULL: none). `out` is left zero. */
+static void expect_line_refused(const char *line, size_t len, const char *reason, const char *id) {
+    chr_ringfile_member m = CHR_RINGFILE_MEMBER_INIT;
+    memset(&m.weight, 0x5A, sizeof m - offsetof(chr_ringfile_member, weight));
+    chr_status st = chr_ringfile_parse_member(line, len, "line.txt", &m);
+    char want[1024];
+    snprintf(want, sizeof want, "line.txt: %s", reason);
+    if (st != CHR_EFORMAT || strcmp(chr_last_error(), want) != 0)
+        fail_msg("line '%.*s': status %d, message\n  got:  %s\n  want: %s", (int)len, line, st,
+                 chr_last_error(), want);
+    chr_ringfile_member zero = CHR_RINGFILE_MEMBER_INIT;
+    assert_memory_equal(&m, &zero, sizeof m);
+    chr_error_info error = CHR_ERROR_INFO_INIT;
+    assert_chr_ok(chr_last_error_info(&error));
+    assert_int_equal(error.status, CHR_EFORMAT);
+    assert_string_equal(error.function, "chr_ringfile_parse_member");
+    assert_string_equal(error.source, "line.txt");
+    assert_string_equal(error.reason, reason);
+    assert_int_equal(error.line, 0);
+    const uint32_t flags = CHR_ERROR_HAS_SOURCE | (id ? CHR_ERROR_HAS_MEMBER : 0u);
+    if (error.flags != flags) fail_msg("line '%.*s': flags 0x%x, want 0x%x", (int)len, line, error.flags, flags);
+    if (id) {
+        assert_int_equal(error.member_len, strlen(id));
+        assert_memory_equal(error.member, id, strlen(id));
+    }
+}
+
+static chr_ringfile_member parse_line_ok(const char *line) {
+    chr_ringfile_member m = CHR_RINGFILE_MEMBER_INIT;
+    assert_chr_ok(chr_ringfile_parse_member(line, strlen(line), NULL, &m));
+    return m;
+}
+
+static void expect_member(const chr_ringfile_member *m, const char *id, size_t id_len, uint32_t weight,
+                          const char *zone, size_t zone_len) {
+    assert_int_equal(m->version, CHR_RINGFILE_MEMBER_VERSION);
+    assert_int_equal(m->id_len, id_len);
+    assert_memory_equal(m->id, id, id_len);
+    assert_int_equal(m->weight, weight);
+    assert_int_equal(m->zone_len, zone_len);
+    if (zone_len) assert_memory_equal(m->zone, zone, zone_len);
+}
+
+/* What a member line reads as, and every class of refusal: those a file's
+ * member line gets, with the same reason, and those of a line that is not
+ * one member line (blank, comment, directive, a line break). */
+static void test_member_line(void **state) {
+    (void)state;
+    chr_ringfile_member m = parse_line_ok("cache-a 1 eu-west-1a");
+    expect_member(&m, "cache-a", 7, 1, "eu-west-1a", 10);
+    m = parse_line_ok(" \tcaf%C3%A9%20au%20lait\t007   r%23 # a comment");
+    expect_member(&m, "caf\xC3\xA9 au lait", 13, 7, "r#", 2);
+    m = parse_line_ok("node#1 0");
+    expect_member(&m, "node#1", 6, 0, NULL, 0);
+    m = parse_line_ok("a 1000000 #");
+    expect_member(&m, "a", 1, 1000000, NULL, 0);
+    /* U+FEFF first: a byte order mark only at a file's start, not a line's */
+    m = parse_line_ok("\xEF\xBB\xBF" "b 2");
+    expect_member(&m, "\xEF\xBB\xBF" "b", 4, 2, NULL, 0);
+    /* the longest id and zone */
+    char line[1200];
+    memset(line, 'i', 256);
+    memcpy(line + 256, " 3 ", 3);
+    memset(line + 259, 'z', 64);
+    line[323] = '\0';
+    m = parse_line_ok(line);
+    assert_int_equal(m.id_len, 256);
+    assert_int_equal(m.zone_len, 64);
+    assert_int_equal(m.weight, 3);
+
+    /* Not a member line. */
+    expect_line_refused("", 0, "a blank line, not a member line (expected 'id weight [zone]')", NULL);
+    expect_line_refused(NULL, 0, "a blank line, not a member line (expected 'id weight [zone]')", NULL);
+    expect_line_refused(" \t ", 3, "a blank line, not a member line (expected 'id weight [zone]')", NULL);
+    expect_line_refused("  #x 1", 6,
+                        "a comment, not a member line: its first field '#x' starts with '#' (write a '#' "
+                        "that starts an id as %23)", NULL);
+    expect_line_refused("%%seed 1", 8,
+                        "a directive, not a member line: its first field '%%seed' starts with '%%' (write "
+                        "a '%' that starts an id as %25)", NULL);
+    expect_line_refused("a 1\nb 2", 7, "LF at byte 4: a member line is one line, without a line break", NULL);
+    expect_line_refused("a 1\r", 4, "CR at byte 4: a member line is one line, without a line break", NULL);
+    expect_line_refused("a 1\n", 4, "LF at byte 4: a member line is one line, without a line break", NULL);
+    expect_line_refused("a\0 1", 4, "NUL byte: this is binary data, not a ring file (a ring file is text)", NULL);
+    char *big = malloc(CHR_RINGFILE_LINE_MAX + 8);
+    assert_non_null(big);
+    memset(big, 'a', CHR_RINGFILE_LINE_MAX + 1);
+    expect_line_refused(big, CHR_RINGFILE_LINE_MAX + 1, "line is 65537 bytes long (limit 65536)", NULL);
+    memcpy(big + CHR_RINGFILE_LINE_MAX - 2, " 1", 2); /* exactly the limit: a line, its id too long */
+    expect_line_refused(big, CHR_RINGFILE_LINE_MAX, "id is 65534 bytes long (1..256 allowed)", NULL);
+    free(big);
+
+    /* A member line's faults, as a file's; the member once the id is read. */
+    expect_line_refused("a", 1, "expected 'id weight [zone]', found 1 field (the weight is required)", NULL);
+    expect_line_refused("a 1 z extra", 11,
+                        "expected 'id weight [zone]', found 4 fields (write a space inside an id or a zone as %20)",
+                        NULL);
+    expect_line_refused("a 12x", 5, "weight '12x' is not a whole number (0..1000000)", "a");
+    expect_line_refused("a -1", 4, "weight '-1' is not a whole number (0..1000000)", "a");
+    expect_line_refused("a 1000001", 9, "weight '1000001' is over the limit 1000000", "a");
+    expect_line_refused("my node 1", 9,
+                        "weight 'node' is not a whole number (0..1000000); if 'my node' is one id, write its "
+                        "space as %20", "my");
+    expect_line_refused("t 2\x0b" "eu", 6,
+                        "weight '2\\x0Beu': raw control byte 0x0B (fields are separated by spaces and tabs only)", "t");
+    expect_line_refused("a%zz 1", 6,
+                        "id 'a%zz': '%' at byte 2 is not followed by two hex digits (write a literal '%' as %25)", NULL);
+    expect_line_refused("a\x1b" "b 1", 5, "id 'a\\x1Bb': raw control byte 0x1B (write it as %1B)", NULL);
+    expect_line_refused("a 1 eu%4", 8,
+                        "zone 'eu%4': '%' at byte 3 is not followed by two hex digits (write a literal '%' as %25)", "a");
+    expect_line_refused("a 1 e\x7f", 6, "zone 'e\\x7F': raw control byte 0x7F (write it as %7F)", "a");
+    memset(line, 'x', 257);
+    memcpy(line + 257, " 1", 3);
+    expect_line_refused(line, strlen(line), "id is 257 bytes long (1..256 allowed)", NULL);
+    memcpy(line, "a 1 ", 4);
+    memset(line + 4, 'z', 65);
+    line[69] = '\0';
+    expect_line_refused(line, strlen(line), "zone is 65 bytes long (0..64 allowed)", "a");
+
+    /* Arguments and versions. */
+    chr_ringfile_member out = CHR_RINGFILE_MEMBER_INIT;
+    assert_chr_error(chr_ringfile_parse_member("a 1", 3, NULL, NULL), CHR_EINVAL, "chr_ringfile_parse_member");
+    assert_chr_error(chr_ringfile_parse_member(NULL, 3, NULL, &out), CHR_EINVAL, "chr_ringfile_parse_member");
+    assert_int_equal(out.id_len, 0);
+    for (uint32_t v = 0; v <= CHR_RINGFILE_MEMBER_VERSION + 1; v += CHR_RINGFILE_MEMBER_VERSION + 1) {
+        memset(&out, 0x5A, sizeof out);
+        out.version = v;
+        assert_chr_error(chr_ringfile_parse_member("a 1", 3, NULL, &out), CHR_EVERSION, "chr_ringfile_parse_member");
+        assert_int_equal(out.weight, 0x5A5A5A5Au); /* not written */
+    }
+    assert_chr_ok(chr_ringfile_member_init(&out, CHR_RINGFILE_MEMBER_VERSION));
+    assert_chr_status(chr_ringfile_parse_member("a 1x", 4, NULL, &out), CHR_EFORMAT);
+    assert_string_equal(chr_last_error(), "<text>: weight '1x' is not a whole number (0..1000000)");
+    assert_chr_error(chr_ringfile_member_init(NULL, 1), CHR_EINVAL, "chr_ringfile_member_init");
+    assert_chr_error(chr_ringfile_member_init(&out, 2), CHR_EVERSION, "chr_ringfile_member_init");
+    /* Success leaves the record as it was. */
+    const char *before = "<text>: weight '1x' is not a whole number (0..1000000)";
+    assert_chr_status(chr_ringfile_parse_member("a 1x", 4, NULL, &out), CHR_EFORMAT);
+    m = parse_line_ok("b 2");
+    assert_string_equal(chr_last_error(), before);
+}
+
+/* The line's pieces the generator joins: fields, blanks, escapes good and
+ * bad, comments, directives, control bytes, line breaks, long runs. */
+static const char *const line_pieces[] = {
+    "a", "b", "z", "0", "7", "12", "007", "1000000", "1000001", "-1", " ", " ", "\t", "  ",
+    "#", "# c", "%", "%%", "%%seed", "%20", "%2", "%zz", "%23", "%0a", "\x0b", "\x01", "\x7f",
+    "\r", "\n", "\xC2\x9B", "\xEF\xBB\xBF", "-", "x",
+};
+
+/* A file holding the line (after a first blank line, where a byte order
+ * mark is not the file's) and the line read alone agree: the line is
+ * accepted iff the file is accepted with one member and the line holds no
+ * line break, with the same id, weight and zone; a refused member line has
+ * the same reason and member in both. Options with 1 token per weight keep
+ * the ring's limits out of it. */
+static void test_member_line_agrees_with_file(void **state) {
+    (void)state;
+    chr_options base = CHR_OPTIONS_INIT;
+    base.tokens_per_weight = 1;
+    srand(20261207);
+    char line[4096], text[4100];
+    size_t accepted = 0, refused_both = 0;
+    for (int round = 0; round < 20000; ++round) {
+        size_t len = 0;
+        if (round % 2 == 0) { /* shaped like a member line: fields of pieces, blanks between */
+            static const char *const blanks[] = {" ", "\t", "  ", " \t"};
+            static const char *const weights[] = {"0", "7", "007", "1000000", "1000001", "12x", "-1"};
+            static const char *const good[] = {"a", "b", "z", "7", "%20", "%23", "%0a", "\xC2\x9B",
+                                               "\xEF\xBB\xBF", "-", "node#1", "%25"};
+            const int fields = rand() % 4 ? 2 + rand() % 2 : rand() % 5;
+            if (rand() % 3 == 0) line[len++] = ' ';
+            for (int k = 0; k < fields; ++k) {
+                if (k) {
+                    const char *b = blanks[rand() % 4];
+                    memcpy(line + len, b, strlen(b));
+                    len += strlen(b);
+                }
+                const int parts = k == 1 && rand() % 4 ? 0 : 1 + rand() % 3;
+                if (parts == 0) {
+                    const char *w = weights[(size_t)rand() % (sizeof weights / sizeof weights[0])];
+                    memcpy(line + len, w, strlen(w));
+                    len += strlen(w);
+                }
+                for (int q = 0; q < parts; ++q) {
+                    const char *p = rand() % 3 ? good[(size_t)rand() % (sizeof good / sizeof good[0])]
+                                               : line_pieces[(size_t)rand() % (sizeof line_pieces / sizeof line_pieces[0])];
+                    if (p[0] == ' ' || p[0] == '\t' || (p[0] == '#' && rand() % 4)) p = "a";
+                    memcpy(line + len, p, strlen(p));
+                    len += strlen(p);
+                }
+            }
+            if (rand() % 4 == 0) {
+                memcpy(line + len, " # note", 7);
+                len += 7;
+            }
+        }
+        const int pieces = round % 2 == 0 ? 0 : 1 + rand() % 8;
+        for (int k = 0; k < pieces; ++k) {
+            if (rand() % 40 == 0) { /* a long run: ids and zones near their limits */
+                size_t run = (size_t)(60 + rand() % 200);
+                memset(line + len, "xz"[rand() % 2], run);
+                len += run;
+                continue;
+            }
+            const char *p = line_pieces[(size_t)rand() % (sizeof line_pieces / sizeof line_pieces[0])];
+            memcpy(line + len, p, strlen(p));
+            len += strlen(p);
+        }
+        if (round % 50 == 1 && len) line[rand() % (int)len] = '\0';
+        chr_ringfile_member m = CHR_RINGFILE_MEMBER_INIT;
+        const chr_status line_st = chr_ringfile_parse_member(line, len, "x", &m);
+        chr_error_info line_error = CHR_ERROR_INFO_INIT;
+        assert_chr_ok(chr_last_error_info(&line_error));
+        char line_reason[600];
+        snprintf(line_reason, sizeof line_reason, "%s", line_st == CHR_OK ? "" : line_error.reason);
+        unsigned char line_member[CHR_NODE_ID_MAX];
+        const size_t line_member_len = line_st == CHR_OK || !(line_error.flags & CHR_ERROR_HAS_MEMBER)
+                                           ? 0 : line_error.member_len;
+        if (line_member_len) memcpy(line_member, line_error.member, line_member_len);
+
+        text[0] = '\n';
+        memcpy(text + 1, line, len);
+        chr_ring *ring = NULL;
+        chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+        const chr_status file_st = chr_ring_new_from_text(text, len + 1, "x", &base, &ring, &info);
+        const int has_break = memchr(line, '\n', len) || memchr(line, '\r', len);
+        const int file_one = file_st == CHR_OK && info.members == 1;
+        if ((line_st == CHR_OK) != (file_one && !has_break))
+            fail_msg("line '%.*s': alone %d (%s), in a file %d with %u members", (int)len, line, line_st,
+                     line_reason, file_st, info.members);
+        assert_true(line_st == CHR_OK || line_st == CHR_EFORMAT);
+        if (line_st == CHR_OK) {
+            ++accepted;
+            chr_node_ref node;
+            size_t count = 0;
+            assert_chr_ok(chr_ring_nodes(ring, &node, 1, &count));
+            assert_int_equal(count, 1);
+            expect_member(&m, (const char *)node.id, node.id_len, node.weight, (const char *)node.zone,
+                          node.zone_len);
+        } else if (file_st != CHR_OK && !has_break) {
+            chr_error_info file_error = CHR_ERROR_INFO_INIT;
+            assert_chr_ok(chr_last_error_info(&file_error));
+            /* a directive line's own faults are the file's: alone it is just not a member line */
+            if (strncmp(line_reason, "a directive, not a member line", 30) != 0) {
+                ++refused_both;
+                if (strcmp(file_error.reason, line_reason) != 0)
+                    fail_msg("line '%.*s': reasons differ\n  alone:     %s\n  in a file: %s", (int)len, line,
+                             line_reason, file_error.reason);
+                const size_t file_member_len = (file_error.flags & CHR_ERROR_HAS_MEMBER) ? file_error.member_len : 0;
+                assert_int_equal(file_member_len, line_member_len);
+                if (line_member_len) assert_memory_equal(file_error.member, line_member, line_member_len);
+            }
+        }
+        chr_ring_free(ring);
+    }
+    /* the generator reaches both sides */
+    if (accepted < 2000 || refused_both < 2000)
+        fail_msg("%zu lines accepted, %zu member lines refused in both: too few", accepted, refused_both);
+}
+
 /* ---- known answers ---------------------------------------------------------------- */
 
 /* Every NAME.ring of tests/vectors/ring-file loads to exactly the answers
@@ -1182,6 +1453,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_revision_retrievable),
         cmocka_unit_test(test_info_and_arguments),
         cmocka_unit_test(test_field_spelling),
+        cmocka_unit_test(test_member_line),
+        cmocka_unit_test(test_member_line_agrees_with_file),
         cmocka_unit_test(test_vectors),
     };
     select_cases(argc, argv, tests);

@@ -158,10 +158,13 @@ Target find_member(Admin &a) {
 
 void run_add(Admin &a) {
     const AdminFlags &f = a.flags();
-    if (!f.zone.empty())
-        if (std::string why = field_problem(f.zone); !why.empty()) throw CliError("add " + f.id + ": the zone " + why);
     std::string value = std::to_string(f.weight) + (f.zone.empty() ? "" : " " + f.zone);
     MemberEntry m = parse_member(f.id, value, "add " + f.id);
+    // ZONE is the line's third field: one that reads as none ("#z" starts a
+    // comment, a blank is no field) would drop the zone given.
+    if (!f.zone.empty() && m.zone.empty())
+        throw CliError("add " + f.id + ": the zone '" + visible(f.zone) + "' is read as no zone in the member line '" +
+                       visible(f.id + " " + value) + "' (write a leading '#' as %23, a space as %20)");
     Current cur = a.read();
     auto it = cur.key_of_id.find(m.id);
     if (it != cur.key_of_id.end())

@@ -28,20 +28,6 @@ std::string hex_byte(unsigned char c) {
     return buf;
 }
 
-// Why a member's value cannot be "<weight> [zone field]" on one line.
-std::string value_problem(std::string_view value) {
-    for (size_t i = 0; i < value.size(); ++i) {
-        unsigned char c = uint8_t(value[i]);
-        if (c == '\n' || c == '\r')
-            return "the value has a line break at byte " + std::to_string(i) +
-                   " (a member's value is '<weight> [zone]' on one line)";
-        if ((c < 0x20 && c != '\t') || c == 0x7F)
-            return "the value has a raw control byte 0x" + hex_byte(c) + " at byte " + std::to_string(i) +
-                   " (write it as %" + hex_byte(c) + " in the zone)";
-    }
-    return "";
-}
-
 bool starts_with(std::string_view s, std::string_view prefix) {
     return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
@@ -104,6 +90,50 @@ std::string options_problem(size_t line, std::string_view text) {
            option_names_text() + ")";
 }
 
+// What the library's last refusal says, without its "name: " prefix.
+std::string last_reason(chr_status st) {
+    chr_error_info error = CHR_ERROR_INFO_INIT;
+    std::string reason = chr_last_error_info(&error) == CHR_OK ? error.reason : "";
+    return reason.empty() ? chr_strerror(st) : reason;
+}
+
+// The layout's own rule for a key's id field, beyond the member line's: the
+// key's last part stands for exactly one field of the line, so it is not
+// empty and holds no blank (in a line, a blank would end the id there).
+std::string id_field_problem(std::string_view field) {
+    if (field.empty()) return "the id field is empty";
+    const size_t blank = field.find_first_of(" \t");
+    if (blank == std::string_view::npos) return "";
+    const std::string shown = visible(field);
+    return "the id field " + quoted(std::string_view(shown)) + " has a blank at byte " + std::to_string(blank + 1) +
+           " (a key's id field is one field of the member line: write a space as %20)";
+}
+
+// Reads the member line "<id field> <value>" as the ring-file parser reads
+// a member line (chr_ringfile_parse_member) into `m`: "" or why it is not one.
+std::string member_line_problem(std::string_view id_field, std::string_view value, chr_ringfile_member &m) {
+    if (std::string why = id_field_problem(id_field); !why.empty()) return why;
+    std::string line;
+    line.reserve(id_field.size() + 1 + value.size());
+    line.append(id_field.data(), id_field.size()).append(1, ' ').append(value.data(), value.size());
+    m = CHR_RINGFILE_MEMBER_INIT;
+    const chr_status st = chr_ringfile_parse_member(line.data(), line.size(), kName, &m);
+    if (st == CHR_ENOMEM) throw std::bad_alloc();
+    return st == CHR_OK ? "" : last_reason(st);
+}
+
+// member_line_problem, throwing CliError "WHAT: reason".
+chr_ringfile_member read_member_line(std::string_view id_field, std::string_view value, const std::string &what) {
+    chr_ringfile_member m = CHR_RINGFILE_MEMBER_INIT;
+    if (std::string why = member_line_problem(id_field, value, m); !why.empty()) throw CliError(what + ": " + why);
+    return m;
+}
+
+std::string id_of(const chr_ringfile_member &m) { return std::string(reinterpret_cast<const char *>(m.id), m.id_len); }
+std::string zone_of(const chr_ringfile_member &m) {
+    return std::string(reinterpret_cast<const char *>(m.zone), m.zone_len);
+}
+
 }  // namespace
 
 Layout::Layout(std::string prefix) : prefix_(std::move(prefix)) {
@@ -115,20 +145,6 @@ Layout::Layout(std::string prefix) : prefix_(std::move(prefix)) {
 std::string Layout::range_end() const { return prefix_range_end(range_begin()); }
 
 bool Layout::is_member_key(const std::string &key) const { return starts_with(key, members_dir()); }
-
-std::string field_problem(std::string_view field) {
-    if (field.empty()) return "is empty";
-    for (size_t i = 0; i < field.size(); ++i) {
-        unsigned char c = uint8_t(field[i]);
-        if (c == ' ' || c == '\t')
-            return quoted(field) + " has a blank at byte " + std::to_string(i) + " (write a space as %20)";
-        if (c < 0x20 || c == 0x7F)
-            return quoted(field) + " has a raw control byte 0x" + hex_byte(c) + " (write it as %" + hex_byte(c) + ")";
-    }
-    if (field[0] == '#') return quoted(field) + " starts with '#', which would start a comment (write it as %23)";
-    if (starts_with(field, "%%")) return quoted(field) + " starts with '%%' (write a literal '%' as %25)";
-    return "";
-}
 
 Built build_ring(const Layout &layout, const State &state, const char *plugin_dir) {
     Built b;
@@ -169,11 +185,8 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
             return b;
         }
         std::string_view field = std::string_view(key).substr(dir.size());
-        if (std::string why = field_problem(field); !why.empty()) {
-            b.error = key + ": the id field " + why;
-            return b;
-        }
-        if (std::string why = value_problem(value); !why.empty()) {
+        chr_ringfile_member member = CHR_RINGFILE_MEMBER_INIT;
+        if (std::string why = member_line_problem(field, value, member); !why.empty()) {
             b.error = key + ": " + why;
             return b;
         }
@@ -216,35 +229,12 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
 }
 
 std::string decode_id(std::string_view id_field, const std::string &what) {
-    if (std::string why = field_problem(id_field); !why.empty()) throw CliError(what + ": the id " + why);
-    std::string id, why;
-    if (!decode_member_field(id_field, MemberField::id, id, why)) throw CliError(what + ": " + why);
-    return id;
+    return id_of(read_member_line(id_field, "0", what));
 }
 
 MemberEntry parse_member(const std::string &id_field, const std::string &value, const std::string &what) {
-    const std::string id = decode_id(id_field, what);
-    if (std::string why = value_problem(value); !why.empty()) throw CliError(what + ": " + why);
-    // The value's fields as the parser splits a line: blanks separate them,
-    // a field that starts with '#' starts a comment.
-    std::vector<std::string_view> fields;
-    const std::string_view v = value;
-    for (size_t i = v.find_first_not_of(" \t"); i != std::string_view::npos && v[i] != '#';
-         i = v.find_first_not_of(" \t", i)) {
-        const size_t end = std::min(v.find_first_of(" \t", i), v.size());
-        fields.push_back(v.substr(i, end - i));
-        i = end;
-    }
-    if (fields.empty() || fields.size() > 2)
-        throw CliError(what + ": the value has " + std::to_string(fields.size()) +
-                       " fields (a member's value is '<weight> [zone]')");
-    const std::string weight(fields[0]);
-    if (std::string why = number_problem(weight, 0, CHR_WEIGHT_MAX); !why.empty())
-        throw CliError(what + ": weight " + why);
-    std::string zone, why;
-    if (fields.size() == 2 && !decode_member_field(fields[1], MemberField::zone, zone, why))
-        throw CliError(what + ": " + why);
-    return canonical_member(id, uint32_t(std::stoul(weight)), zone);
+    const chr_ringfile_member m = read_member_line(id_field, value, what);
+    return canonical_member(id_of(m), m.weight, zone_of(m));
 }
 
 MemberEntry canonical_member(const std::string &id, uint32_t weight, const std::string &zone) {

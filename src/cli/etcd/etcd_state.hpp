@@ -48,16 +48,15 @@ struct Built {
 };
 
 // Builds the ring the state describes. Refused (with the key at fault): a
-// key under the prefix that is neither a member nor the options; an id
-// field that is not one ring-file field (empty, blanks, control bytes, a
-// leading '#' or "%%"); a value with a line break or control byte; options
-// other than %%placement, %%hasher, %%seed, %%tokens-per-weight; and all
-// the library refuses (bad escapes, weights, duplicate ids, limits, a
+// key under the prefix that is neither a member nor the options; a member
+// key whose id field is empty or holds a blank (the layout's rule: the id
+// field is one field of the member line); a member whose line "<id field>
+// <value>" the library does not read as one member line
+// (chr_ringfile_parse_member: a bad escape or weight, a line break, ...);
+// options other than %%placement, %%hasher, %%seed, %%tokens-per-weight;
+// and all the library refuses of the whole (duplicate ids, limits, a
 // hasher not available here). `plugin_dir` may be NULL.
 Built build_ring(const Layout &layout, const State &state, const char *plugin_dir);
-
-// Why `field` cannot be one field of a ring-file line, or "" when it can.
-std::string field_problem(std::string_view field);
 
 // One member, decoded and in its canonical spelling.
 struct MemberEntry {
@@ -68,13 +67,14 @@ struct MemberEntry {
     std::string value;       // canonical "<weight>[ <zone field>]"
 };
 
-// The id an id field spells (a member key's last part, an argument),
-// decoded as a ring file's member line decodes it. Throws CliError
-// "WHAT: the id ..." when it is not one field or does not decode.
+// The id an id field spells (a member key's last part, an argument): the
+// id of the member line "<id field> 0". Throws CliError "WHAT: reason" when
+// the id field is empty or holds a blank, or that line is refused.
 std::string decode_id(std::string_view id_field, const std::string &what);
 
 // Reads a member: its id field and its value "<weight> [zone field]", as
-// the ring-file parser reads the line "<id field> <value>". Throws CliError
+// the line "<id field> <value>" (chr_ringfile_parse_member), the id field
+// held to the layout's rule (not empty, no blank). Throws CliError
 // "WHAT: reason".
 MemberEntry parse_member(const std::string &id_field, const std::string &value, const std::string &what);
 

@@ -99,6 +99,14 @@ typedef struct chr_ringfile_info {
     uint32_t error_line;
     uint32_t reserved0;
 } chr_ringfile_info;
+typedef struct chr_ringfile_member {
+    uint32_t version;
+    uint32_t weight;
+    uint32_t id_len;
+    uint32_t zone_len;
+    unsigned char id[256];
+    unsigned char zone[64];
+} chr_ringfile_member;
 typedef struct chr_ring chr_ring;
 typedef struct chr_snapshot chr_snapshot;
 uint32_t chr_version(void);
@@ -148,6 +156,8 @@ chr_status chr_ring_export(const chr_ring *ring, uint32_t flags, uint64_t revisi
 chr_status chr_snapshot_export(const chr_snapshot *snap, uint32_t flags, uint64_t revision, char *buf, size_t capacity, size_t *len);
 chr_status chr_ringfile_escape(const void *bytes, size_t len, uint32_t flags, char *buf, size_t capacity, size_t *out_len);
 chr_status chr_ringfile_unescape(const char *field, size_t len, const char *what, char *buf, size_t capacity, size_t *out_len);
+chr_status chr_ringfile_member_init(chr_ringfile_member *member, uint32_t version);
+chr_status chr_ringfile_parse_member(const char *line, size_t len, const char *name, chr_ringfile_member *out);
 chr_status chr_hasher_digest(const char *name, const void *data, size_t len, unsigned char *out, size_t capacity, size_t *digest_size);
 chr_status chr_replica_policy_name(int32_t policy, const char **name);
 chr_status chr_replica_policy_find(const char *name, int32_t *policy);
@@ -294,7 +304,8 @@ local K = {
     CHR_PLACEMENT_INFO_VERSION = 1, CHR_PLACEMENT_SEEDED = 1,
     CHR_RINGFILE_FORMAT_VERSION = 1, CHR_RINGFILE_LINE_MAX = 65536, CHR_RINGFILE_SIZE_MAX = 268435456,
     CHR_RINGFILE_HAS_REVISION = 1, CHR_RINGFILE_HAS_FINGERPRINT = 2, CHR_RINGFILE_HAS_OPTIONS = 4,
-    CHR_RINGFILE_INFO_VERSION = 1, CHR_EXPORT_REVISION = 1, CHR_EXPORT_JSON = 2, CHR_ESCAPE_HIDDEN = 1,
+    CHR_RINGFILE_INFO_VERSION = 1, CHR_RINGFILE_MEMBER_VERSION = 1,
+    CHR_EXPORT_REVISION = 1, CHR_EXPORT_JSON = 2, CHR_ESCAPE_HIDDEN = 1,
     CHR_NODE_ID_MAX = 256, CHR_ZONE_MAX = 64, CHR_WEIGHT_MAX = 1000000,
     CHR_TOKENS_PER_WEIGHT_MAX = 65536, CHR_TOKENS_MAX = 16777216, CHR_NODES_MAX = 1048576,
     CHR_PLACEMENT_NATIVE = 0, CHR_PLACEMENT_KETAMA = 1, CHR_PLACEMENT_KETAMA_UNWEIGHTED = 2,

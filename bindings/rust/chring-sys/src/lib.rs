@@ -112,6 +112,7 @@ pub const CHR_RINGFILE_HAS_REVISION: u32 = 0x1;
 pub const CHR_RINGFILE_HAS_FINGERPRINT: u32 = 0x2;
 pub const CHR_RINGFILE_HAS_OPTIONS: u32 = 0x4;
 pub const CHR_RINGFILE_INFO_VERSION: u32 = 1;
+pub const CHR_RINGFILE_MEMBER_VERSION: u32 = 1;
 pub const CHR_EXPORT_REVISION: u32 = 0x1;
 pub const CHR_EXPORT_JSON: u32 = 0x2;
 pub const CHR_ESCAPE_HIDDEN: u32 = 0x1;
@@ -236,6 +237,18 @@ pub struct chr_ringfile_info {
     pub replaced: u32,
     pub error_line: u32,
     pub reserved0: u32,
+}
+
+/// One member line, decoded (`CHR_RINGFILE_MEMBER_VERSION`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct chr_ringfile_member {
+    pub version: u32,
+    pub weight: u32,
+    pub id_len: u32,
+    pub zone_len: u32,
+    pub id: [c_uchar; CHR_NODE_ID_MAX],
+    pub zone: [c_uchar; CHR_ZONE_MAX],
 }
 
 /// What a follower has seen (`CHR_FOLLOW_STATE_VERSION`).
@@ -461,6 +474,8 @@ extern "C" {
     pub fn chr_snapshot_export(snap: *const chr_snapshot, flags: u32, revision: u64, buf: *mut c_char, capacity: usize, len: *mut usize) -> chr_status;
     pub fn chr_ringfile_escape(bytes: *const c_void, len: usize, flags: u32, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
     pub fn chr_ringfile_unescape(field: *const c_char, len: usize, what: *const c_char, buf: *mut c_char, capacity: usize, out_len: *mut usize) -> chr_status;
+    pub fn chr_ringfile_member_init(member: *mut chr_ringfile_member, version: u32) -> chr_status;
+    pub fn chr_ringfile_parse_member(line: *const c_char, len: usize, name: *const c_char, out: *mut chr_ringfile_member) -> chr_status;
     pub fn chr_follow_state_init(state: *mut chr_follow_state, version: u32) -> chr_status;
     pub fn chr_follower_new(ring: *mut chr_ring, path: *const c_char, flags: u32, out: *mut *mut chr_follower) -> chr_status;
     pub fn chr_follower_free(follower: *mut chr_follower);

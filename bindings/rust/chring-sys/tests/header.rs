@@ -131,6 +131,7 @@ fn layouts() -> Vec<Layout> {
         layout!(chr_bound_result { index, home, probes, flags, load, capacity }),
         layout!(chr_ticket { slot, check }),
         layout!(chr_error_info { version, status, flags, line, other_line, reserved0, change_index, function, message, reason, source, member, member_len }),
+        layout!(chr_ringfile_member { version, weight, id_len, zone_len, id, zone }),
     ]
 }
 
