@@ -76,12 +76,8 @@ chr_status check_tracker_id(const char *who, const void *tracker, const void *id
 }  // namespace
 
 CHR_API chr_status chr_bound_options_init(chr_bound_options *opts, uint32_t version) noexcept {
-    static const char *who = "chr_bound_options_init";
-    if (!opts) return null_arg(who, "opts");
-    if (chr_status st = chring::check_version(who, "", version, CHR_BOUND_OPTIONS_VERSION)) return st;
-    *opts = chr_bound_options CHR_BOUND_OPTIONS_INIT;
-    opts->version = version;
-    return CHR_OK;
+    return chring::init_versioned("chr_bound_options_init", "opts", opts, version,
+                                   CHR_BOUND_OPTIONS_VERSION, chr_bound_options CHR_BOUND_OPTIONS_INIT);
 }
 
 CHR_API chr_status chr_bound_capacities(const uint32_t *weights, size_t n, uint64_t total_load,

@@ -45,17 +45,6 @@ chr_status check_info_version(const char *who, const Info *info, uint32_t curren
     return CHR_OK;
 }
 
-// Zeros and `version`: the *_info_init twins of the _INIT macros.
-template <class Info>
-chr_status init_info(const char *who, Info *info, uint32_t version, uint32_t current) {
-    if (!info) return null_arg(who, "info");
-    if (version < 1 || version > current)
-        return fail(CHR_EVERSION, "%s: version %u is not supported (1..%u)", who, version, current);
-    *info = Info{};
-    info->version = version;
-    return CHR_OK;
-}
-
 // Elements cursor.. of `all` into out[0..capacity): the iterators of ranges,
 // cells and plan entries.
 template <class T>
@@ -83,11 +72,13 @@ const chr_node_view &view_of(const Snapshot &s, uint32_t index) {
 extern "C" {
 
 CHR_API chr_status chr_diff_info_init(chr_diff_info *info, uint32_t version) noexcept {
-    return init_info("chr_diff_info_init", info, version, CHR_DIFF_INFO_VERSION);
+    return chring::init_versioned("chr_diff_info_init", "info", info, version,
+                                   CHR_DIFF_INFO_VERSION);
 }
 
 CHR_API chr_status chr_plan_info_init(chr_plan_info *info, uint32_t version) noexcept {
-    return init_info("chr_plan_info_init", info, version, CHR_PLAN_INFO_VERSION);
+    return chring::init_versioned("chr_plan_info_init", "info", info, version,
+                                   CHR_PLAN_INFO_VERSION);
 }
 
 CHR_API chr_status chr_diff_new(const chr_snapshot *old_snap, const chr_snapshot *new_snap,

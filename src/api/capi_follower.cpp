@@ -28,12 +28,8 @@ const Follower *impl(const chr_follower *f) { return reinterpret_cast<const Foll
 extern "C" {
 
 CHR_API chr_status chr_follow_state_init(chr_follow_state *state, uint32_t version) noexcept {
-    static const char *who = "chr_follow_state_init";
-    if (!state) return null_arg(who, "state");
-    if (chr_status st = chring::check_version(who, "", version, CHR_FOLLOW_STATE_VERSION)) return st;
-    *state = chr_follow_state{};
-    state->version = version;
-    return CHR_OK;
+    return chring::init_versioned("chr_follow_state_init", "state", state, version,
+                                   CHR_FOLLOW_STATE_VERSION);
 }
 
 CHR_API chr_status chr_follower_new(chr_ring *ring, const char *path, uint32_t flags,

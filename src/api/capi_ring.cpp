@@ -177,13 +177,8 @@ CHR_API const char *chr_strerror(chr_status status) noexcept { return chring::st
 CHR_API const char *chr_last_error(void) noexcept { return chring::last_error(); }
 
 CHR_API chr_status chr_error_info_init(chr_error_info *info, uint32_t version) noexcept {
-    static const char *who = "chr_error_info_init";
-    if (!info) return null_arg(who, "info");
-    if (chr_status st = chring::check_version(who, "", version, CHR_ERROR_INFO_VERSION)) return st;
-    chr_error_info defaults = CHR_ERROR_INFO_INIT;
-    *info = defaults;
-    info->version = version;
-    return CHR_OK;
+    return chring::init_versioned("chr_error_info_init", "info", info, version,
+                                   CHR_ERROR_INFO_VERSION, chr_error_info CHR_ERROR_INFO_INIT);
 }
 
 // Its own failures leave the record alone: it holds the failure asked about.
@@ -195,13 +190,8 @@ CHR_API chr_status chr_last_error_info(chr_error_info *info) noexcept {
 }
 
 CHR_API chr_status chr_options_init(chr_options *opts, uint32_t version) noexcept {
-    static const char *who = "chr_options_init";
-    if (!opts) return null_arg(who, "opts");
-    if (chr_status st = chring::check_version(who, "", version, CHR_OPTIONS_VERSION)) return st;
-    chr_options defaults = CHR_OPTIONS_INIT;
-    *opts = defaults;
-    opts->version = version;
-    return CHR_OK;
+    return chring::init_versioned("chr_options_init", "opts", opts, version,
+                                   CHR_OPTIONS_VERSION, chr_options CHR_OPTIONS_INIT);
 }
 
 CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) noexcept {
@@ -219,14 +209,8 @@ CHR_API chr_status chr_ring_new(const chr_options *opts, chr_ring **out) noexcep
 }
 
 CHR_API chr_status chr_placement_info_init(chr_placement_info *info, uint32_t version) noexcept {
-    static const char *who = "chr_placement_info_init";
-    if (!info) return null_arg(who, "info");
-    if (chr_status st = chring::check_version(who, "", version, CHR_PLACEMENT_INFO_VERSION))
-        return st;
-    chr_placement_info defaults = CHR_PLACEMENT_INFO_INIT;
-    *info = defaults;
-    info->version = version;
-    return CHR_OK;
+    return chring::init_versioned("chr_placement_info_init", "info", info, version,
+                                   CHR_PLACEMENT_INFO_VERSION, chr_placement_info CHR_PLACEMENT_INFO_INIT);
 }
 
 CHR_API chr_status chr_placement_describe(int32_t mode, chr_placement_info *out) noexcept {

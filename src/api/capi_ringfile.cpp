@@ -158,13 +158,8 @@ chr_status check_out(const char *who, const void *buf, size_t capacity, const si
 extern "C" {
 
 CHR_API chr_status chr_ringfile_info_init(chr_ringfile_info *info, uint32_t version) noexcept {
-    static const char *who = "chr_ringfile_info_init";
-    if (!info) return null_arg(who, "info");
-    if (chr_status st = chring::check_version(who, "", version, CHR_RINGFILE_INFO_VERSION))
-        return st;
-    *info = chr_ringfile_info{};
-    info->version = version;
-    return CHR_OK;
+    return chring::init_versioned("chr_ringfile_info_init", "info", info, version,
+                                   CHR_RINGFILE_INFO_VERSION);
 }
 
 CHR_API chr_status chr_ring_new_from_text(const char *text, size_t len, const char *name,
@@ -242,13 +237,8 @@ CHR_API chr_status chr_ringfile_unescape(const char *field, size_t len, const ch
 }
 
 CHR_API chr_status chr_ringfile_member_init(chr_ringfile_member *member, uint32_t version) noexcept {
-    static const char *who = "chr_ringfile_member_init";
-    if (!member) return null_arg(who, "member");
-    if (chr_status st = chring::check_version(who, "", version, CHR_RINGFILE_MEMBER_VERSION))
-        return st;
-    *member = chr_ringfile_member{};
-    member->version = version;
-    return CHR_OK;
+    return chring::init_versioned("chr_ringfile_member_init", "member", member, version,
+                                   CHR_RINGFILE_MEMBER_VERSION);
 }
 
 CHR_API chr_status chr_ringfile_parse_member(const char *line, size_t len, const char *name,

@@ -53,6 +53,19 @@ chr_status empty_ring(const char *who);
 // "info"), or is "" when the call has only that struct.
 chr_status check_version(const char *who, const char *what, uint32_t version, uint32_t current);
 
+// The body of every chr_x_init(): *out = `defaults` (the X_INIT value)
+// with the caller's `version`, after the NULL and version checks. `what`
+// names the argument in the NULL message ("opts", "info").
+template <class T>
+chr_status init_versioned(const char *who, const char *what, T *out, uint32_t version, uint32_t current,
+                          const T &defaults = T{}) {
+    if (!out) return null_arg(who, what);
+    if (chr_status st = check_version(who, "", version, current)) return st;
+    *out = defaults;
+    out->version = version;
+    return CHR_OK;
+}
+
 // CHR_ERANGE unless index < count (what: "members", "tokens").
 chr_status check_index(const char *who, size_t index, size_t count, const char *what);
 
