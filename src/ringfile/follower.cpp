@@ -56,9 +56,7 @@ void Follower::record_applied(const File &f, const Outcome &o) {
     state_.status = CHR_OK;
     state_.error_line = 0;
     ++state_.applied;
-    state_.applied_flags = (f.revision_line ? CHR_RINGFILE_HAS_REVISION : 0u) |
-                           (f.fingerprint_line ? CHR_RINGFILE_HAS_FINGERPRINT : 0u) |
-                           (f.options_line ? CHR_RINGFILE_HAS_OPTIONS : 0u);
+    state_.applied_flags = directive_flags(f);
     state_.applied_revision = f.revision;
     state_.applied_fingerprint = o.fingerprint;
     state_.refused_flags = 0;
@@ -73,8 +71,8 @@ void Follower::record_refused(chr_status st, const File &f, const Outcome &o) {
     state_.error_line = uint32_t(o.error_line > UINT32_MAX ? UINT32_MAX : o.error_line);
     ++state_.refused;
     // What the parser had read of the refused file before its fault.
-    state_.refused_flags = (f.revision_line ? CHR_RINGFILE_HAS_REVISION : 0u) |
-                           (f.fingerprint_line ? CHR_RINGFILE_HAS_FINGERPRINT : 0u);
+    state_.refused_flags =
+        directive_flags(f) & (CHR_RINGFILE_HAS_REVISION | CHR_RINGFILE_HAS_FINGERPRINT);
     state_.refused_revision = f.revision_line ? f.revision : 0;
     state_.refused_fingerprint = f.fingerprint_line ? f.fingerprint : 0;
     std::strncpy(state_.message, last_error(), sizeof state_.message - 1);

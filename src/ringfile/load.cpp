@@ -254,9 +254,7 @@ void describe(const File &f, const Outcome &o, chr_status st, chr_ringfile_info 
     info->version = version;
     info->error_line = uint32_t(std::min<size_t>(o.error_line, UINT32_MAX));
     if (st != CHR_OK) return;
-    info->flags = (f.revision_line ? CHR_RINGFILE_HAS_REVISION : 0u) |
-                  (f.fingerprint_line ? CHR_RINGFILE_HAS_FINGERPRINT : 0u) |
-                  (f.options_line ? CHR_RINGFILE_HAS_OPTIONS : 0u);
+    info->flags = directive_flags(f);
     info->revision = f.revision;
     info->fingerprint = o.fingerprint;
     info->format_version = f.format_version;

@@ -124,6 +124,14 @@ chr_status create(const File &f, const chr_options *base, const char *who, Ring 
 // that differ from the ring's are CHR_EOPTIONS. A failure changes nothing.
 chr_status apply(Ring &ring, const File &f, const char *who, Outcome &outcome);
 
+// The CHR_RINGFILE_HAS_* bits of the directives `f` holds (or, of a file
+// refused halfway, held before its fault).
+inline uint32_t directive_flags(const File &f) noexcept {
+    return (f.revision_line ? CHR_RINGFILE_HAS_REVISION : 0u) |
+           (f.fingerprint_line ? CHR_RINGFILE_HAS_FINGERPRINT : 0u) |
+           (f.options_line ? CHR_RINGFILE_HAS_OPTIONS : 0u);
+}
+
 // What a create or an apply of `f` reports in chr_ringfile_info (`info`
 // may be NULL; its version was checked): everything on success, only the
 // error line on failure.
