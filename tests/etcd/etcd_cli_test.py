@@ -390,6 +390,16 @@ def case_once(opts):
                   "show's fingerprint equals the file's")
             check(sorted(os.listdir(tmp)) == ["ring"], "no temporary file left: %s" % os.listdir(tmp))
 
+            # --user against an etcd without authentication: as etcdctl, no token, it works.
+            pw_file = os.path.join(tmp, "pw")
+            with open(pw_file, "w") as f:
+                f.write("secret\n")
+            r = subprocess.run(watch_cmd(opts, etcd.url, os.path.join(tmp, "ring"), "--once", "--user", "someone",
+                                         "--password-file", pw_file), capture_output=True, text=True,
+                               env=run_env(), timeout=60)
+            check(r.returncode == 0, "--user with authentication off: %d %s" % (r.returncode, r.stderr))
+            os.unlink(pw_file)
+
             etcd.put(PREFIX + "/members/cache-c", "1 zone extra")
             out2 = os.path.join(tmp, "never")
             r = subprocess.run(watch_cmd(opts, etcd.url, out2, "--once"), capture_output=True, text=True,

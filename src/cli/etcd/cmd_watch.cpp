@@ -186,7 +186,7 @@ bool Watcher::handle(const std::string &line, bool &created) {
                      ", etcd keeps revisions from " + std::to_string(compacted) + ")");
     if (res->value("canceled", false)) {
         const std::string reason = res->value("cancel_reason", std::string("no reason given"));
-        if (!client_.access().user.empty() && token_rejected(reason)) throw TokenRejected(reason);
+        if (client_.should_renew(reason)) throw TokenRejected(reason);
         const std::string problem = auth_problem(reason, client_.access(), "watch");
         throw Relist("etcd canceled the watch: " + reason + (problem.empty() ? "" : ": " + problem));
     }

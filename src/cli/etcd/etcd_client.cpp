@@ -397,13 +397,18 @@ nlohmann::json Client::post(const std::string &path, const nlohmann::json &body)
     try {
         return post_any(path, text, true);
     } catch (const ServerError &e) {
-        if (!token_rejected(e.etcd_message())) throw;
+        if (!should_renew(e.etcd_message())) throw;
         const std::string why = e.etcd_message();
         authenticate();
         if (note_) note_("etcd no longer accepts the token of user '" + access_.user + "' (" + why +
                          "): authenticated again");
         return post_any(path, text, true);  // the rejected request changed nothing
     }
+}
+
+bool Client::should_renew(const std::string &message) const {
+    if (access_.user.empty()) return false;
+    return token_rejected(message) || (token_.empty() && has(message, "user name is empty"));
 }
 
 void Client::authenticate() {

@@ -135,6 +135,10 @@ public:
     void authenticate();
     // The token to send ("" for none); authenticates first if needed.
     const std::string &token();
+    // etcd's `message` (an error, a watch's cancel_reason) asks for a new
+    // token: it rejected ours, or wants one where authentication was off
+    // when the client authenticated.
+    bool should_renew(const std::string &message) const;
     // Called with a line to log when a token is renewed.
     void on_renew(std::function<void(const std::string &)> note) { note_ = std::move(note); }
     const Access &access() const { return access_; }
