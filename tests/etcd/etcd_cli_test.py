@@ -31,7 +31,8 @@ directory; etcd_server.py) and stops it. CASE is one of:
   token     etcd's simple tokens expire after 1 s (--auth-token-ttl 1); a
             watcher whose token expires while its --exec runs creates its
             watch again with a new token from the next revision (no
-            re-list, nothing missed) and renews the token of its probe
+            re-list, nothing missed) and renews the token of its probe;
+            after etcd restarts the watcher follows on
 Ends with a line "N passed, N failed"; exits 77 (skipped) when openssl is
 missing for tls and token.
 """
@@ -764,6 +765,18 @@ def case_token(opts):
         revisions = [int(x) for x in (read(hooks) or "").split()]
         check(revisions == sorted(set(revisions)) and revisions[-1] == last,
               "each publish a newer revision, the last %d: %s" % (last, revisions))
+
+        # etcd restarts: the watcher lists again (the stream ended) with its
+        # token or a new one, and follows on. (etcd 3.4 replays the
+        # authentications in its log, so a simple token may survive.)
+        etcd.kill()
+        etcd.start()
+        admin.ok("add", "after-restart", "--weight", "1")
+        last = etcd.client().revision()
+        ok = wait_for(lambda: file_field(read(ring) or "", "revision") == str(last), timeout=60)
+        log = read(log_path) or ""
+        check(ok, "after etcd's restart the watcher reaches revision %d:\n%s" % (last, log))
+        check("re-listing" in log, "after etcd's restart: a re-list:\n" + log)
         watcher.send_signal(signal.SIGTERM)
         try:
             code = watcher.wait(15)

@@ -347,7 +347,8 @@ class EtcdServer:
                                         stdout=self._log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
         deadline = time.monotonic() + timeout
-        client = EtcdClient(self.url, timeout=2.0, tls=self.tls)
+        client = EtcdClient(self.url, timeout=2.0, tls=self.tls,
+                            user=("root", self.root_password) if self.root_password is not None else None)
         try:
             while True:
                 if self.process.poll() is not None:
