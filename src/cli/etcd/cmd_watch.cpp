@@ -66,8 +66,8 @@ public:
 };
 
 // etcd canceled the watch because it no longer accepts the token (it
-// expired, or etcd restarted): authenticate again and watch from the
-// next revision, nothing listed again, nothing missed.
+// expired): authenticate again and watch from the next revision, nothing
+// listed again, nothing missed.
 class TokenRejected : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;

@@ -202,7 +202,7 @@ std::string auth_problem(const std::string &m, const Access &a, const std::strin
         return "etcd refused user '" + a.user + "' with the password from " + a.password_from +
                ": wrong password, or no such user";
     if (token_rejected(m))
-        return "etcd no longer accepts the token of user '" + a.user + "' (expired, or etcd restarted)";
+        return "etcd no longer accepts the token of user '" + a.user + "' (it expired)";
     if (has(m, "permission denied")) {
         const std::string role = what == "write" ? "readwrite" : "read";
         return (a.user.empty() ? std::string("this client") : "user '" + a.user + "'") + " may not " + what + " " +

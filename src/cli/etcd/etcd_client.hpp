@@ -104,7 +104,7 @@ constexpr int kGrpcUnauthenticated = 16;
 // watch's cancel_reason) is about authentication or permission; "" when
 // it is not. `what` is the request: "read", "write", "watch".
 std::string auth_problem(const std::string &etcd_message, const Access &access, const std::string &what);
-// A token etcd no longer accepts (expired, or etcd restarted): renew it.
+// A token etcd no longer accepts (it expired): renew it.
 bool token_rejected(const std::string &etcd_message);
 
 // Answers larger than this are refused (a ring file is at most 256 MiB; its
@@ -125,9 +125,8 @@ public:
     // TransportError moves to the next one and tries again, each endpoint
     // once. Throws TransportError (none answered) or ServerError. With a
     // user, the first request authenticates (POST /v3/auth/authenticate)
-    // and each one sends the token; a token etcd calls invalid (expired,
-    // or etcd restarted: gRPC code 16) is renewed once and the request
-    // sent again.
+    // and each one sends the token; a token etcd calls invalid (expired:
+    // gRPC code 16) is renewed once and the request sent again.
     nlohmann::json post(const std::string &path, const nlohmann::json &body);
 
     // Asks etcd for a new token now (nothing without a user, or when etcd
