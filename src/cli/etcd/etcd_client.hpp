@@ -2,7 +2,8 @@
 // keys and values base64, 64-bit numbers as decimal strings), over libcurl.
 // docs/etcd.md says why this route rather than gRPC. Every request has a
 // connect timeout and a total timeout; nothing here retries on its own
-// except moving on to the next endpoint.
+// except moving on to the next endpoint and sending a request again once
+// after renewing a token etcd rejected. TLS and authentication: Access.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,5 +1,6 @@
 // The options chring watch and chring etcd share: where the ring is in
-// etcd, the request timeout, the plugin directory.
+// etcd, the request timeout, the plugin directory, TLS and authentication
+// (etcdctl's flags; the password from a file or ETCDCTL_PASSWORD only).
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
