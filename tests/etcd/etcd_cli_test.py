@@ -706,6 +706,11 @@ def case_tls(opts):
                                      "--insecure-skip-tls-verify", "--cert", cert, "--key", key, *good_user),
                            capture_output=True, text=True, env=run_env(), timeout=60)
         check(r.returncode == 0, "--insecure-skip-tls-verify: %d %s" % (r.returncode, r.stderr))
+        # Without --cacert, SSL_CERT_FILE names the CAs (as for etcdctl, a Go program).
+        r = subprocess.run(watch_cmd(opts, etcd.url, os.path.join(tmp, "by-env"), "--once", "--cert", cert,
+                                     "--key", key, *good_user),
+                           capture_output=True, text=True, env=run_env(SSL_CERT_FILE=pki["ca"]), timeout=60)
+        check(r.returncode == 0, "SSL_CERT_FILE instead of --cacert: %d %s" % (r.returncode, r.stderr))
 
         # The watcher followed all along and stops cleanly.
         converged("after the refusals")
