@@ -400,6 +400,12 @@ def case_once(opts):
                                env=run_env(), timeout=60)
             check(r.returncode == 0, "--user with authentication off: %d %s" % (r.returncode, r.stderr))
             os.unlink(pw_file)
+            # https:// to an etcd without TLS: the message says to use http://.
+            r = subprocess.run(watch_cmd(opts, etcd.url.replace("http://", "https://"), os.path.join(tmp, "never"),
+                                         "--once", "--timeout", "5"),
+                               capture_output=True, text=True, env=run_env(), timeout=60)
+            check(r.returncode == 1 and "use an http:// URL" in r.stderr, "https:// to a plain etcd: %d %s"
+                  % (r.returncode, r.stderr))
 
             etcd.put(PREFIX + "/members/cache-c", "1 zone extra")
             out2 = os.path.join(tmp, "never")
