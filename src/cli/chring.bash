@@ -31,7 +31,8 @@ _chring() {
     fi
 
     case $prev in
-        -m | --members | --key-file | --keys | --svg | -o | --output | --out)
+        -m | --members | --key-file | --keys | --svg | -o | --output | --out | --cacert | --cert | --key | \
+            --password-file)
             COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
         --plugin-dir)

@@ -20,7 +20,21 @@ directory; etcd_server.py) and stops it. CASE is one of:
             fingerprint, leaves no temporary file, exits 0 on SIGTERM
   catchup   a watcher stopped while ~12 MB of changes are made and compacted
             away catches up to the last revision once continued
-Ends with a line "N passed, N failed".
+  tls       etcd with mutual TLS (--client-cert-auth) and authentication,
+            certificates made by openssl: a watcher with a read-only role on
+            the prefix follows what an admin user (a read-write role)
+            changes; each wrong setting fails with a message naming it: no
+            client certificate, the wrong CA, a client certificate of
+            another CA, a key not the certificate's, a certificate with a
+            Common Name, a wrong password, no user, a role outside the
+            prefix, a write with the read-only role, NAME:PASSWORD
+  token     etcd's simple tokens expire after 1 s (--auth-token-ttl 1); a
+            watcher whose token expires while its --exec runs creates its
+            watch again with a new token from the next revision (no
+            re-list, nothing missed) and renews the token of its probe;
+            after etcd restarts the watcher follows on
+Ends with a line "N passed, N failed"; exits 77 (skipped) when openssl is
+missing for tls and token.
 """
 import argparse
 import http.client
@@ -37,7 +51,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from etcd_server import EtcdServer  # noqa: E402
+from etcd_server import EtcdServer, make_test_pki  # noqa: E402
 
 PREFIX = "/chring/test"
 WAIT = 20.0  # bound on waiting for the watcher to publish one change
@@ -56,13 +70,17 @@ def check(cond, what):
 
 
 class Chring:
-    def __init__(self, path, url):
-        self.path, self.url = path, url
+    def __init__(self, path, url, flags=(), env=None):
+        """flags: more flags for every command (TLS, --user); env: more
+        environment variables (ETCDCTL_PASSWORD)."""
+        self.path, self.url, self.flags, self.env = path, url, list(flags), dict(env or {})
 
     def run(self, *args, prefix=PREFIX, timeout=60):
         env = dict(os.environ)
         env.pop("LD_LIBRARY_PATH", None)  # chring finds libchring through its rpath
-        cmd = [self.path, "etcd", "--etcd", self.url, "--prefix", prefix] + list(args)
+        env.pop("ETCDCTL_PASSWORD", None)
+        env.update(self.env)
+        cmd = [self.path, "etcd", "--etcd", self.url, "--prefix", prefix] + self.flags + list(args)
         return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
 
     def ok(self, *args, **kw):
@@ -367,9 +385,11 @@ def watch_cmd(opts, url, out, *extra):
     return [opts.chring, "watch", "--etcd", url, "--prefix", PREFIX, "--out", out] + list(extra)
 
 
-def run_env():
+def run_env(**extra):
     env = dict(os.environ)
     env.pop("LD_LIBRARY_PATH", None)
+    env.pop("ETCDCTL_PASSWORD", None)
+    env.update(extra)
     return env
 
 
@@ -396,6 +416,22 @@ def case_once(opts):
             check(json.loads(c.show("json"))["fingerprint"] == file_field(text, "fingerprint"),
                   "show's fingerprint equals the file's")
             check(sorted(os.listdir(tmp)) == ["ring"], "no temporary file left: %s" % os.listdir(tmp))
+
+            # --user against an etcd without authentication: as etcdctl, no token, it works.
+            pw_file = os.path.join(tmp, "pw")
+            with open(pw_file, "w") as f:
+                f.write("secret\n")
+            r = subprocess.run(watch_cmd(opts, etcd.url, os.path.join(tmp, "ring"), "--once", "--user", "someone",
+                                         "--password-file", pw_file), capture_output=True, text=True,
+                               env=run_env(), timeout=60)
+            check(r.returncode == 0, "--user with authentication off: %d %s" % (r.returncode, r.stderr))
+            os.unlink(pw_file)
+            # https:// to an etcd without TLS: the message says to use http://.
+            r = subprocess.run(watch_cmd(opts, etcd.url.replace("http://", "https://"), os.path.join(tmp, "never"),
+                                         "--once", "--timeout", "5"),
+                               capture_output=True, text=True, env=run_env(), timeout=60)
+            check(r.returncode == 1 and "use an http:// URL" in r.stderr, "https:// to a plain etcd: %d %s"
+                  % (r.returncode, r.stderr))
 
             etcd.put(PREFIX + "/members/cache-c", "1 zone extra")
             out2 = os.path.join(tmp, "never")
@@ -545,8 +581,256 @@ def case_catchup(opts):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# -- TLS and authentication ---------------------------------------------------------
+
+WATCH_ROLE_USERS = {"root": "root-pw", "admin": "admin-pw", "watcher": "watcher-pw", "outsider": "outsider-pw"}
+
+
+def secure_etcd(tmp, *extra_args):
+    """An etcd with mutual TLS and authentication on: root; `admin` with a
+    read-write role on PREFIX/, `watcher` with a read-only role on it,
+    `outsider` with a read-only role on another prefix. (EtcdServer, pki,
+    {user: password file})."""
+    pki = make_test_pki(os.path.join(tmp, "pki"))
+    etcd = EtcdServer(tls=pki, extra_args=extra_args)
+    try:
+        etcd.start()
+        for role, perm, prefix in (("chring-admin", "readwrite", PREFIX + "/"),
+                                   ("chring-watch", "read", PREFIX + "/"),
+                                   ("elsewhere-watch", "read", "/elsewhere/")):
+            etcd._etcdctl_ok("role", "add", role)
+            etcd._etcdctl_ok("role", "grant-permission", role, perm, prefix, "--prefix=true")
+        for user, role in (("admin", "chring-admin"), ("watcher", "chring-watch"), ("outsider", "elsewhere-watch")):
+            etcd._etcdctl_ok("user", "add", user, "--new-user-password=" + WATCH_ROLE_USERS[user])
+            etcd._etcdctl_ok("user", "grant-role", user, role)
+        etcd.enable_auth(WATCH_ROLE_USERS["root"])
+    except BaseException:
+        etcd.cleanup()
+        raise
+    files = {}
+    for user, password in list(WATCH_ROLE_USERS.items()) + [("wrong", "not-the-password")]:
+        files[user] = os.path.join(tmp, user + ".pw")
+        with open(files[user], "w") as f:
+            f.write(password + "\n")
+        os.chmod(files[user], 0o600)
+    return etcd, pki, files
+
+
+def tls_flags(pki, client="client", ca="ca"):
+    cert, key = pki[client]
+    return ["--cacert", pki[ca], "--cert", cert, "--key", key]
+
+
+def case_tls(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watcher = None
+    etcd = None
+    try:
+        etcd, pki, pw = secure_etcd(tmp)
+        admin = Chring(opts.chring, etcd.url, tls_flags(pki) + ["--user", "admin", "--password-file", pw["admin"]])
+        out = admin.ok("add", "cache-a", "--weight", "1")
+        check(out.startswith("added cache-a"), "the admin adds over mutual TLS: " + out)
+        admin.ok("add", "cache-b", "--weight", "2")
+
+        # The watcher: read-only role, password from ETCDCTL_PASSWORD.
+        ring = os.path.join(tmp, "ring")
+        log_path = os.path.join(tmp, "watch.log")
+        with open(log_path, "w") as err:
+            watcher = subprocess.Popen(watch_cmd(opts, etcd.url, ring, "--keepalive", "1", "--user", "watcher",
+                                                 *tls_flags(pki)),
+                                       stderr=err, env=run_env(ETCDCTL_PASSWORD=WATCH_ROLE_USERS["watcher"]))
+        reader = Chring(opts.chring, etcd.url, tls_flags(pki) + ["--user", "watcher"],
+                        env={"ETCDCTL_PASSWORD": WATCH_ROLE_USERS["watcher"]})
+
+        def converged(what):
+            rev = etcd.client().revision()
+            ok = wait_for(lambda: file_field(read(ring) or "", "revision") == str(rev))
+            check(ok, "%s: the watcher reaches revision %d (has %s)\n%s"
+                  % (what, rev, file_field(read(ring) or "", "revision"), read(log_path)))
+            if ok:
+                check(read(ring) == reader.show(), "%s: the file equals show --format ring-file (read-only user)" % what)
+
+        converged("start")
+        admin.ok("add", "cache-c", "--weight", "3", "--zone", "z1")
+        converged("admin add")
+        admin.ok("set-weight", "cache-a", "4")
+        converged("admin set-weight")
+        apply_file = os.path.join(tmp, "apply.ring")
+        with open(apply_file, "w") as f:
+            f.write("%%seed 5\ncache-a 4\ncache-d 1\n")
+        admin.ok("apply", apply_file)
+        converged("admin apply")
+        check("%%seed 5\n" in (read(ring) or ""), "the applied options reach the watcher")
+
+        # The read-only role cannot write, and says so.
+        ro = Chring(opts.chring, etcd.url, tls_flags(pki) + ["--user", "watcher", "--password-file", pw["watcher"]])
+        before = etcd.client().revision()
+        r = ro.run("add", "intruder", "--weight", "1")
+        check(r.returncode == 1 and "user 'watcher' may not write the keys under %s/" % PREFIX in r.stderr
+              and "readwrite" in r.stderr, "a write with the read-only role: %d %s" % (r.returncode, r.stderr))
+        check(etcd.client().revision() == before, "the refused write wrote nothing")
+
+        # Each wrong setting: `watch --once` fails (exit 1) naming it; nothing is written.
+        never = os.path.join(tmp, "never")
+        cert, key = pki["client"]
+        good_user = ["--user", "watcher", "--password-file", pw["watcher"]]
+        failures_ = [
+            ("no client certificate", ["--cacert", pki["ca"]] + good_user,
+             ["asks for a client certificate", "--cert FILE and --key FILE"]),
+            ("the wrong CA", tls_flags(pki, ca="other_ca") + good_user,
+             ["not signed by --cacert " + pki["other_ca"]]),
+            ("no CA (the system's)", ["--cert", cert, "--key", key] + good_user,
+             ["give the CA that signed it with --cacert"]),
+            ("a client certificate of another CA", tls_flags(pki, client="rogue") + good_user,
+             ["refused the client certificate --cert " + pki["rogue"][0]]),
+            ("a key that is not the certificate's", ["--cacert", pki["ca"], "--cert", cert, "--key",
+                                                      pki["rogue"][1]] + good_user,
+             ["cannot use --key " + pki["rogue"][1]]),
+            ("a certificate with a Common Name", tls_flags(pki, client="client_cn") + good_user,
+             ["refuses a client certificate with a Common Name", pki["client_cn"][0]]),
+            ("a CA file that is not there", ["--cacert", os.path.join(tmp, "nope.pem"), "--cert", cert, "--key", key]
+             + good_user, ["--cacert " + os.path.join(tmp, "nope.pem") + ": cannot read it"]),
+            ("a wrong password", tls_flags(pki) + ["--user", "watcher", "--password-file", pw["wrong"]],
+             ["refused user 'watcher' with the password from --password-file " + pw["wrong"],
+              "wrong password, or no such user"]),
+            ("no user", tls_flags(pki), ["authentication enabled: give --user NAME"]),
+            ("a role outside the prefix", tls_flags(pki) + ["--user", "outsider", "--password-file", pw["outsider"]],
+             ["user 'outsider' may not read the keys under %s/" % PREFIX, "permission denied"]),
+        ]
+        for what, flags, messages in failures_:
+            t0 = time.monotonic()
+            r = subprocess.run(watch_cmd(opts, etcd.url, never, "--once", "--timeout", "5", *flags),
+                               capture_output=True, text=True, env=run_env(), timeout=60)
+            check(r.returncode == 1 and all(m in r.stderr for m in messages),
+                  "%s: want exit 1 naming %s, got %d: %s" % (what, messages, r.returncode, r.stderr))
+            check(time.monotonic() - t0 < 30, "%s: bounded" % what)
+        check(not os.path.exists(never), "no failure wrote a file")
+        # The same refusals from chring etcd: show by a user outside the prefix.
+        r = Chring(opts.chring, etcd.url, tls_flags(pki) + ["--user", "outsider", "--password-file",
+                                                            pw["outsider"]]).run("show")
+        check(r.returncode == 1 and r.stderr.startswith("chring: etcd: ") and "user 'outsider' may not read" in r.stderr,
+              "show outside the role: %d %s" % (r.returncode, r.stderr))
+
+        # Usage errors (exit 2): the password never on the command line, flags that go together.
+        usage = [
+            (tls_flags(pki) + ["--user", "watcher:watcher-pw"], ["--password-file", "ETCDCTL_PASSWORD"]),
+            (tls_flags(pki) + ["--user", "watcher"], ["needs its password"]),
+            (["--cacert", pki["ca"], "--cert", cert] + good_user, ["--cert needs --key"]),
+            (tls_flags(pki) + ["--password-file", pw["watcher"]], ["--password-file needs --user"]),
+        ]
+        for flags, messages in usage:
+            r = subprocess.run(watch_cmd(opts, etcd.url, never, "--once", *flags), capture_output=True, text=True,
+                               env=run_env(), timeout=60)
+            check(r.returncode == 2 and all(m in r.stderr for m in messages),
+                  "%s: want exit 2 with %s, got %d: %s" % (flags, messages, r.returncode, r.stderr))
+        http_url = etcd.url.replace("https://", "http://")
+        r = subprocess.run(watch_cmd(opts, http_url, never, "--once", *tls_flags(pki), *good_user),
+                           capture_output=True, text=True, env=run_env(), timeout=60)
+        check(r.returncode == 2 and "is not https://" in r.stderr, "TLS flags with http://: %s" % r.stderr)
+        r = subprocess.run(watch_cmd(opts, "https://watcher:pw@127.0.0.1:%d" % etcd.client_port, never, "--once"),
+                           capture_output=True, text=True, env=run_env(), timeout=60)
+        check(r.returncode == 2 and "holds no user or password" in r.stderr, "user:pass in the URL: %s" % r.stderr)
+        r = subprocess.run(watch_cmd(opts, http_url, never, "--once", "--timeout", "5", *good_user),
+                           capture_output=True, text=True, env=run_env(), timeout=60)
+        check(r.returncode == 1 and "https://" in r.stderr, "http:// to a TLS etcd: %d %s" % (r.returncode, r.stderr))
+        # --insecure-skip-tls-verify (etcdctl's): no CA needed.
+        r = subprocess.run(watch_cmd(opts, etcd.url, os.path.join(tmp, "insecure"), "--once",
+                                     "--insecure-skip-tls-verify", "--cert", cert, "--key", key, *good_user),
+                           capture_output=True, text=True, env=run_env(), timeout=60)
+        check(r.returncode == 0, "--insecure-skip-tls-verify: %d %s" % (r.returncode, r.stderr))
+        # Without --cacert, SSL_CERT_FILE names the CAs (as for etcdctl, a Go program).
+        r = subprocess.run(watch_cmd(opts, etcd.url, os.path.join(tmp, "by-env"), "--once", "--cert", cert,
+                                     "--key", key, *good_user),
+                           capture_output=True, text=True, env=run_env(SSL_CERT_FILE=pki["ca"]), timeout=60)
+        check(r.returncode == 0, "SSL_CERT_FILE instead of --cacert: %d %s" % (r.returncode, r.stderr))
+
+        # The watcher followed all along and stops cleanly.
+        converged("after the refusals")
+        watcher.send_signal(signal.SIGTERM)
+        try:
+            code = watcher.wait(10)
+        except subprocess.TimeoutExpired:
+            code = None
+        check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
+        log = read(log_path)
+        check("re-listing" not in log, "the watcher never had to list again:\n" + log)
+    finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()
+        if etcd is not None:
+            etcd.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_token(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watcher = None
+    etcd = None
+    try:
+        etcd, pki, pw = secure_etcd(tmp, "--auth-token", "simple", "--auth-token-ttl", "1")
+        admin = Chring(opts.chring, etcd.url, tls_flags(pki) + ["--user", "admin", "--password-file", pw["admin"]])
+        admin.ok("add", "seed", "--weight", "1")
+        ring = os.path.join(tmp, "ring")
+        hooks = os.path.join(tmp, "hooks")
+        log_path = os.path.join(tmp, "watch.log")
+        # The hook outlasts the token: after it the watcher's token is invalid.
+        hook = 'echo "$CHRING_REVISION" >> %s; sleep 3' % hooks
+        with open(log_path, "w") as err:
+            watcher = subprocess.Popen(watch_cmd(opts, etcd.url, ring, "--keepalive", "1", "--exec", hook,
+                                                 "--user", "watcher", "--password-file", pw["watcher"],
+                                                 *tls_flags(pki)),
+                                       stderr=err, env=run_env())
+        check(wait_for(lambda: read(hooks) is not None), "the first publish ran the hook\n" + (read(log_path) or ""))
+        first = int((read(hooks) or "0").split()[0])
+        # While the hook sleeps (and the token expires): five changes, five revisions.
+        for i in range(5):
+            admin.ok("add", "n%d" % i, "--weight", "1")
+        last = etcd.client().revision()
+        ok = wait_for(lambda: file_field(read(ring) or "", "revision") == str(last), timeout=60)
+        log = read(log_path) or ""
+        check(ok, "the watcher reaches revision %d (has %s):\n%s" % (last, file_field(read(ring) or "", "revision"), log))
+        check(read(ring) == Chring(opts.chring, etcd.url, admin.flags).show(), "the file equals show --format ring-file")
+        check("authenticated again, watching from revision %d" % (first + 1) in log,
+              "the watch was created again from revision %d with a new token:\n%s" % (first + 1, log))
+        # The probe's token, too, expired during the next hook: renewed on the spot.
+        check(wait_for(lambda: "(etcdserver: invalid auth token): authenticated again\n" in (read(log_path) or ""),
+                       timeout=30),
+              "the probe renewed its token:\n" + (read(log_path) or ""))
+        log = read(log_path) or ""
+        check("re-listing" not in log, "no re-list: the watch went on from where it was:\n" + log)
+        revisions = [int(x) for x in (read(hooks) or "").split()]
+        check(revisions == sorted(set(revisions)) and revisions[-1] == last,
+              "each publish a newer revision, the last %d: %s" % (last, revisions))
+
+        # etcd restarts: the watcher lists again (the stream ended) with its
+        # token or a new one, and follows on. (etcd 3.4 replays the
+        # authentications in its log, so a simple token may survive.)
+        etcd.kill()
+        etcd.start()
+        admin.ok("add", "after-restart", "--weight", "1")
+        last = etcd.client().revision()
+        ok = wait_for(lambda: file_field(read(ring) or "", "revision") == str(last), timeout=60)
+        log = read(log_path) or ""
+        check(ok, "after etcd's restart the watcher reaches revision %d:\n%s" % (last, log))
+        check("re-listing" in log, "after etcd's restart: a re-list:\n" + log)
+        watcher.send_signal(signal.SIGTERM)
+        try:
+            code = watcher.wait(15)
+        except subprocess.TimeoutExpired:
+            code = None
+        check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
+    finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()
+        if etcd is not None:
+            etcd.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 CASES = {"admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow,
-         "catchup": case_catchup}
+         "catchup": case_catchup, "tls": case_tls, "token": case_token}
 
 
 def main():
@@ -554,6 +838,9 @@ def main():
     p.add_argument("--chring", required=True)
     p.add_argument("case", choices=sorted(CASES))
     opts = p.parse_args()
+    if opts.case in ("tls", "token") and shutil.which("openssl") is None:
+        print("SKIP: openssl not found (it makes the test's certificates)")
+        return 77
     try:
         CASES[opts.case](opts)
     except Exception as e:  # an unexpected error is a failure, reported as such

@@ -13,6 +13,17 @@ v3 API through the JSON gateway that every etcd serves on its client port
 (POST /v3/kv/range, put, deleterange, txn, compaction), over one keep-alive
 HTTP connection: Python's standard library only, no gRPC stack.
 `etcdctl` (snapshots, raw puts by hand) runs with ETCDCTL_API=3.
+
+    pki = make_test_pki(directory)      # a CA, etcd's and clients' certificates
+    with EtcdServer(tls=pki) as etcd:   # https, --client-cert-auth
+        etcd.enable_auth("root-password")   # root user, auth enable
+        kv = etcd.client(user=("root", "root-password"))
+
+With `tls`, etcd serves https with the test CA's certificate and asks
+every client for a certificate of that CA; the client and etcdctl present
+pki["client"]. With authentication on, etcdctl runs as root and the client
+as the user it was given, authenticating again when etcd calls its token
+invalid (a short --auth-token-ttl).
 """
 
 import base64
@@ -23,6 +34,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -73,6 +85,44 @@ def available():
     return None
 
 
+def make_test_pki(directory):
+    """Certificates made with openssl in `directory` (EC P-256, valid 2
+    days): {"ca", "other_ca": PEM files; "server", "client", "client_cn",
+    "rogue": (cert, key)}. The server's is for 127.0.0.1 and localhost and
+    also for client authentication (etcd's JSON gateway dials etcd with
+    it); "client" has no Common Name (etcd's gateway refuses one that has,
+    under --client-cert-auth), "client_cn" has one, "rogue" is signed by
+    other_ca. Raises RuntimeError with openssl's words on a failure."""
+    os.makedirs(directory, exist_ok=True)
+    path = lambda name: os.path.join(directory, name)  # noqa: E731
+    with open(path("ext.cnf"), "w") as f:
+        f.write("[server]\nsubjectAltName = IP:127.0.0.1, DNS:localhost\n"
+                "extendedKeyUsage = serverAuth, clientAuth\n"
+                "[client]\nextendedKeyUsage = clientAuth\n")
+
+    def openssl(*args):
+        r = subprocess.run(["openssl"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("openssl %s: %s" % (" ".join(args), r.stdout.decode(errors="replace")))
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    for ca in ("ca", "other_ca"):
+        openssl("req", "-x509", *ec, "-keyout", path(ca + ".key"), "-out", path(ca + ".pem"),
+                "-days", "2", "-subj", "/CN=chring test " + ca)
+    pki = {"ca": path("ca.pem"), "other_ca": path("other_ca.pem")}
+    for name, subject, ca, ext in (("server", "/CN=chring test etcd", "ca", "server"),
+                                   ("client", "/O=chring test client", "ca", "client"),
+                                   ("client_cn", "/CN=watcher", "ca", "client"),
+                                   ("rogue", "/O=chring test rogue", "other_ca", "client")):
+        openssl("req", *ec, "-keyout", path(name + ".key"), "-out", path(name + ".csr"), "-subj", subject)
+        openssl("x509", "-req", "-in", path(name + ".csr"), "-CA", path(ca + ".pem"),
+                "-CAkey", path(ca + ".key"), "-CAcreateserial", "-out", path(name + ".pem"),
+                "-days", "2", "-extfile", path("ext.cnf"), "-extensions", ext)
+        pki[name] = (path(name + ".pem"), path(name + ".key"))
+    return pki
+
+
 def _b64(data):
     if isinstance(data, str):
         data = data.encode()
@@ -119,11 +169,25 @@ class EtcdClient:
 
     errors = (OSError, http.client.HTTPException, EtcdError, ValueError)
 
-    def __init__(self, url, timeout=10.0):
-        assert url.startswith("http://")
-        host, port = url[len("http://"):].rstrip("/").rsplit(":", 1)
+    def __init__(self, url, timeout=10.0, tls=None, user=None):
+        """tls: a make_test_pki() dict (https, the client certificate);
+        user: (name, password), authenticated on first use."""
+        scheme, rest = url.split("://", 1)
+        assert scheme in ("http", "https") and (scheme == "https") == (tls is not None)
+        host, port = rest.rstrip("/").rsplit(":", 1)
         self.host, self.port, self.timeout = host, int(port), timeout
         self.conn = None
+        self.context = None
+        if tls is not None:
+            self.context = ssl.create_default_context(cafile=tls["ca"])
+            self.context.load_cert_chain(*tls["client"])
+        self.user = user
+        self.token = None
+
+    def _connect(self):
+        if self.context is not None:
+            return http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout, context=self.context)
+        return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
 
     def close(self):
         if self.conn is not None:
@@ -135,14 +199,30 @@ class EtcdClient:
         self.close()
 
     def call(self, path, body):
-        """POST body (a dict) to path; the decoded JSON answer."""
+        """POST body (a dict) to path; the decoded JSON answer. With a
+        user, a token etcd calls invalid is renewed once."""
+        if self.user is not None and self.token is None:
+            self.token = self._call("/v3/auth/authenticate",
+                                    {"name": self.user[0], "password": self.user[1]})["token"]
+        try:
+            return self._call(path, body)
+        except EtcdError as e:
+            if self.user is None or "invalid auth token" not in e.body:
+                raise
+            self.token = None
+            return self.call(path, body)
+
+    def _call(self, path, body):
         data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.token is not None and path != "/v3/auth/authenticate":
+            headers["Authorization"] = self.token
         for attempt in (0, 1):
             reused = self.conn is not None
             if self.conn is None:
-                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+                self.conn = self._connect()
             try:
-                self.conn.request("POST", path, data, {"Content-Type": "application/json"})
+                self.conn.request("POST", path, data, headers)
                 resp = self.conn.getresponse()
                 text = resp.read().decode(errors="replace")
                 break
@@ -225,13 +305,16 @@ class EtcdServer:
     or kill()) serves the same url on the same data.
     """
 
-    def __init__(self, data_dir=None, name="chring-test"):
+    def __init__(self, data_dir=None, name="chring-test", tls=None, extra_args=()):
         self.root = tempfile.mkdtemp(prefix="chring-etcd-")
         self.owns_data = data_dir is None
         self.data_dir = data_dir or os.path.join(self.root, "data")
         self.name = name
+        self.tls = tls
+        self.extra_args = list(extra_args)
+        self.root_password = None  # set by enable_auth(): etcdctl runs as root
         self.client_port, self.peer_port = free_ports(2)
-        self.url = "http://127.0.0.1:%d" % self.client_port
+        self.url = "%s://127.0.0.1:%d" % ("https" if tls else "http", self.client_port)
         self.peer_url = "http://127.0.0.1:%d" % self.peer_port
         self.log_path = os.path.join(self.root, "etcd.log")
         self.process = None
@@ -249,7 +332,10 @@ class EtcdServer:
                 "--initial-advertise-peer-urls", self.peer_url,
                 "--initial-cluster", "%s=%s" % (self.name, self.peer_url),
                 "--initial-cluster-state", "new",
-                "--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"]
+                "--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"] + (
+                    ["--cert-file", self.tls["server"][0], "--key-file", self.tls["server"][1],
+                     "--client-cert-auth", "--trusted-ca-file", self.tls["ca"]] if self.tls else []
+                ) + self.extra_args
 
     def start(self, timeout=30.0):
         """Starts etcd (on the existing data, if any) and waits until it
@@ -261,7 +347,8 @@ class EtcdServer:
                                         stdout=self._log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
         deadline = time.monotonic() + timeout
-        client = EtcdClient(self.url, timeout=2.0)
+        client = EtcdClient(self.url, timeout=2.0, tls=self.tls,
+                            user=("root", self.root_password) if self.root_password is not None else None)
         try:
             while True:
                 if self.process.poll() is not None:
@@ -271,7 +358,10 @@ class EtcdServer:
                 try:
                     client.revision()
                     return
-                except (OSError, http.client.HTTPException, EtcdError):
+                except EtcdError as e:
+                    if "user name is empty" in e.body:
+                        return  # it answers, with authentication on
+                except (OSError, http.client.HTTPException):
                     pass
                 if time.monotonic() > deadline:
                     self.kill()
@@ -328,13 +418,32 @@ class EtcdServer:
 
     # -- clients and maintenance ------------------------------------------------
 
-    def client(self, timeout=10.0):
-        return EtcdClient(self.url, timeout=timeout)
+    def client(self, timeout=10.0, user=None):
+        """A client; with authentication on, `user` (name, password), root's by default."""
+        if user is None and self.root_password is not None:
+            user = ("root", self.root_password)
+        return EtcdClient(self.url, timeout=timeout, tls=self.tls, user=user)
+
+    def etcdctl_flags(self):
+        flags = ["--endpoints", self.url]
+        if self.tls:
+            flags += ["--cacert", self.tls["ca"], "--cert", self.tls["client"][0], "--key", self.tls["client"][1]]
+        if self.root_password is not None:
+            flags += ["--user", "root", "--password", self.root_password]
+        return flags
+
+    def enable_auth(self, root_password):
+        """Creates the root user and turns authentication on; etcdctl and
+        client() then run as root."""
+        self._etcdctl_ok("user", "add", "root", "--new-user-password=" + root_password)
+        self._etcdctl_ok("user", "grant-role", "root", "root")
+        self._etcdctl_ok("auth", "enable")
+        self.root_password = root_password
 
     def etcdctl(self, *args, input=None, timeout=60):
         """Runs etcdctl against this server: (exit status, stdout, stderr) as text."""
         env = dict(os.environ, ETCDCTL_API="3")
-        r = subprocess.run([ETCDCTL, "--endpoints", self.url] + list(args), env=env,
+        r = subprocess.run([ETCDCTL] + self.etcdctl_flags() + list(args), env=env,
                            input=input.encode() if isinstance(input, str) else input,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
         return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")

@@ -36,7 +36,9 @@ struct Current {
 class Admin {
 public:
     explicit Admin(const AdminFlags &f)
-        : f_(f), layout_(f.etcd.prefix), client_(parse_endpoints(f.etcd.endpoints), f.etcd.timeout) {}
+        : f_(f), layout_(f.etcd.prefix),
+          client_(parse_endpoints(f.etcd.endpoints), f.etcd.timeout,
+                  access_from(f.etcd, "the keys under " + layout_.range_begin())) {}
 
     Current read();
     // The ring the state would describe; a CliError naming the key otherwise.

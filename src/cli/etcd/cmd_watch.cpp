@@ -65,6 +65,14 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// etcd canceled the watch because it no longer accepts the token (it
+// expired): authenticate again and watch from the next revision, nothing
+// listed again, nothing missed.
+class TokenRejected : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 void install_signal_handlers() {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
@@ -87,14 +95,18 @@ class Watcher {
 public:
     explicit Watcher(const WatchFlags &flags)
         : f_(flags), layout_(flags.etcd.prefix),
-          client_(parse_endpoints(flags.etcd.endpoints), flags.etcd.timeout, &g_stop),
-          random_(std::random_device{}()) {}
+          client_(parse_endpoints(flags.etcd.endpoints), flags.etcd.timeout,
+                  access_from(flags.etcd, "the keys under " + layout_.range_begin()), &g_stop),
+          random_(std::random_device{}()) {
+        client_.on_renew([](const std::string &line) { log(line); });
+    }
 
     int run();
 
 private:
     void list();
     void follow(unsigned &attempt);
+    void watch(unsigned &attempt, bool &renewed);
     bool handle(const std::string &line, bool &created);
     void probe();
     void check_header(const Header &h, bool revision);
@@ -172,8 +184,12 @@ bool Watcher::handle(const std::string &line, bool &created) {
     if (uint64_t compacted = json_u64(*res, "compact_revision"))
         throw Relist("a compacted revision (the watch needs revision " + std::to_string(revision_ + 1) +
                      ", etcd keeps revisions from " + std::to_string(compacted) + ")");
-    if (res->value("canceled", false))
-        throw Relist("etcd canceled the watch: " + res->value("cancel_reason", std::string("no reason given")));
+    if (res->value("canceled", false)) {
+        const std::string reason = res->value("cancel_reason", std::string("no reason given"));
+        if (client_.should_renew(reason)) throw TokenRejected(reason);
+        const std::string problem = auth_problem(reason, client_.access(), "watch");
+        throw Relist("etcd canceled the watch: " + reason + (problem.empty() ? "" : ": " + problem));
+    }
     if (res->value("created", false)) created = true;
     auto events = res->find("events");
     if (events == res->end() || !events->is_array() || events->empty()) return false;
@@ -207,14 +223,33 @@ void Watcher::probe() {
     check_header(r.header, true);
 }
 
+// Watches from revision_ + 1; a watch etcd cancels for the token's sake
+// is created again, once, with a new token, from where it stopped.
 void Watcher::follow(unsigned &attempt) {
+    bool renewed = false;  // a new token, and no watch created with it yet
+    while (!g_stop) {
+        try {
+            watch(attempt, renewed);
+            return;
+        } catch (const TokenRejected &t) {
+            if (renewed) throw Relist(std::string("etcd canceled the watch for a token just renewed (") + t.what() + ")");
+            client_.authenticate();
+            renewed = true;
+            log("etcd no longer accepts the token of user '" + client_.access().user + "' (" + t.what() +
+                "): authenticated again, watching from revision " + std::to_string(revision_ + 1));
+        }
+    }
+}
+
+void Watcher::watch(unsigned &attempt, bool &renewed) {
     nlohmann::json create = {
         {"key", base64_encode(layout_.range_begin())},
         {"range_end", base64_encode(layout_.range_end())},
         {"start_revision", std::to_string(revision_ + 1)},
         {"progress_notify", true},
     };
-    WatchStream stream(client_.endpoint(), create, f_.etcd.timeout);
+    const std::string &token = client_.token();
+    WatchStream stream(client_.endpoint(), create, f_.etcd.timeout, client_.access(), token);
     const auto every = std::chrono::duration<double>(f_.keepalive);
     auto last_probe = Clock::now();
     bool created = false;
@@ -226,6 +261,7 @@ void Watcher::follow(unsigned &attempt) {
         // Every response received so far is applied before publishing: a
         // burst of changes becomes one file, of the latest revision.
         for (const std::string &line : lines) changed |= handle(line, created);
+        if (created) renewed = false;
         if (changed) publish();
         if (!alive) throw Relist("the watch stream ended (" + stream.error() + ")");
         if (Clock::now() - last_probe >= every) {

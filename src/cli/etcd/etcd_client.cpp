@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include "../options.hpp"
@@ -48,11 +49,123 @@ std::string excerpt(const std::string &text) {
     return "'" + visible(head) + (text.size() > head.size() ? "...'" : "'");
 }
 
+bool has(const std::string &text, const char *part) { return text.find(part) != std::string::npos; }
+
+// The TLS side of `a` on `c` (libcurl copies the strings). Without
+// --cacert the CAs are those of SSL_CERT_FILE / SSL_CERT_DIR when set (as
+// for etcdctl, whose Go runtime reads them), else libcurl's bundle.
+void apply_tls(CURL *c, const Access &a) {
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, long(CURL_HTTP_VERSION_1_1));
+    if (!a.cacert.empty()) {
+        curl_easy_setopt(c, CURLOPT_CAINFO, a.cacert.c_str());
+    } else {
+        if (const char *file = std::getenv("SSL_CERT_FILE"); file && *file) curl_easy_setopt(c, CURLOPT_CAINFO, file);
+        if (const char *dir = std::getenv("SSL_CERT_DIR"); dir && *dir) curl_easy_setopt(c, CURLOPT_CAPATH, dir);
+    }
+    if (!a.cert.empty()) {
+        curl_easy_setopt(c, CURLOPT_SSLCERT, a.cert.c_str());
+        curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+    }
+    if (!a.key.empty()) {
+        curl_easy_setopt(c, CURLOPT_SSLKEY, a.key.c_str());
+        curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (a.insecure_skip_tls_verify) {
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+}
+
+std::string ca_name(const Access &a) {
+    if (!a.cacert.empty()) return "--cacert " + a.cacert;
+    if (const char *file = std::getenv("SSL_CERT_FILE"); file && *file) return "SSL_CERT_FILE " + std::string(file);
+    return "the system's CA certificates";
+}
+
+// The transfer on `c` opened a connection, finished the TLS handshake and
+// then saw it end before any answer: under TLS 1.3 a server that refuses
+// the client's certificate does so after the client's side of the
+// handshake, and its alert may be lost in a reset ("getpeername() failed",
+// "Connection reset by peer").
+bool closed_after_handshake(CURL *c) {
+    long connects = 0, header_bytes = 0;
+    curl_off_t tls_done = 0;
+    curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &connects);
+    curl_easy_getinfo(c, CURLINFO_HEADER_SIZE, &header_bytes);
+    curl_easy_getinfo(c, CURLINFO_APPCONNECT_TIME_T, &tls_done);
+    return connects > 0 && header_bytes == 0 && tls_done > 0;
+}
+
+// A failed transfer to `url`, said so that the file or flag at fault is
+// named: curl's words (`detail`) and what they mean here. `closed` is
+// closed_after_handshake().
+std::string transport_problem(CURLcode rc, const std::string &detail, const std::string &url, const Access &a,
+                              bool closed) {
+    const std::string head = url + ": " + detail;
+    const bool tls = url.rfind("https://", 0) == 0;
+    switch (rc) {
+    case CURLE_SSL_CACERT_BADFILE:
+        return head + " (cannot load " + ca_name(a) + ": is it a PEM file of CA certificates?)";
+    case CURLE_PEER_FAILED_VERIFICATION:
+        if (has(detail, "subject name") || has(detail, "host name"))
+            return head + " (etcd's certificate is not for this host: use a name or address its certificate "
+                          "lists in --etcd)";
+        return head + " (etcd's certificate is not signed by " + ca_name(a) +
+               (a.cacert.empty() ? ": give the CA that signed it with --cacert FILE)"
+                                 : ": is that the CA of etcd's certificate?)");
+    case CURLE_SSL_CERTPROBLEM:
+        if (has(detail, "private key") || has(detail, "key file"))
+            return head + " (cannot use --key " + a.key + " with --cert " + a.cert +
+                   ": it is not that certificate's key, or it is encrypted; chring reads unencrypted PEM keys)";
+        return head + " (cannot use the client certificate --cert " + a.cert + ": is it a PEM certificate?)";
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+        if (!tls) break;
+        if (has(detail, "wrong version number") || has(detail, "packet length too long") ||
+            has(detail, "record layer failure"))
+            return head + " (etcd there does not speak TLS: use an http:// URL, or start etcd with --cert-file "
+                          "and --key-file)";
+        if (rc == CURLE_SSL_CONNECT_ERROR && has(detail, "SSL_ERROR_SYSCALL"))
+            return head + " (the connection closed during the TLS handshake: if etcd there serves plain HTTP, use "
+                          "an http:// URL)";
+        if (a.cert.empty() && (has(detail, "certificate required") || has(detail, "bad certificate") ||
+                               has(detail, "handshake failure")))
+            return head + " (etcd asks for a client certificate, it runs with --client-cert-auth: give --cert "
+                          "FILE and --key FILE)";
+        if (!a.cert.empty() && (has(detail, "unknown ca") || has(detail, "bad certificate") ||
+                                has(detail, "certificate expired") || has(detail, "unsupported certificate") ||
+                                has(detail, "certificate revoked") || has(detail, "certificate required")))
+            return head + " (etcd refused the client certificate --cert " + a.cert +
+                   ": is it signed by a CA in etcd's --trusted-ca-file, valid now, and for client "
+                   "authentication?)";
+        if (closed && rc != CURLE_SSL_CONNECT_ERROR)
+            return head + " (etcd closed the connection after the TLS handshake, without an answer: " +
+                   (a.cert.empty() ? std::string("it asks for a client certificate? give --cert FILE and --key FILE")
+                                   : "it refused the client certificate --cert " + a.cert +
+                                         "? is it signed by a CA in etcd's --trusted-ca-file, valid now, and "
+                                         "for client authentication?") +
+                   ")";
+        break;
+    case CURLE_GOT_NOTHING:
+        if (!tls) return head + " (if etcd serves TLS, the URL must be https://)";
+        break;
+    default:
+        break;
+    }
+    return head;
+}
+
 // Sets `c` up to POST the JSON `body` (not copied: it must outlive the
 // transfer) to `url`, connecting within `connect_seconds`, with TCP
-// keepalive. Returns the header list, which the caller frees after it.
-curl_slist *json_post(CURL *c, const std::string &url, const std::string &body, double connect_seconds) {
+// keepalive, TLS as `access` says and `token` (if any) in the
+// Authorization header. Returns the header list, which the caller frees
+// after it.
+curl_slist *json_post(CURL *c, const std::string &url, const std::string &body, double connect_seconds,
+                      const Access &access, const std::string &token) {
     curl_slist *headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    if (!token.empty()) headers = curl_slist_append(headers, ("Authorization: " + token).c_str());
+    apply_tls(c, access);
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
@@ -76,8 +189,32 @@ int base64_value(unsigned char c) {
 
 }  // namespace
 
-ServerError::ServerError(int code, const std::string &message)
-    : CliError(message + " (gRPC code " + std::to_string(code) + ")"), code_(code) {}
+ServerError::ServerError(int code, const std::string &message, std::string etcd_message)
+    : CliError(message + " (gRPC code " + std::to_string(code) + ")"), code_(code),
+      etcd_message_(std::move(etcd_message)) {}
+
+bool token_rejected(const std::string &m) {
+    return has(m, "invalid auth token") || has(m, "revision of auth store is old");
+}
+
+std::string auth_problem(const std::string &m, const Access &a, const std::string &what) {
+    const std::string password = "its password (--password-file FILE or ETCDCTL_PASSWORD)";
+    if (has(m, "user name is empty") || (a.user.empty() && has(m, "invalid auth token")))
+        return "etcd has authentication enabled: give --user NAME and " + password;
+    if (has(m, "authentication failed"))
+        return "etcd refused user '" + a.user + "' with the password from " + a.password_from +
+               ": wrong password, or no such user";
+    if (token_rejected(m))
+        return "etcd no longer accepts the token of user '" + a.user + "' (it expired)";
+    if (has(m, "permission denied")) {
+        const std::string role = what == "write" ? "readwrite" : "read";
+        return (a.user.empty() ? std::string("this client") : "user '" + a.user + "'") + " may not " + what + " " +
+               (a.scope.empty() ? "these keys" : a.scope) + ": its roles need " + role +
+               " permission on them (etcdctl role grant-permission ROLE " + role + " PREFIX/ --prefix=true; "
+               "docs/etcd.md)";
+    }
+    return "";
+}
 
 uint64_t json_u64(const nlohmann::json &object, const char *name) {
     if (!object.is_object()) return 0;
@@ -182,6 +319,11 @@ std::vector<std::string> parse_endpoints(const std::string &list) {
         while (!url.empty() && url.back() == '/') url.pop_back();
         if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
             throw UsageError("--etcd: '" + url + "' is not an http:// or https:// URL (etcd's client URL, e.g. http://127.0.0.1:2379)");
+        const size_t host = url.find("://") + 3;
+        const size_t at = url.find('@', host);
+        if (at != std::string::npos && at < url.find('/', host))
+            throw UsageError("--etcd: a URL holds no user or password (etcd would take them for a token): "
+                             "give --user NAME, and the password in --password-file FILE or ETCDCTL_PASSWORD");
         if (url.find_first_of(" \t\r\n") != std::string::npos)
             throw UsageError("--etcd: '" + url + "' contains a blank");
         out.push_back(url);
@@ -190,8 +332,8 @@ std::vector<std::string> parse_endpoints(const std::string &list) {
     return out;
 }
 
-Client::Client(std::vector<std::string> endpoints, double timeout_seconds, const StopFlag *stop)
-    : endpoints_(std::move(endpoints)), timeout_(timeout_seconds), stop_(stop) {
+Client::Client(std::vector<std::string> endpoints, double timeout_seconds, Access access, const StopFlag *stop)
+    : endpoints_(std::move(endpoints)), access_(std::move(access)), timeout_(timeout_seconds), stop_(stop) {
     if (endpoints_.empty()) throw UsageError("no etcd endpoint (--etcd URL)");
     global_init();
     curl_ = curl_easy_init();
@@ -200,12 +342,12 @@ Client::Client(std::vector<std::string> endpoints, double timeout_seconds, const
 
 Client::~Client() { curl_easy_cleanup(static_cast<CURL *>(curl_)); }
 
-nlohmann::json Client::post_once(const std::string &url, const std::string &body) {
+nlohmann::json Client::post_once(const std::string &url, const std::string &body, bool with_token) {
     CURL *c = static_cast<CURL *>(curl_);
     curl_easy_reset(c);  // keeps the connection cache
     Answer answer;
     char error[CURL_ERROR_SIZE] = "";
-    curl_slist *headers = json_post(c, url, body, timeout_);
+    curl_slist *headers = json_post(c, url, body, timeout_, access_, with_token ? token_ : std::string());
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, millis(timeout_));
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
@@ -221,17 +363,31 @@ nlohmann::json Client::post_once(const std::string &url, const std::string &body
     if (answer.overflow) throw TransportError(url + ": the answer is over " + std::to_string(kAnswerMax >> 20) + " MiB");
     if (rc != CURLE_OK) {
         if (rc == CURLE_ABORTED_BY_CALLBACK) throw TransportError(url + ": interrupted");
-        throw TransportError(url + ": " + (error[0] ? error : curl_easy_strerror(rc)));
+        throw TransportError(transport_problem(rc, error[0] ? error : curl_easy_strerror(rc), url, access_,
+                                               closed_after_handshake(c)));
     }
     nlohmann::json j = nlohmann::json::parse(answer.data, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
+    if (j.is_discarded() || !j.is_object()) {
+        if (has(answer.data, "CommonName of client"))  // etcd's gateway under --client-cert-auth
+            throw TransportError(url + ": HTTP " + std::to_string(status) + ": " + excerpt(answer.data) +
+                                 " (etcd's JSON gateway refuses a client certificate with a Common Name: give "
+                                 "chring one whose subject has no CN, --cert " + access_.cert +
+                                 "; the user is --user)");
+        if (has(answer.data, "HTTP request to an HTTPS server"))
+            throw TransportError(url + ": etcd there serves TLS: use an https:// URL");
         throw TransportError(url + ": HTTP " + std::to_string(status) + " without etcd's JSON answer: " + excerpt(answer.data));
+    }
     auto err = j.find("error");
     if (err != j.end()) {
         std::string message = j.value("message", std::string());
         if (message.empty() && err->is_string()) message = err->get<std::string>();
         int code = j.value("code", 0);
-        throw ServerError(code, "etcd at " + url + ": " + message);
+        const std::string path = url.substr(url.rfind("/v3/"));
+        const char *what = path == "/v3/auth/authenticate" ? "authenticate"
+                           : path == "/v3/kv/range"         ? "read"
+                                                            : "write";
+        std::string problem = auth_problem(message, access_, what);
+        throw ServerError(code, "etcd at " + url + ": " + message + (problem.empty() ? "" : ": " + problem), message);
     }
     if (status != 200) throw TransportError(url + ": HTTP " + std::to_string(status) + ": " + excerpt(answer.data));
     return j;
@@ -239,10 +395,61 @@ nlohmann::json Client::post_once(const std::string &url, const std::string &body
 
 nlohmann::json Client::post(const std::string &path, const nlohmann::json &body) {
     const std::string text = body.dump();
+    if (access_.user.empty()) return post_any(path, text, false);
+    if (!authenticated_) authenticate();
+    try {
+        return post_any(path, text, true);
+    } catch (const ServerError &e) {
+        if (!should_renew(e.etcd_message())) throw;
+        const std::string why = e.etcd_message();
+        authenticate();
+        if (note_) note_("etcd no longer accepts the token of user '" + access_.user + "' (" + why +
+                         "): authenticated again");
+        return post_any(path, text, true);  // the rejected request changed nothing
+    }
+}
+
+bool Client::should_renew(const std::string &message) const {
+    if (access_.user.empty()) return false;
+    return token_rejected(message) || (token_.empty() && has(message, "user name is empty"));
+}
+
+void Client::authenticate() {
+    authenticated_ = false;
+    token_.clear();
+    if (access_.user.empty()) {
+        authenticated_ = true;
+        return;
+    }
+    const std::string text =
+        nlohmann::json{{"name", access_.user}, {"password", access_.password}}.dump();
+    nlohmann::json answer;
+    try {
+        answer = post_any("/v3/auth/authenticate", text, false);
+    } catch (const ServerError &e) {
+        if (e.code() == kGrpcFailedPrecondition && has(e.etcd_message(), "authentication is not enabled")) {
+            authenticated_ = true;  // as etcdctl: no token, the requests go without one
+            return;
+        }
+        throw;
+    }
+    auto token = answer.find("token");
+    if (token == answer.end() || !token->is_string() || token->get_ref<const std::string &>().empty())
+        throw TransportError(endpoint() + ": etcd's answer to authenticate has no token");
+    token_ = token->get<std::string>();
+    authenticated_ = true;
+}
+
+const std::string &Client::token() {
+    if (!authenticated_) authenticate();
+    return token_;
+}
+
+nlohmann::json Client::post_any(const std::string &path, const std::string &text, bool with_token) {
     std::string failures;
     for (size_t tried = 0; tried < endpoints_.size(); ++tried) {
         try {
-            return post_once(endpoint() + path, text);
+            return post_once(endpoint() + path, text, with_token);
         } catch (const TransportError &e) {
             if (endpoints_.size() == 1 || (stop_ && *stop_)) throw;
             failures += (failures.empty() ? "" : "; ") + std::string(e.what());
@@ -276,7 +483,8 @@ RangeResult Client::range(const std::string &key, const std::string &range_end, 
 }
 
 WatchStream::WatchStream(const std::string &endpoint, const nlohmann::json &create_request,
-                         double connect_timeout_seconds) {
+                         double connect_timeout_seconds, const Access &access, const std::string &token)
+    : access_(access) {
     global_init();
     body_ = nlohmann::json{{"create_request", create_request}}.dump();
     CURL *easy = curl_easy_init();
@@ -285,7 +493,7 @@ WatchStream::WatchStream(const std::string &endpoint, const nlohmann::json &crea
     multi_ = multi;
     if (!easy || !multi) throw CliError("cannot create a libcurl handle");
     url_ = endpoint + "/v3/watch";
-    headers_ = json_post(easy, url_, body_, connect_timeout_seconds);
+    headers_ = json_post(easy, url_, body_, connect_timeout_seconds, access_, token);
     // The kernel's keepalive finds a peer that vanished; the watcher's own
     // probes (cmd_watch.cpp) find an etcd that stopped answering.
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPIDLE, 10L);
@@ -344,7 +552,8 @@ bool WatchStream::pump(int wait_ms, std::vector<std::string> &lines) {
             if (too_long_)
                 error_ = "a watch response over " + std::to_string(kLineMax >> 20) + " MiB";
             else if (result != CURLE_OK)
-                error_ = url_ + ": " + (curl_error_[0] ? curl_error_ : curl_easy_strerror(result));
+                error_ = transport_problem(result, curl_error_[0] ? curl_error_ : curl_easy_strerror(result), url_,
+                                           access_, closed_after_handshake(static_cast<CURL *>(easy_)));
             else if (status != 200)
                 error_ = url_ + ": HTTP " + std::to_string(status);
             else
