@@ -20,6 +20,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -29,6 +31,8 @@
 #include "etcd_client.hpp"
 #include "etcd_commands.hpp"
 #include "etcd_state.hpp"
+#include "fleet_report.hpp"
+#include "hook.hpp"
 
 namespace chring::cli::etcd {
 
@@ -51,6 +55,7 @@ struct WatchFlags {
     double interval_max = 10.0;
     double keepalive = 5.0;
     bool once = false;
+    ReportFlags report;  // --name, --report-ttl, --no-report, --confirm
 };
 
 void log(const std::string &message) {
@@ -83,9 +88,10 @@ void install_signal_handlers() {
     signal(SIGPIPE, SIG_IGN);
 }
 
-void sleep_unless_stopped(double seconds) {
+void sleep_unless_stopped(double seconds, const std::function<void()> &tick) {
     const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     while (!g_stop && Clock::now() < until) {
+        tick();
         Clock::duration left = until - Clock::now();
         std::this_thread::sleep_for(std::min<Clock::duration>(left, std::chrono::milliseconds(50)));
     }
@@ -99,6 +105,17 @@ public:
                   access_from(flags.etcd, "the keys under " + layout_.range_begin()), &g_stop),
           random_(std::random_device{}()) {
         client_.on_renew([](const std::string &line) { log(line); });
+        ReportFlags report = flags.report;
+        if (flags.once) report.report = false;  // gone as soon as written: nothing to follow
+        report_flags_ = report;
+        // --confirm runs with the hook runner, as --exec, bounded by its timeout.
+        auto confirm = [this](const std::string &what, const std::string &command,
+                              const std::vector<std::pair<std::string, std::string>> &env,
+                              const std::function<void()> &tick) {
+            HookResult r = run_hook(what, command, env, report_flags_.hook_timeout, &g_stop, tick);
+            return r.ok ? std::string() : r.failure;
+        };
+        reporter_ = std::make_unique<FleetReporter>(flags.etcd, layout_, flags.out, report_flags_, log, confirm);
     }
 
     int run();
@@ -118,6 +135,10 @@ private:
     Layout layout_;
     Client client_;
     std::mt19937_64 random_;
+    // The fleet's report of this watcher (and --confirm): told of each
+    // publish and refusal, ticked from every wait, stopped on the way out.
+    ReportFlags report_flags_;
+    std::unique_ptr<FleetReporter> reporter_;
 
     State state_;
     uint64_t revision_ = 0;       // the revision state_ is the prefix's state at
@@ -165,6 +186,7 @@ void Watcher::list() {
     state_.clear();
     for (KeyValue &kv : r.kvs) state_.emplace(std::move(kv.key), std::move(kv.value));
     revision_ = h.revision;
+    reporter_->etcd_is_back();
 }
 
 // One line of the watch stream; true when it changed the state.
@@ -263,6 +285,7 @@ void Watcher::watch(unsigned &attempt, bool &renewed) {
         for (const std::string &line : lines) changed |= handle(line, created);
         if (created) renewed = false;
         if (changed) publish();
+        reporter_->tick();
         if (!alive) throw Relist("the watch stream ended (" + stream.error() + ")");
         if (Clock::now() - last_probe >= every) {
             probe();
@@ -278,6 +301,7 @@ bool Watcher::publish() {
                                            : "no file written yet";
     if (!b.ring) {
         log("refused revision " + std::to_string(revision_) + ": " + b.error + "; " + keeping);
+        reporter_->refused(revision_, b.error);
         return false;
     }
     std::string text = b.ring->snapshot().export_text(CHR_EXPORT_REVISION, revision_);
@@ -286,6 +310,7 @@ bool Watcher::publish() {
         write_file_atomically(f_.out, text, "ring file");
     } catch (const CliError &e) {
         log("cannot publish revision " + std::to_string(revision_) + ": " + e.what() + "; " + keeping);
+        reporter_->refused(revision_, std::string("cannot write the file: ") + e.what());
         return false;
     }
     published_ = true;
@@ -293,7 +318,9 @@ bool Watcher::publish() {
     published_text_ = std::move(text);
     log("published revision " + std::to_string(revision_) + " fingerprint " + hex64(b.fingerprint) + " (" +
         std::to_string(b.members) + (b.members == 1 ? " member" : " members") + ") to " + f_.out);
+    reporter_->published(revision_, b.fingerprint);
     if (!f_.exec.empty()) run_exec(b.fingerprint);
+    reporter_->after_hooks();
     return true;
 }
 
@@ -361,8 +388,9 @@ int Watcher::run() {
         if (g_stop) break;
         double delay = backoff(attempt++);
         log("re-listing after " + reason + " (in " + seconds_text(delay) + " s)");
-        sleep_unless_stopped(delay);
+        sleep_unless_stopped(delay, [this] { reporter_->tick(); });
     }
+    reporter_->stop();
     log(std::string("stopping on ") + (g_signal == SIGINT ? "SIGINT" : "SIGTERM") + "; " +
         (published_ ? f_.out + " keeps revision " + std::to_string(published_revision_) : "no file written"));
     return 0;
@@ -390,8 +418,10 @@ void add_watch_command(CLI::App &app) {
         ->check(seconds(0.1, 3600))
         ->capture_default_str();
     cmd->add_flag("--once", flags->once, "List, publish, exit (0: published, 1: refused or etcd unreachable)");
+    add_report_options(*cmd, flags->report);
     cmd->callback([flags] {
         if (flags->out.empty()) throw UsageError("--out: the file name is empty");
+        check_report_options(flags->report, flags->once);
         Watcher w(*flags);
         if (w.run() != 0) throw CliError("watch --once: nothing was published (see the line above)");
     });
