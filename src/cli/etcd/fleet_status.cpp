@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <ostream>
 #include <thread>
 
@@ -204,6 +205,7 @@ int wait_for_rollout(Client &reports, const Layout &layout, const Rollout &ro, d
         << " to hold " << target << "\n";
     out.flush();
     std::string last_progress, last_error;
+    std::map<std::string, bool> seen;  // name -> held the ring when last read
     std::vector<std::pair<const FleetEntry *, Judged>> judged;
     std::vector<FleetEntry> entries;
     bool read_once = false;
@@ -228,6 +230,14 @@ int wait_for_rollout(Client &reports, const Layout &layout, const Rollout &ro, d
                 const Verdict v = judged.back().second.verdict;
                 (v == Verdict::holds ? hold : v == Verdict::refused ? refused : lag)++;
             }
+            // Say who went away: no longer waited for.
+            std::map<std::string, bool> now;
+            for (const auto &[e, j] : judged) now[e->name] = j.verdict == Verdict::holds;
+            for (const auto &[n, held] : seen)
+                if (!now.count(n) && !held)
+                    out << "  " << visible(printable_id(n))
+                        << ": no longer reports (stopped, or its lease expired): not waited for\n";
+            seen = std::move(now);
             if (entries.empty()) {
                 out << "no process reports under " << status_dir(layout) << ": nothing to wait for\n";
                 out.flush();
