@@ -948,8 +948,7 @@ def case_report(opts):
             check(all(not k.startswith(STATUS_DIR.encode()) for k in kvs), "no report under P/")
 
             # A refusal: reported with the refused revision and the reason; the held ring stays.
-            etcd.put(PREFIX + "/members/cache-b", "heavy")
-            bad = etcd.client().revision()
+            bad = etcd.client().put(PREFIX + "/members/cache-b", "heavy")
             check(wait_for(lambda: (report_of(etcd, key1) or {}).get("state") == "refused"
                            and (report_of(etcd, key2) or {}).get("state") == "refused"),
                   "the refusal is reported: %s" % reports(etcd))
@@ -1141,7 +1140,7 @@ def case_wait(opts):
             if opts.plugin_path:
                 admin = c
                 with open(ring, "w") as f:
-                    f.write("%%hasher murmur3\ncache-a 1\ncache-d 4\n")
+                    f.write("%%hasher murmur3_32\ncache-a 1\ncache-d 4\n")
                 t0 = time.monotonic()
                 r = admin.run("apply", ring, "--wait=60")
                 check(r.returncode == 3 and "refused after" in r.stdout
