@@ -359,10 +359,11 @@ struct FleetReporter::Impl {
             report.failure = bounded(failure);
             changed();
         }
+        // Soon at first (a server that loads the file on a timer, as nginx's
+        // check=), then at most every keepalive interval: 0.05 s doubling.
+        const double wait =
+            std::min(std::max(0.5, flags.ttl / 3.0), 0.05 * std::ldexp(1.0, int(std::min(confirm_tries, 10u))));
         ++confirm_tries;
-        // Soon at first (a server that loads the file on a timer), then at
-        // most every keepalive interval.
-        const double wait = std::min(std::max(0.5, flags.ttl / 3.0), 0.1 * std::ldexp(1.0, int(std::min(confirm_tries, 10u))));
         next_confirm = Clock::now() + from_seconds(wait);
         confirm_due = true;
     }
@@ -470,25 +471,28 @@ void check_report_options(const ReportFlags &f, bool once) {
 
 // -- reading the fleet ------------------------------------------------------------------
 
-std::vector<FleetEntry> read_reports(Client &client, const Layout &layout) {
+FleetEntry read_entry(const Layout &layout, const std::string &key, const std::string &value) {
     const std::string dir = status_dir(layout);
-    RangeResult r = client.range(dir, status_range_end(layout));
+    FleetEntry e;
+    e.key = key;
+    std::string why;
+    const std::string field = key.substr(std::min(dir.size(), key.size()));
+    if (!decode_field(field, "name", e.name, why)) e.name = field;
+    nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
+    if (j.is_discarded())
+        e.problem = "not JSON";
+    else if (ProcessReport::from_json(j, e.report, why))
+        e.readable = true;
+    else
+        e.problem = why;
+    return e;
+}
+
+std::vector<FleetEntry> read_reports(Client &client, const Layout &layout, uint64_t *revision) {
+    RangeResult r = client.range(status_dir(layout), status_range_end(layout));
+    if (revision) *revision = r.header.revision;
     std::vector<FleetEntry> out;
-    for (KeyValue &kv : r.kvs) {
-        FleetEntry e;
-        e.key = kv.key;
-        std::string why;
-        const std::string field = kv.key.substr(dir.size());
-        if (!decode_field(field, "name", e.name, why)) e.name = field;
-        nlohmann::json j = nlohmann::json::parse(kv.value, nullptr, false);
-        if (j.is_discarded())
-            e.problem = "not JSON";
-        else if (ProcessReport::from_json(j, e.report, why))
-            e.readable = true;
-        else
-            e.problem = why;
-        out.push_back(std::move(e));
-    }
+    for (const KeyValue &kv : r.kvs) out.push_back(read_entry(layout, kv.key, kv.value));
     return out;
 }
 

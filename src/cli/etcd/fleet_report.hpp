@@ -139,8 +139,10 @@ struct FleetView {
 };
 // `ring` reads P/, `reports` P.status/ (each with its scope for messages).
 FleetView read_fleet(Client &ring, Client &reports, const Layout &layout, const char *plugin_dir);
-// Only the reports.
-std::vector<FleetEntry> read_reports(Client &client, const Layout &layout);
+// Only the reports, and the revision they were read at.
+std::vector<FleetEntry> read_reports(Client &client, const Layout &layout, uint64_t *revision = nullptr);
+// One key under P.status/ and its value, read.
+FleetEntry read_entry(const Layout &layout, const std::string &key, const std::string &value);
 
 // Exit statuses of chring etcd status and --wait (1 and 2 stay error and usage).
 constexpr int kExitFleetBehind = 3;  // a process lags or refused
@@ -160,6 +162,7 @@ struct Rollout {
 };
 // --wait: until every reporting process holds the rollout's ring or a later
 // one, one refuses it, or `timeout` seconds pass; progress lines on `out`.
+// The reports are listed, then watched (listed again if the watch ends).
 // Returns the exit status (0: converged).
 int wait_for_rollout(Client &reports, const Layout &layout, const Rollout &rollout, double timeout,
                      std::ostream &out);

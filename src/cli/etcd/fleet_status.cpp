@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <thread>
 
@@ -207,25 +208,77 @@ int wait_for_rollout(Client &reports, const Layout &layout, const Rollout &ro, d
     std::string last_progress, last_error;
     std::map<std::string, bool> seen;  // name -> held the ring when last read
     std::vector<std::pair<const FleetEntry *, Judged>> judged;
-    std::vector<FleetEntry> entries;
+    std::map<std::string, FleetEntry> entries;  // key -> its report
     bool read_once = false;
+    // The reports are listed at a revision, then watched from the next one,
+    // so that a report is seen as it is written, not at the next poll; a
+    // watch that ends or fails is replaced by a new list.
+    std::unique_ptr<WatchStream> stream;
+    std::vector<std::string> lines;
+    auto note_error = [&](const std::string &what) {
+        if (what == last_error) return;
+        out << "cannot read the reports (trying again): " << what << "\n";
+        out.flush();
+        last_error = what;
+    };
     while (true) {
         bool fresh = false;
-        try {
-            entries = read_reports(reports, layout);
-            read_once = fresh = true;
-            last_error.clear();
-        } catch (const CliError &e) {  // etcd away for a moment: the deadline decides
-            if (e.what() != last_error) {
-                out << "cannot read the reports (trying again): " << e.what() << "\n";
-                out.flush();
-                last_error = e.what();
+        if (!stream) {
+            try {
+                uint64_t revision = 0;
+                std::vector<FleetEntry> listed = read_reports(reports, layout, &revision);
+                entries.clear();
+                for (FleetEntry &e : listed) entries.emplace(e.key, std::move(e));
+                read_once = fresh = true;
+                last_error.clear();
+                nlohmann::json create = {{"key", base64_encode(status_dir(layout))},
+                                         {"range_end", base64_encode(status_range_end(layout))},
+                                         {"start_revision", std::to_string(revision + 1)}};
+                stream = std::make_unique<WatchStream>(reports.endpoint(), create, reports.timeout(),
+                                                       reports.access(), reports.token());
+            } catch (const CliError &e) {  // etcd away for a moment: the deadline decides
+                note_error(e.what());
+            }
+        } else {
+            lines.clear();
+            const bool alive = stream->pump(100, lines);
+            bool broken = !alive;
+            for (const std::string &line : lines) {
+                nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+                auto res = j.is_object() ? j.find("result") : j.end();
+                if (res == j.end() || !res->is_object() || res->value("canceled", false) ||
+                    json_u64(*res, "compact_revision")) {
+                    broken = true;  // an error, a cancel: list again
+                    break;
+                }
+                auto events = res->find("events");
+                if (events == res->end() || !events->is_array()) continue;
+                for (const nlohmann::json &ev : *events) {
+                    auto kv = ev.find("kv");
+                    std::string key, value;
+                    if (kv == ev.end() || !kv->is_object() ||
+                        !base64_decode(kv->value("key", std::string()), key) ||
+                        !base64_decode(kv->value("value", std::string()), value)) {
+                        broken = true;
+                        break;
+                    }
+                    if (ev.value("type", std::string("PUT")) == "DELETE")
+                        entries.erase(key);
+                    else
+                        entries[key] = read_entry(layout, key, value);
+                    fresh = true;
+                }
+            }
+            if (broken) {
+                if (!alive) note_error(stream->error());
+                stream.reset();
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
             }
         }
         if (fresh) {
             judged.clear();
             size_t hold = 0, lag = 0, refused = 0;
-            for (const FleetEntry &e : entries) {
+            for (const auto &[key, e] : entries) {
                 judged.emplace_back(&e, judge_rollout(e, ro));
                 const Verdict v = judged.back().second.verdict;
                 (v == Verdict::holds ? hold : v == Verdict::refused ? refused : lag)++;
@@ -265,7 +318,7 @@ int wait_for_rollout(Client &reports, const Layout &layout, const Rollout &ro, d
             }
         }
         if (Clock::now() >= deadline) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (!stream) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     out << "timed out after " << elapsed() << (read_once ? "" : " without reading the reports");
     if (read_once) {
