@@ -585,24 +585,31 @@ def case_catchup(opts):
 
 # -- TLS and authentication ---------------------------------------------------------
 
-WATCH_ROLE_USERS = {"root": "root-pw", "admin": "admin-pw", "watcher": "watcher-pw", "outsider": "outsider-pw"}
+WATCH_ROLE_USERS = {"root": "root-pw", "admin": "admin-pw", "watcher": "watcher-pw", "outsider": "outsider-pw",
+                    "reader": "reader-pw"}
 
 
 def secure_etcd(tmp, *extra_args):
     """An etcd with mutual TLS and authentication on: root; `admin` with a
-    read-write role on PREFIX/, `watcher` with a read-only role on it,
-    `outsider` with a read-only role on another prefix. (EtcdServer, pki,
-    {user: password file})."""
+    read-write role on PREFIX/ (and read on PREFIX.status/), `watcher` with
+    a read-only role on it (and readwrite on PREFIX.status/, for its report),
+    `reader` with only read on PREFIX/, `outsider` with a read-only role on
+    another prefix. (EtcdServer, pki, {user: password file})."""
     pki = make_test_pki(os.path.join(tmp, "pki"))
     etcd = EtcdServer(tls=pki, extra_args=extra_args)
     try:
         etcd.start()
         for role, perm, prefix in (("chring-admin", "readwrite", PREFIX + "/"),
+                                   ("chring-admin", "read", PREFIX + ".status/"),
                                    ("chring-watch", "read", PREFIX + "/"),
+                                   ("chring-watch", "readwrite", PREFIX + ".status/"),
+                                   ("chring-read", "read", PREFIX + "/"),
                                    ("elsewhere-watch", "read", "/elsewhere/")):
-            etcd._etcdctl_ok("role", "add", role)
+            if role not in etcd._etcdctl_ok("role", "list").split():
+                etcd._etcdctl_ok("role", "add", role)
             etcd._etcdctl_ok("role", "grant-permission", role, perm, prefix, "--prefix=true")
-        for user, role in (("admin", "chring-admin"), ("watcher", "chring-watch"), ("outsider", "elsewhere-watch")):
+        for user, role in (("admin", "chring-admin"), ("watcher", "chring-watch"), ("outsider", "elsewhere-watch"),
+                           ("reader", "chring-read")):
             etcd._etcdctl_ok("user", "add", user, "--new-user-password=" + WATCH_ROLE_USERS[user])
             etcd._etcdctl_ok("user", "grant-role", user, role)
         etcd.enable_auth(WATCH_ROLE_USERS["root"])
@@ -748,6 +755,35 @@ def case_tls(opts):
 
         # The watcher followed all along and stops cleanly.
         converged("after the refusals")
+
+        # Reports under authentication: the watcher's role has readwrite on
+        # PREFIX.status/ (the lease needs nothing more, and its revocation
+        # write permission on the key); a role without it follows the ring
+        # all the same and says once why it cannot report.
+        reporting = ReportingWatcher(opts, etcd.url, tmp, "rbac", "--user", "watcher", "--password-file",
+                                     pw["watcher"], *tls_flags(pki))
+        unreported = ReportingWatcher(opts, etcd.url, tmp, "reader", "--user", "reader", "--password-file",
+                                      pw["reader"], *tls_flags(pki))
+        try:
+            admin_status = lambda: admin.run("status", "--format", "json")  # noqa: E731
+            check(wait_for(lambda: admin_status().returncode == 0 and "rbac" in admin_status().stdout),
+                  "a watcher with readwrite on %s.status/ reports, status (admin: read) shows it: %s\n%s"
+                  % (PREFIX, admin_status().stdout, reporting.log()))
+            check(wait_for(lambda: reporting.held() is not None and unreported.held() is not None
+                           and unreported.held()[1] == reporting.held()[1]),
+                  "a watcher that may not report follows the ring all the same:\n" + unreported.log())
+            check(wait_for(lambda: "may not write the keys under %s.status/" % PREFIX in unreported.log()),
+                  "and says why it cannot report:\n" + unreported.log())
+            time.sleep(1.5)  # its tries go on
+            check(unreported.log().count("cannot write the report") == 1, "once:\n" + unreported.log())
+            check(reporting.terminate() == 0 and unreported.terminate() == 0, "both stop on SIGTERM, exit 0")
+            check(wait_for(lambda: admin.run("status").returncode == 4, timeout=5),
+                  "the reporting watcher's lease was revoked: nobody reports\n" + reporting.log())
+            check("revoke" not in reporting.log(), "revoked without error:\n" + reporting.log())
+        finally:
+            reporting.kill()
+            unreported.kill()
+
         watcher.send_signal(signal.SIGTERM)
         try:
             code = watcher.wait(10)
