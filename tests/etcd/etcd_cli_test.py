@@ -41,6 +41,9 @@ directory; etcd_server.py) and stops it. CASE is one of:
             keeps it
   hook-stop SIGTERM to a watcher while its hook runs ends the hook's whole
             group (also one that ignores SIGTERM) and the watcher exits 0
+  bounded   a 2 MiB member id, a 2 MiB value, a 2 MiB key outside the
+            layout: every log line of the watcher and every message of
+            chring etcd quotes a bounded prefix with the length
 Ends with a line "N passed, N failed"; exits 77 (skipped) when openssl is
 missing for tls and token.
 """
@@ -995,9 +998,79 @@ def case_hook_stop(opts):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# -- bounded messages -----------------------------------------------------------------
+
+LINE_MAX = 1000  # a log line or message that quotes a huge key, id or value stays under this
+
+
+def case_bounded(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watcher = None
+    big = 2 << 20
+    try:
+        out = os.path.join(tmp, "ring")
+        log_path = os.path.join(tmp, "watch.log")
+        # etcd refuses requests over 1.5 MiB by default.
+        with EtcdServer(extra_args=("--max-request-bytes", str(8 << 20))) as etcd:
+            c = Chring(opts.chring, etcd.url)
+            c.ok("add", "a", "--weight", "1")
+            good = etcd.client().revision()
+            with open(log_path, "w") as err:
+                watcher = subprocess.Popen(watch_cmd(opts, etcd.url, out, "--keepalive", "1"), stderr=err,
+                                           env=run_env())
+            check(wait_for(lambda: file_field(read(out) or "", "revision") == str(good)), "the first file")
+            kv = etcd.client(timeout=60)
+            huge_id = PREFIX + "/members/" + "i" * big
+            huge_value = PREFIX + "/members/v"
+            outside = PREFIX + "/" + "k" * big
+            states = [
+                # (what, puts, deletes, a text the refusal has)
+                ("a 2 MiB id", [(huge_id, "1")], [],
+                 PREFIX + "/members/" + "i" * 128 + "... (%d bytes): " % big),
+                ("a 2 MiB value", [(huge_value, "1 " + "z" * big)], [huge_id],
+                 PREFIX + "/members/v: "),
+                ("a 2 MiB key outside the layout", [(outside, "1")], [huge_value],
+                 PREFIX + "/" + "k" * 128 + "... (%d bytes): neither a member" % big),
+            ]
+            for what, puts, deletes, want in states:
+                ops = [kv.op_put(k, v) for k, v in puts] + [kv.op_delete(k) for k in deletes]
+                _, rev = kv.txn(ops)
+                check(wait_for(lambda: "refused revision %d" % rev in (read(log_path) or "")),
+                      "%s: refused" % what)
+                lines = [l for l in (read(log_path) or "").splitlines() if "refused revision %d" % rev in l]
+                check(len(lines) == 1 and want in lines[0] and len(lines[0]) < LINE_MAX,
+                      "%s: one bounded line with %r: %r" % (what, want, [l[:300] + "..." for l in lines]))
+                # chring etcd says the same, as briefly.
+                for args in (["show"], ["add", "b", "--weight", "1"]):
+                    r = c.run(*args)
+                    check(r.returncode == 1 and want in r.stderr and len(r.stderr) < LINE_MAX,
+                          "%s: chring etcd %s: %d %r" % (what, args[0], r.returncode, r.stderr[:300]))
+            kv.delete(outside)
+            code = stop_watcher(watcher)
+            check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
+            long_lines = [len(l) for l in (read(log_path) or "").splitlines() if len(l) >= LINE_MAX]
+            check(not long_lines, "every log line is under %d characters: %s" % (LINE_MAX, long_lines))
+
+            # A huge argument (as long as one argument may be) is quoted bounded too.
+            arg, zone = "x" * 100000, "#" + "z" * 60000  # the zone's line is under the line limit
+            for args, message in ((["add", arg, "--weight", "1"], "add " + "x" * 64 + "... (100000 bytes): "),
+                                  (["remove", arg], "'" + "x" * 64 + "...' (100000 bytes): "),
+                                  (["add", "b", "--weight", "1", "--zone", zone],
+                                   "the zone '#" + "z" * 63 + "...' (60001 bytes) is read as no zone in the member "
+                                   "line 'b 1 #" + "z" * 59 + "...' (60005 bytes)")):
+                r = c.run(*args)
+                check(r.returncode == 1 and message in r.stderr and len(r.stderr) < LINE_MAX,
+                      "chring etcd %s with a 100000-byte argument: %d %r" % (args[0], r.returncode, r.stderr[:300]))
+    finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 CASES = {"admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow,
          "catchup": case_catchup, "tls": case_tls, "token": case_token, "hook-timeout": case_hook_timeout,
-         "hook-stop": case_hook_stop}
+         "hook-stop": case_hook_stop, "bounded": case_bounded}
 
 
 def main():

@@ -49,8 +49,10 @@ struct WatchFlags {
     bool once = false;
 };
 
+// Keys and values in a message are bounded where they are quoted; the cap
+// here only keeps a line a line if one of them was missed.
 void log(const std::string &message) {
-    std::string line = "chring watch: " + visible(message) + "\n";
+    std::string line = "chring watch: " + visible_bounded(message, 4096) + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
 }
