@@ -44,6 +44,10 @@ directory; etcd_server.py) and stops it. CASE is one of:
   bounded   a 2 MiB member id, a 2 MiB value, a 2 MiB key outside the
             layout: every log line of the watcher and every message of
             chring etcd quotes a bounded prefix with the length
+  options-newline
+            an options value without a trailing newline (as docs/etcd.md's
+            etcdctl example writes it) means what it means with one, for
+            apply, show and the watcher
 Ends with a line "N passed, N failed"; exits 77 (skipped) when openssl is
 missing for tls and token.
 """
@@ -1068,9 +1072,52 @@ def case_bounded(opts):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# -- options without a trailing newline ----------------------------------------------
+
+def case_options_newline(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    try:
+        ring = os.path.join(tmp, "ring")
+        members = os.path.join(tmp, "members")
+        with open(members, "w") as f:
+            f.write("m 1\nn 2\n")
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            shown = {}
+            values = (("with", "%%placement native\n%%seed 7\n"), ("without", "%%placement native\n%%seed 7"),
+                      ("CRLF, without", "%%placement native\r\n%%seed 7"), ("one line, without", "%%seed 7"))
+            for what, value in values:
+                etcd.client().delete_prefix(PREFIX + "/")
+                etcd.put(PREFIX + "/options", value)  # etcdctl, as docs/etcd.md shows
+                out = c.ok("apply", members)
+                check("2 added, 0 removed, 0 changed, options unchanged" in out,
+                      "apply keeps an options value %s a trailing newline: %s" % (what, out))
+                shown[what] = c.show()
+                check("%%seed 7\n" in shown[what] and "\nm 1\nn 2\n" in shown[what],
+                      "show, options %s a trailing newline:\n%s" % (what, shown[what]))
+                r = subprocess.run(watch_cmd(opts, etcd.url, ring, "--once"), capture_output=True, text=True,
+                                   env=run_env(), timeout=60)
+                check(r.returncode == 0 and read(ring) == shown[what], "watch --once, options %s a trailing "
+                      "newline: %d %s" % (what, r.returncode, r.stderr))
+            prints = {w: file_field(t, "fingerprint") for w, t in shown.items()}
+            check(len(set(prints.values())) == 1, "one ring whatever the value's last line ends with: %s" % prints)
+            # No options key: apply reads the members with the defaults.
+            etcd.client().delete_prefix(PREFIX + "/")
+            out = c.ok("apply", members)
+            check("2 added" in out and "%%seed 0\n" in c.show(), "apply without an options key: " + out)
+            # A compatibility placement (its hasher a plugin) without the final newline.
+            etcd.client().delete_prefix(PREFIX + "/")
+            etcd.put(PREFIX + "/options", "%%placement ketama")
+            out = c.ok("apply", members)
+            check("2 added" in out and "options unchanged" in out and "%%placement ketama\n" in c.show(),
+                  "apply under ketama options without a final newline: " + out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 CASES = {"admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow,
          "catchup": case_catchup, "tls": case_tls, "token": case_token, "hook-timeout": case_hook_timeout,
-         "hook-stop": case_hook_stop, "bounded": case_bounded}
+         "hook-stop": case_hook_stop, "bounded": case_bounded, "options-newline": case_options_newline}
 
 
 def main():

@@ -239,7 +239,9 @@ void run_apply(Admin &a) {
 
     // For the compatibility placements the members' order breaks ties; in
     // etcd it is the order of their keys. Refuse a file whose order differs.
-    std::string reference = next.count(options_key) ? next[options_key] : "";
+    // The options as the built ring has them, not the key's raw value: that
+    // one may lack its last line's LF, which would join the first member's line.
+    std::string reference = options_value(b.ring->snapshot());
     for (const MemberEntry &m : members) reference += m.id_field + " " + m.value + "\n";
     const chr_options base = config.options();
     chr_ring *ref = nullptr;
