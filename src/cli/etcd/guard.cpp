@@ -107,6 +107,7 @@ std::string describe_sides(const ChangeEffect &e) {
 
 std::string describe(const ChangeEffect &e) {
     if (!e.has_before) return "the first ring: " + describe_sides(e);
+    if (e.members_before == 0) return "gives the keys their first owners; " + describe_sides(e);
     if (e.options_changed) return "moves up to every key (the placement, hasher or seed changes); " + describe_sides(e);
     return "moves " + percent(e.moved) + " of the keys; " + describe_sides(e);
 }
