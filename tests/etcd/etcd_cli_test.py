@@ -393,6 +393,26 @@ def watch_cmd(opts, url, out, *extra, guard=False):
             list(extra))
 
 
+def sigterm(proc, timeout=10):
+    """SIGTERM to a watcher: its exit status, None if it did not exit in time."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def clean_up(watcher, etcd, tmp):
+    """The end of a case that made its own etcd: kill a watcher still running,
+    stop etcd, remove the temporary directory."""
+    if watcher is not None and watcher.poll() is None:
+        watcher.kill()
+        watcher.wait()
+    if etcd is not None:
+        etcd.cleanup()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def run_env(**extra):
     env = dict(os.environ)
     env.pop("LD_LIBRARY_PATH", None)
@@ -537,11 +557,7 @@ def case_follow(opts):
             check(str(bad) not in [h[0] for h in hooks], "--exec does not run for a refused state")
             check(sorted(os.listdir(tmp)) == ["hooks", "ring", "watch.log"], "no temporary file: %s" % os.listdir(tmp))
 
-            watcher.send_signal(signal.SIGTERM)
-            try:
-                code = watcher.wait(10)
-            except subprocess.TimeoutExpired:
-                code = None
+            code = sigterm(watcher)
             check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
             log = read(stderr_path)
             check("stopping on SIGTERM" in log, "the watcher says it stops")
@@ -569,13 +585,9 @@ class LoggedWatcher:
         return wait_for(lambda: text in self.log())
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc.poll() is None and sigterm(self.proc) is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def case_guard(opts):
@@ -597,18 +609,30 @@ def case_guard(opts):
             for i, out in enumerate(outs):
                 watchers.append(LoggedWatcher(watch_cmd(opts, etcd.url, out, "--keepalive", "1", guard=True),
                                               os.path.join(tmp, "watch%d.log" % i)))
-            good = etcd.client().revision()
+            last = {}  # the revision every watcher published last, and their files
 
             def on(revision):
                 return all(wait_for(lambda o=o: file_field(read(o) or "", "revision") == str(revision)) for o in outs)
 
-            check(on(good), "both watchers publish revision %d" % good)
-            good_text = [read(o) for o in outs]
+            def published_by_all(what):
+                revision = etcd.client().revision()
+                check(on(revision), "%s: every watcher publishes revision %d" % (what, revision))
+                last.update(revision=revision, texts=[read(o) for o in outs])
+                return revision
 
             def refused_by_all(revision, what):
                 ok = all(w.wait_log("refused revision %d: guard: %s" % (revision, what)) for w in watchers)
                 check(ok, "revision %d refused by every watcher (%s):\n%s" % (revision, what, watchers[0].log()[-2000:]))
-                check([read(o) for o in outs] == good_text, "revision %d: every file keeps revision %d" % (revision, good))
+                check([read(o) for o in outs] == last["texts"],
+                      "revision %d: every file keeps revision %d" % (revision, last["revision"]))
+
+            def ring_file(name, text):
+                path = os.path.join(tmp, name)
+                with open(path, "w") as f:
+                    f.write(text)
+                return path
+
+            published_by_all("start")
 
             # `etcdctl del --prefix`: 0 members.
             code, _, err = etcd.etcdctl("del", "--prefix", PREFIX + "/")
@@ -616,21 +640,17 @@ def case_guard(opts):
             refused_by_all(etcd.client().revision(), "0 members of weight > 0, fewer than --min-members 1")
             kv = etcd.client()
             kv.txn([kv.op_put(PREFIX + "/members/cache-" + m, "1") for m in "abcd"])
-            good = etcd.client().revision()
-            check(on(good), "the members back: published again")
-            good_text = [read(o) for o in outs]
+            published_by_all("the members back")
 
             # An empty file applied: the admin command refuses it, --dry-run writes nothing.
-            empty = os.path.join(tmp, "empty.ring")
-            with open(empty, "w") as f:
-                f.write("# nothing\n")
+            empty = ring_file("empty.ring", "# nothing\n")
             r = c.run("apply", empty)
             check(r.returncode == 1 and "0 members of weight > 0, fewer than --min-members 1: add --force" in r.stderr
                   and "nothing was written" in r.stderr, "apply of an empty file: %d %s" % (r.returncode, r.stderr))
             check("members 4 -> 0" in r.stdout, "the refusal says what it would do: " + r.stdout)
             r = c.run("apply", empty, "--dry-run")
             check(r.returncode == 0 and "dry run: nothing written; it needs --force" in r.stdout, "--dry-run: " + r.stdout)
-            check(etcd.client().revision() == good, "the refused and the dry-run apply wrote nothing")
+            check(etcd.client().revision() == last["revision"], "the refused and the dry-run apply wrote nothing")
             # Past the admin's own guard (its thresholds lifted, no --force): every watcher refuses.
             c.ok("apply", empty, "--min-members", "0", "--max-moved", "100%")
             refused_by_all(etcd.client().revision(), "0 members")
@@ -641,18 +661,12 @@ def case_guard(opts):
             check(all(w.wait_log("guard lifted by %s/guard (revision %d)" % (PREFIX, lifted)) for w in watchers),
                   "the lift is logged")
             check("\ncache-" not in read(outs[0]), "the empty ring is published")
-            four = os.path.join(tmp, "four.ring")
-            with open(four, "w") as f:
-                f.write("cache-a 1\ncache-b 1\ncache-c 1\ncache-d 1\n")
+            four = ring_file("four.ring", "cache-a 1\ncache-b 1\ncache-c 1\ncache-d 1\n")
             c.ok("apply", four)  # the first members of an empty ring move nothing
-            good = etcd.client().revision()
-            check(on(good), "four members again")
-            good_text = [read(o) for o in outs]
+            published_by_all("four members again")
 
             # A change moving over 60% of the keys.
-            heavy = os.path.join(tmp, "heavy.ring")
-            with open(heavy, "w") as f:
-                f.write("cache-a 30\ncache-b 1\ncache-c 1\ncache-d 1\n")
+            heavy = ring_file("heavy.ring", "cache-a 30\ncache-b 1\ncache-c 1\ncache-d 1\n")
             r = c.run("apply", heavy)
             m = re.search(r"moves (\d+\.\d\d)% of the keys, over --max-moved 50.00%", r.stderr)
             check(r.returncode == 1 and m is not None and float(m.group(1)) > 60,
@@ -664,9 +678,7 @@ def case_guard(opts):
             refused_by_all(etcd.client().revision(), "moves ")
             four_again = c.run("apply", four, "--max-moved", "1")
             check(four_again.returncode == 0, "back to four: " + four_again.stderr)
-            good = etcd.client().revision()
-            check(on(good), "a small change after a refusal is published")
-            good_text = [read(o) for o in outs]
+            published_by_all("a small change after a refusal")
             # --force writes the guard key in the same transaction: published at once.
             r = c.run("apply", heavy, "--force")
             check(r.returncode == 0 and "--force: moves" in r.stdout and "writing %s/guard" % PREFIX in r.stdout,
@@ -915,21 +927,12 @@ def case_tls(opts):
 
         # The watcher followed all along and stops cleanly.
         converged("after the refusals")
-        watcher.send_signal(signal.SIGTERM)
-        try:
-            code = watcher.wait(10)
-        except subprocess.TimeoutExpired:
-            code = None
+        code = sigterm(watcher)
         check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
         log = read(log_path)
         check("re-listing" not in log, "the watcher never had to list again:\n" + log)
     finally:
-        if watcher is not None and watcher.poll() is None:
-            watcher.kill()
-            watcher.wait()
-        if etcd is not None:
-            etcd.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(watcher, etcd, tmp)
 
 
 def case_token(opts):
@@ -983,19 +986,10 @@ def case_token(opts):
         log = read(log_path) or ""
         check(ok, "after etcd's restart the watcher reaches revision %d:\n%s" % (last, log))
         check("re-listing" in log, "after etcd's restart: a re-list:\n" + log)
-        watcher.send_signal(signal.SIGTERM)
-        try:
-            code = watcher.wait(15)
-        except subprocess.TimeoutExpired:
-            code = None
+        code = sigterm(watcher, 15)
         check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
     finally:
-        if watcher is not None and watcher.poll() is None:
-            watcher.kill()
-            watcher.wait()
-        if etcd is not None:
-            etcd.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(watcher, etcd, tmp)
 
 
 CASES = {"guard": case_guard, "admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow,
