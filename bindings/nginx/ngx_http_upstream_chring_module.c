@@ -47,6 +47,10 @@ static char *ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
     ngx_http_upstream_chring_srv_conf_t *ccf, ngx_str_t *value,
     ngx_uint_t *seen);
+static ngx_http_upstream_chring_file_t *ngx_http_upstream_chring_file_conf(
+    ngx_conf_t *cf, ngx_http_upstream_chring_srv_conf_t *ccf);
+static ngx_int_t ngx_http_upstream_chring_path(ngx_conf_t *cf, ngx_str_t *arg,
+    ngx_str_t *path);
 
 
 /* Bits of `seen` in the directive parser: each parameter at most once. */
@@ -333,23 +337,12 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
         if (arg.len == 0) {
             goto invalid;
         }
-        if (ccf->file == NULL) {
-            ccf->file = ngx_pcalloc(cf->pool,
-                                    sizeof(ngx_http_upstream_chring_file_t));
-            if (ccf->file == NULL) {
-                return NGX_CONF_ERROR;
-            }
-            ccf->file->check = NGX_HTTP_CHRING_CHECK_DEFAULT;
-        }
-        if (ngx_conf_full_name(cf->cycle, &arg, 0) != NGX_OK) {
+        if (ngx_http_upstream_chring_file_conf(cf, ccf) == NULL
+            || ngx_http_upstream_chring_path(cf, &arg, &ccf->file->path)
+               != NGX_OK)
+        {
             return NGX_CONF_ERROR;
         }
-        ccf->file->path.data = ngx_pnalloc(cf->pool, arg.len + 1);
-        if (ccf->file->path.data == NULL) {
-            return NGX_CONF_ERROR;
-        }
-        ccf->file->path.len = arg.len;
-        *ngx_cpymem(ccf->file->path.data, arg.data, arg.len) = '\0';
 
     } else if (ngx_strncmp(value->data, "check=", 6) == 0) {
         bit = NGX_HTTP_CHRING_SEEN_CHECK;
@@ -361,12 +354,8 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
                                value);
             return NGX_CONF_ERROR;
         }
-        if (ccf->file == NULL) {
-            ccf->file = ngx_pcalloc(cf->pool,
-                                    sizeof(ngx_http_upstream_chring_file_t));
-            if (ccf->file == NULL) {
-                return NGX_CONF_ERROR;
-            }
+        if (ngx_http_upstream_chring_file_conf(cf, ccf) == NULL) {
+            return NGX_CONF_ERROR;
         }
         ccf->file->check = (ngx_msec_t) n;
 
@@ -429,16 +418,11 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
         if (arg.len == 0) {
             goto invalid;
         }
-        /* relative to the prefix, as nginx paths are; NUL-terminated */
-        if (ngx_conf_full_name(cf->cycle, &arg, 0) != NGX_OK) {
+        if (ngx_http_upstream_chring_path(cf, &arg, &ccf->plugin_dir)
+            != NGX_OK)
+        {
             return NGX_CONF_ERROR;
         }
-        ccf->plugin_dir.data = ngx_pnalloc(cf->pool, arg.len + 1);
-        if (ccf->plugin_dir.data == NULL) {
-            return NGX_CONF_ERROR;
-        }
-        ccf->plugin_dir.len = arg.len;
-        *ngx_cpymem(ccf->plugin_dir.data, arg.data, arg.len) = '\0';
         ccf->options.plugin_dir = (const char *) ccf->plugin_dir.data;
 
     } else {
@@ -474,4 +458,42 @@ bad_balance:
                        "decimal number from 1.00 to 1000 (e.g. 1.25)", value);
 
     return NGX_CONF_ERROR;
+}
+
+
+/* file=, check=: the file's configuration, made by the first */
+static ngx_http_upstream_chring_file_t *
+ngx_http_upstream_chring_file_conf(ngx_conf_t *cf,
+    ngx_http_upstream_chring_srv_conf_t *ccf)
+{
+    if (ccf->file == NULL) {
+        ccf->file = ngx_pcalloc(cf->pool,
+                                sizeof(ngx_http_upstream_chring_file_t));
+        if (ccf->file == NULL) {
+            return NULL;
+        }
+        ccf->file->check = NGX_HTTP_CHRING_CHECK_DEFAULT;
+    }
+
+    return ccf->file;
+}
+
+
+/* A path parameter: relative to the prefix, as nginx paths are; NUL-terminated */
+static ngx_int_t
+ngx_http_upstream_chring_path(ngx_conf_t *cf, ngx_str_t *arg, ngx_str_t *path)
+{
+    if (ngx_conf_full_name(cf->cycle, arg, 0) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    path->data = ngx_pnalloc(cf->pool, arg->len + 1);
+    if (path->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    path->len = arg->len;
+    *ngx_cpymem(path->data, arg->data, arg->len) = '\0';
+
+    return NGX_OK;
 }
