@@ -59,6 +59,15 @@ typedef struct {
      */
     ngx_uint_t                         stale;       /* unsigned:1 */
     chr_ringfile_info                  applied;     /* that apply's counts */
+
+    /*
+     * The workers' user as the directive checked the file with it (the
+     * module's init warns if a later "user" names another)
+     */
+    ngx_uint_t                         access_checked;  /* unsigned:1 */
+    ngx_uid_t                          access_uid;
+    ngx_gid_t                          access_gid;
+    char                              *access_user;
 } ngx_http_upstream_chring_file_t;
 
 
@@ -97,6 +106,9 @@ extern ngx_module_t  ngx_http_upstream_chring_module;
 /* ngx_http_upstream_chring_ring.c */
 ngx_int_t ngx_http_upstream_chring_create_rings(ngx_conf_t *cf,
     ngx_http_upstream_chring_srv_conf_t *ccf);
+ngx_int_t ngx_http_upstream_chring_file_access(ngx_conf_t *cf,
+    ngx_http_upstream_chring_srv_conf_t *ccf);
+ngx_int_t ngx_http_upstream_chring_init_module(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_upstream_init_chring(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
 void ngx_http_upstream_chring_file_check(

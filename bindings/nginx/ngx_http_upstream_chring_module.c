@@ -28,7 +28,8 @@
  * configuration, then each worker's copy checks it every check= interval
  * on the request path and applies a changed file to the worker's own ring
  * as one batch. Ring answers then map to servers by id (node_of_index),
- * since the file, not the configuration, orders them.
+ * since the file, not the configuration, orders them. The workers must be
+ * able to read the file: the directive checks it as their user.
  *
  * This file holds the module and its directive; the rings and the file
  * follower, the peer selection and the variables have files of their own
@@ -100,7 +101,7 @@ ngx_module_t  ngx_http_upstream_chring_module = {
     ngx_http_upstream_chring_commands,     /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_upstream_chring_init_module,  /* init module */
     NULL,                                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -200,6 +201,13 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "chring: \"check=\" needs \"file=\"");
+        return NGX_CONF_ERROR;
+    }
+
+    /* workers that could not read the file would never follow it */
+    if ((seen & NGX_HTTP_CHRING_SEEN_FILE)
+        && ngx_http_upstream_chring_file_access(cf, ccf) != NGX_OK)
+    {
         return NGX_CONF_ERROR;
     }
 

@@ -5,7 +5,8 @@
  * the upstream is initialised, in the master (the workers inherit them);
  * with file=, the primary ring follows the ring file through a
  * chr_follower, checked by each worker on its own (on the request path,
- * at most every check= interval).
+ * at most every check= interval). The directive checks that the workers'
+ * user can read the file.
  */
 
 
@@ -313,6 +314,240 @@ ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
 
 
 /* file=: the ring file, followed by each process on its own */
+
+
+/* the access check's child could not take the workers' credentials */
+#define NGX_HTTP_CHRING_ACCESS_NOCRED  255
+
+
+/*
+ * At the directive, in the master: can the workers open the ring file?
+ * They run as the core module's "user" when the master runs as root (else
+ * as the master's own user, whose read at configuration answers). A
+ * forked child takes their credentials as ngx_worker_process_init() does
+ * (initgroups()'s supplementary groups, the group, the user) and open()s
+ * the file as the follower does. Asking the kernel rather than comparing
+ * mode bits with the user's ids counts all it counts: POSIX ACLs, the
+ * search permission of each directory on the way (also those a symbolic
+ * link leads through), security modules, root-squashing network file
+ * systems; and the master's own credentials never change, not even for a
+ * moment.
+ *
+ * A file they cannot open (EACCES, EPERM) fails the directive with the
+ * file and the user. Other errors (a missing file) are the master's own
+ * read's to report.
+ */
+ngx_int_t
+ngx_http_upstream_chring_file_access(ngx_conf_t *cf,
+    ngx_http_upstream_chring_srv_conf_t *ccf)
+{
+#if !(NGX_WIN32)
+    int                               fd, n, ngroups, status;
+    char                             *user;
+    uid_t                             uid;
+    gid_t                             gid, *groups;
+    pid_t                             pid;
+    u_char                           *p;
+    sigset_t                          set, old;
+    ngx_err_t                         err;
+    struct group                     *grp;
+    struct passwd                    *pwd;
+    ngx_core_conf_t                  *core;
+    ngx_http_upstream_chring_file_t  *file;
+    u_char                            text[NGX_MAX_ERROR_STR];
+
+    file = ccf->file;
+
+    if (geteuid() != 0) {
+        return NGX_OK;
+    }
+
+    core = (ngx_core_conf_t *) ngx_get_conf(cf->cycle->conf_ctx,
+                                           ngx_core_module);
+
+    if (core->user != (ngx_uid_t) NGX_CONF_UNSET_UINT) {
+        user = core->username;
+        uid = core->user;
+        gid = core->group;
+
+    } else {
+        /* no "user" yet: nginx's default, as its core module sets it */
+        pwd = getpwnam(NGX_USER);
+        grp = getgrnam(NGX_GROUP);
+
+        if (pwd == NULL || grp == NULL) {
+            return NGX_OK;      /* nginx refuses it with its own message */
+        }
+
+        user = NGX_USER;
+        uid = pwd->pw_uid;
+        gid = grp->gr_gid;
+    }
+
+    file->access_checked = 1;
+    file->access_user = user;
+    file->access_uid = uid;
+    file->access_gid = gid;
+
+    if (uid == 0) {
+        return NGX_OK;
+    }
+
+    /* the supplementary groups initgroups() gives the workers */
+    ngroups = 64;
+
+    for ( ;; ) {
+        groups = ngx_palloc(cf->temp_pool, ngroups * sizeof(gid_t));
+        if (groups == NULL) {
+            return NGX_ERROR;
+        }
+
+        n = ngroups;
+
+        if (getgrouplist(user, gid, groups, &n) != -1) {
+            ngroups = n;
+            break;
+        }
+
+        ngroups = (n > ngroups) ? n : ngroups * 2;
+
+        if (ngroups > 65536) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "chring: cannot list the groups of user "
+                               "\"%s\" (the workers' user)", user);
+            return NGX_ERROR;
+        }
+    }
+
+    /* SIGCHLD held: nginx's handler must not reap the child first */
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, &old);
+
+    pid = fork();
+
+    if (pid == 0) {
+        if (setgroups((size_t) ngroups, groups) == -1
+            || setgid(gid) == -1
+            || setuid(uid) == -1)
+        {
+            _exit(NGX_HTTP_CHRING_ACCESS_NOCRED);
+        }
+
+        fd = open((const char *) file->path.data,
+                  O_RDONLY|O_NOCTTY|O_NONBLOCK);
+
+        _exit(fd != -1 ? 0
+              : (errno > 0 && errno < NGX_HTTP_CHRING_ACCESS_NOCRED)
+                ? errno : EIO);
+    }
+
+    err = (pid == -1) ? ngx_errno : 0;
+    status = 0;
+
+    while (pid > 0 && waitpid(pid, &status, 0) == -1) {
+        if (ngx_errno != NGX_EINTR) {
+            err = ngx_errno;
+            break;
+        }
+    }
+
+    sigprocmask(SIG_SETMASK, &old, NULL);
+
+    if (err) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, err,
+                           "chring: cannot check that user \"%s\" (the "
+                           "workers' user) can read file \"%s\": %s failed",
+                           user, file->path.data,
+                           pid == -1 ? "fork()" : "waitpid()");
+        return NGX_ERROR;
+    }
+
+    if (!WIFEXITED(status)
+        || WEXITSTATUS(status) == NGX_HTTP_CHRING_ACCESS_NOCRED)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chring: cannot check that user \"%s\" (the "
+                           "workers' user) can read file \"%s\": the "
+                           "checking process could not take that user's "
+                           "uid %uD and gid %uD", user, file->path.data,
+                           (uint32_t) uid, (uint32_t) gid);
+        return NGX_ERROR;
+    }
+
+    err = WEXITSTATUS(status);
+
+    if (err != NGX_EACCES && err != NGX_EPERM) {
+        return NGX_OK;
+    }
+
+    p = ngx_strerror(err, text, sizeof(text) - 1);
+    *p = '\0';
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "chring: file \"%s\" is not readable by user \"%s\" "
+                       "(the workers' user): %s; each worker reads the file "
+                       "itself: give that user read access to it and search "
+                       "access to its directories", file->path.data, user,
+                       text);
+
+    return NGX_ERROR;
+#else
+    return NGX_OK;
+#endif
+}
+
+
+/*
+ * The directive checked the file as the user the core module had when
+ * the upstream was read: a "user" directive after the "http" block was
+ * not known yet. Say so (the cycle is committed here: init_module cannot
+ * fail a reload without stopping the master).
+ */
+ngx_int_t
+ngx_http_upstream_chring_init_module(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                            i;
+    ngx_core_conf_t                      *core;
+    ngx_http_upstream_main_conf_t        *umcf;
+    ngx_http_upstream_srv_conf_t        **uscfp;
+    ngx_http_upstream_chring_srv_conf_t  *ccf;
+
+    core = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+    umcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_upstream_module);
+
+    if (umcf == NULL) {
+        return NGX_OK;
+    }
+
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if (uscfp[i]->srv_conf == NULL) {
+            continue;
+        }
+
+        ccf = ngx_http_conf_upstream_srv_conf(uscfp[i],
+                                              ngx_http_upstream_chring_module);
+
+        if (ccf == NULL || ccf->file == NULL || !ccf->file->access_checked
+            || (core->user == ccf->file->access_uid
+                && core->group == ccf->file->access_gid))
+        {
+            continue;
+        }
+
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "chring: upstream \"%V\": file \"%s\" was checked as "
+                      "user \"%s\", but the workers run as \"%s\": put the "
+                      "\"user\" directive before \"http\"",
+                      &uscfp[i]->host, ccf->file->path.data,
+                      ccf->file->access_user,
+                      core->username ? core->username : "?");
+    }
+
+    return NGX_OK;
+}
 
 
 /*
