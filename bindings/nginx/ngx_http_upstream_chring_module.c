@@ -29,7 +29,9 @@
  * on the request path and applies a changed file to the worker's own ring
  * as one batch. Ring answers then map to servers by id (node_of_index),
  * since the file, not the configuration, orders them. The workers must be
- * able to read the file: the directive checks it as their user.
+ * able to read the file (checked as their user); fallback=PATH is the
+ * file the master starts from when that one cannot be used, the workers
+ * still following the first.
  *
  * This file holds the module and its directive; the rings and the file
  * follower, the peer selection and the variables have files of their own
@@ -65,6 +67,7 @@ static ngx_int_t ngx_http_upstream_chring_path(ngx_conf_t *cf, ngx_str_t *arg,
 #define NGX_HTTP_CHRING_SEEN_REPLICAS    0x80
 #define NGX_HTTP_CHRING_SEEN_BALANCE     0x100
 #define NGX_HTTP_CHRING_SEEN_SLACK       0x200
+#define NGX_HTTP_CHRING_SEEN_FALLBACK    0x400
 
 
 static ngx_command_t  ngx_http_upstream_chring_commands[] = {
@@ -140,7 +143,7 @@ ngx_http_upstream_chring_create_conf(ngx_conf_t *cf)
  * chring KEY [tokens=N] [hash=NAME] [seed=N] [placement=native|nginx]
  *            [replicas=nodes|zones-first] [balance=F [balance_slack=N]]
  *            [plugin_dir=PATH]
- *            [file=PATH [check=TIME]];
+ *            [file=PATH [check=TIME] [fallback=PATH]];
  *
  * The options are checked here by creating the primary ring (an unknown
  * hasher or an out-of-range value fails `nginx -t` at this line, with
@@ -201,6 +204,14 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "chring: \"check=\" needs \"file=\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if ((seen & NGX_HTTP_CHRING_SEEN_FALLBACK)
+        && !(seen & NGX_HTTP_CHRING_SEEN_FILE))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chring: \"fallback=\" needs \"file=\"");
         return NGX_CONF_ERROR;
     }
 
@@ -352,6 +363,18 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
             return NGX_CONF_ERROR;
         }
 
+    } else if (ngx_strncmp(value->data, "fallback=", 9) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_FALLBACK;
+        if (arg.len == 0) {
+            goto invalid;
+        }
+        if (ngx_http_upstream_chring_file_conf(cf, ccf) == NULL
+            || ngx_http_upstream_chring_path(cf, &arg, &ccf->file->fallback)
+               != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+
     } else if (ngx_strncmp(value->data, "check=", 6) == 0) {
         bit = NGX_HTTP_CHRING_SEEN_CHECK;
         n = ngx_parse_time(&arg, 0);
@@ -455,7 +478,7 @@ invalid:
                        "hash=NAME, seed=N, placement=native|nginx, "
                        "replicas=nodes|zones-first, balance=F, "
                        "balance_slack=N, plugin_dir=PATH, "
-                       "file=PATH or check=TIME)", value);
+                       "file=PATH, check=TIME or fallback=PATH)", value);
 
     return NGX_CONF_ERROR;
 
@@ -469,7 +492,7 @@ bad_balance:
 }
 
 
-/* file=, check=: the file's configuration, made by the first */
+/* file=, check=, fallback=: the file's configuration, made by the first */
 static ngx_http_upstream_chring_file_t *
 ngx_http_upstream_chring_file_conf(ngx_conf_t *cf,
     ngx_http_upstream_chring_srv_conf_t *ccf)
