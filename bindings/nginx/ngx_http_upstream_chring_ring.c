@@ -349,7 +349,7 @@ ngx_http_upstream_chring_file_access(ngx_conf_t *cf,
 
     file = ccf->file;
 
-    if (geteuid() != 0) {
+    if (geteuid() != 0 || ngx_process == NGX_PROCESS_SIGNALLER) {
         return NGX_OK;
     }
 
@@ -460,9 +460,10 @@ ngx_http_upstream_chring_file_access(ngx_conf_t *cf,
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "chring: cannot check that user \"%s\" (the "
                            "workers' user) can read file \"%s\": the "
-                           "checking process could not take that user's "
-                           "uid %uD and gid %uD", user, file->path.data,
-                           (uint32_t) uid, (uint32_t) gid);
+                           "checking process %s", user, file->path.data,
+                           WIFEXITED(status)
+                           ? "could not take that user's uid and gid"
+                           : "was killed by a signal");
         return NGX_ERROR;
     }
 
@@ -564,6 +565,15 @@ ngx_http_upstream_chring_file_load(ngx_conf_t *cf,
     const char                       *message;
     ngx_http_upstream_chring_file_t  *file;
     u_char                            reason[NGX_MAX_ERROR_STR];
+
+    /*
+     * "nginx -s stop|quit|reopen|reload" reads the configuration only to
+     * signal the master, which reads the file itself on reload: a file
+     * that cannot be used must not keep nginx from being stopped
+     */
+    if (ngx_process == NGX_PROCESS_SIGNALLER) {
+        return NGX_OK;
+    }
 
     file = ccf->file;
     file->applied = (chr_ringfile_info) CHR_RINGFILE_INFO_INIT;

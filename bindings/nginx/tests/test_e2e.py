@@ -48,7 +48,8 @@ options, key by key. Cases:
   fallback   (module) `file=` missing: without `fallback=` nginx -t fails
              saying so; with it nginx starts from the fallback (routing,
              variables, a warning naming both files), then both workers
-             follow the primary once it is written
+             follow the primary once it is written; `nginx -s` still
+             signals with the file missing
   access     (module, as root only: skipped otherwise) workers running as
              `nobody`: a ring file only root can read, or behind a
              directory only root can search, fails nginx -t naming the
@@ -68,6 +69,7 @@ import math
 import os
 import pwd
 import random
+import subprocess
 import sys
 import threading
 import time
@@ -1111,6 +1113,16 @@ def case_fallback(ctx, check):
         ctx, check, lb, backends, primary, seed, "%s: cannot open the ring file" % primary,
         "cannot open the ring file: No such file or directory",
         lambda: write_atomically(primary, ringfile_text(3, [(b[0], 1), (b[1], 1), (b[2], 1)])))
+
+    # `nginx -s` only signals the master: a configuration whose file cannot
+    # be used (it would fail nginx -t) must not keep it from signalling
+    os.unlink(primary)
+    lb.write(body("file=%s" % primary))
+    r = subprocess.run([lb.nginx_bin, "-p", lb.prefix + "/", "-c", lb.conf_path, "-s", "reopen"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60, env=lb.env)
+    check(r.returncode == 0 and lb.process.poll() is None,
+          "with the file missing and no fallback, nginx -s reopen still signals the master",
+          "status %d, output:\n%s" % (r.returncode, r.stdout.decode(errors="replace")))
 
 
 def case_access(ctx, check):
