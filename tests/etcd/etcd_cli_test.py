@@ -565,7 +565,10 @@ def case_follow(opts):
             check("%%seed 9\n" in read(out), "the new options are in the file")
 
             # --exec ran once per publish, with the file's revision and fingerprint.
-            check(wait_for(lambda: str(rev) in (read(hook_log) or "")), "--exec ran for the last publish")
+            # The file is renamed into place before the hook runs: wait for the hook's own line
+            # (not for the number anywhere, which an earlier line's fingerprint may hold).
+            check(wait_for(lambda: any(l.split()[:1] == [str(rev)] for l in (read(hook_log) or "").splitlines())),
+                  "--exec ran for the last publish")
             hooks = [l.split() for l in read(hook_log).splitlines()]
             check(all(h[2] == out for h in hooks) and hooks[-1][:2] == [str(rev), file_field(read(out), "fingerprint")],
                   "--exec environment: %s" % hooks[-1:])
@@ -1075,7 +1078,7 @@ def case_hook_timeout(opts):
             second = etcd.client().revision()
             check(wait_for(lambda: file_field(read(out) or "", "revision") == str(second)),
                   "the next revision is published:\n" + (read(log_path) or ""))
-            check(wait_for(lambda: str(second) in (read(done) or "")), "its hook ran to the end")
+            check(wait_for(lambda: str(second) in (read(done) or "").split()), "its hook ran to the end")
             check(read(out) == c.show(), "the file equals show --format ring-file")
 
             # A process a hook leaves on purpose (it exited 0 in time) is not killed.
@@ -1083,7 +1086,7 @@ def case_hook_timeout(opts):
                 pass
             c.ok("add", "c", "--weight", "1")
             third = etcd.client().revision()
-            check(wait_for(lambda: str(third) in (read(done) or "")), "the third hook ran")
+            check(wait_for(lambda: str(third) in (read(done) or "").split()), "the third hook ran")
             left = read_pid(daemon)
             if left:
                 leftovers.append(left)
