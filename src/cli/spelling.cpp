@@ -58,6 +58,31 @@ std::string visible(std::string_view text) {
     return out;
 }
 
+namespace {
+
+// The bytes of `text` shown by visible_bounded(): `max`, less the bytes of a
+// UTF-8 sequence the cut would split.
+size_t shown_length(std::string_view text, size_t max) {
+    if (text.size() <= max) return text.size();
+    size_t cut = max;
+    while (cut > 0 && max - cut < 3 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    return (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80 ? max : cut;
+}
+
+std::string length_text(size_t bytes) { return " (" + std::to_string(bytes) + " bytes)"; }
+
+}  // namespace
+
+std::string visible_bounded(std::string_view text, size_t max) {
+    if (text.size() <= max) return visible(text);
+    return visible(text.substr(0, shown_length(text, max))) + "..." + length_text(text.size());
+}
+
+std::string quoted_bounded(std::string_view text, size_t max) {
+    if (text.size() <= max) return "'" + visible(text) + "'";
+    return "'" + visible(text.substr(0, shown_length(text, max))) + "...'" + length_text(text.size());
+}
+
 bool decode_field(std::string_view field, const char *what, std::string &out, std::string &why) {
     out.assign(field.size() + 1, '\0');
     size_t len = 0;

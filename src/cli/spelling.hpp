@@ -26,6 +26,14 @@ std::string canonical_field(std::string_view bytes);
 // valid UTF-8 become \xHH, one per byte; everything else is copied.
 std::string visible(std::string_view text);
 
+// visible() of at most `max` bytes of `text` (cut at a character boundary),
+// then, if it was longer, "... (N bytes)": a message that quotes a key, an
+// id or a value stays short whatever its size. 64, as the library quotes.
+constexpr size_t kShownMax = 64;
+std::string visible_bounded(std::string_view text, size_t max = kShownMax);
+// The same in quotes: 'text', or 'tex...' (N bytes).
+std::string quoted_bounded(std::string_view text, size_t max = kShownMax);
+
 // One field decoded as a ring file's member line decodes it (%XX). False
 // with the library's message ("<what> '<field>': reason") in `why`.
 bool decode_field(std::string_view field, const char *what, std::string &out, std::string &why);

@@ -33,6 +33,21 @@ directory; etcd_server.py) and stops it. CASE is one of:
             watch again with a new token from the next revision (no
             re-list, nothing missed) and renews the token of its probe;
             after etcd restarts the watcher follows on
+  hook-timeout
+            a --exec hook that hangs (and has started a child) is killed
+            after --hook-timeout with its whole process group, the log says
+            so in one line, and the next revision is published and its hook
+            run; a hook that exits 0 and leaves a process behind on purpose
+            keeps it
+  hook-stop SIGTERM to a watcher while its hook runs ends the hook's whole
+            group (also one that ignores SIGTERM) and the watcher exits 0
+  bounded   a 2 MiB member id, a 2 MiB value, a 2 MiB key outside the
+            layout: every log line of the watcher and every message of
+            chring etcd quotes a bounded prefix with the length
+  options-newline
+            an options value without a trailing newline (as docs/etcd.md's
+            etcdctl example writes it) means what it means with one, for
+            apply, show and the watcher
 Ends with a line "N passed, N failed"; exits 77 (skipped) when openssl is
 missing for tls and token.
 """
@@ -550,7 +565,10 @@ def case_follow(opts):
             check("%%seed 9\n" in read(out), "the new options are in the file")
 
             # --exec ran once per publish, with the file's revision and fingerprint.
-            check(wait_for(lambda: str(rev) in (read(hook_log) or "")), "--exec ran for the last publish")
+            # The file is renamed into place before the hook runs: wait for the hook's own line
+            # (not for the number anywhere, which an earlier line's fingerprint may hold).
+            check(wait_for(lambda: any(l.split()[:1] == [str(rev)] for l in (read(hook_log) or "").splitlines())),
+                  "--exec ran for the last publish")
             hooks = [l.split() for l in read(hook_log).splitlines()]
             check(all(h[2] == out for h in hooks) and hooks[-1][:2] == [str(rev), file_field(read(out), "fingerprint")],
                   "--exec environment: %s" % hooks[-1:])
@@ -992,8 +1010,273 @@ def case_token(opts):
         clean_up(watcher, etcd, tmp)
 
 
-CASES = {"guard": case_guard, "admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow,
-         "catchup": case_catchup, "tls": case_tls, "token": case_token}
+# -- hooks --------------------------------------------------------------------------
+
+def process_gone(pid):
+    """No process `pid` runs (a zombie waiting for a reaper counts as gone)."""
+    stat = read("/proc/%d/stat" % pid)
+    return stat is None or stat[stat.rindex(")") + 2] in "ZX"
+
+
+def group_gone(pgid):
+    """No running process is in process group `pgid`."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat = read("/proc/%s/stat" % entry)
+        if stat is None:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[2]) == pgid and fields[0] not in "ZX":
+            return False
+    return True
+
+
+def read_pid(path):
+    text = read(path)
+    return int(text.split()[0]) if text and text.strip() else None
+
+
+def case_hook_timeout(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watcher = None
+    leftovers = []
+    try:
+        out = os.path.join(tmp, "ring")
+        log_path = os.path.join(tmp, "watch.log")
+        hung, child, done, daemon = (os.path.join(tmp, n) for n in ("hung", "child", "done", "daemon"))
+        # The first run hangs with a child of its own; a later one, on the
+        # revision after `daemon` appears, leaves a process behind and exits 0.
+        hook = ('if [ ! -e {hung} ]; then echo $$ > {hung}; sleep 1000 & echo $! > {child}; sleep 1000; wait; fi; '
+                'if [ -e {daemon}.want ] && [ ! -e {daemon} ]; then sleep 300 > /dev/null 2>&1 & echo $! > {daemon}; fi; '
+                'echo "$CHRING_REVISION" >> {done}').format(hung=hung, child=child, done=done, daemon=daemon)
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            c.ok("add", "a", "--weight", "1")
+            first = etcd.client().revision()
+            with open(log_path, "w") as err:
+                watcher = subprocess.Popen(watch_cmd(opts, etcd.url, out, "--exec", hook, "--hook-timeout", "1",
+                                                     "--keepalive", "1"), stderr=err, env=run_env())
+            check(wait_for(lambda: read_pid(child) is not None), "the first hook started its child")
+            leader, grandchild = read_pid(hung), read_pid(child)
+            if grandchild:
+                leftovers.append(grandchild)
+            want = "--exec command killed after its 1 s timeout (process group %s) after revision %d; going on" % (
+                leader, first)
+            check(wait_for(lambda: want in (read(log_path) or "")), "the log says the hook was killed:\n%s\nin:\n%s"
+                  % (want, read(log_path)))
+            check(leader is not None and wait_for(lambda: process_gone(leader), timeout=10),
+                  "the hook's shell is gone")
+            check(grandchild is not None and wait_for(lambda: process_gone(grandchild), timeout=10),
+                  "the hook's child is gone with it")
+            check(leader is not None and wait_for(lambda: group_gone(leader), timeout=10),
+                  "nothing of its process group runs")
+            check(read(done) is None, "the killed hook did not go on")
+
+            # The watch went on: the next revision is published and its hook runs to its end.
+            c.ok("add", "b", "--weight", "1")
+            second = etcd.client().revision()
+            check(wait_for(lambda: file_field(read(out) or "", "revision") == str(second)),
+                  "the next revision is published:\n" + (read(log_path) or ""))
+            check(wait_for(lambda: str(second) in (read(done) or "").split()), "its hook ran to the end")
+            check(read(out) == c.show(), "the file equals show --format ring-file")
+
+            # A process a hook leaves on purpose (it exited 0 in time) is not killed.
+            with open(daemon + ".want", "w"):
+                pass
+            c.ok("add", "c", "--weight", "1")
+            third = etcd.client().revision()
+            check(wait_for(lambda: str(third) in (read(done) or "").split()), "the third hook ran")
+            left = read_pid(daemon)
+            if left:
+                leftovers.append(left)
+            time.sleep(0.5)
+            check(left is not None and not process_gone(left), "a process left by a hook that exited 0 runs on")
+
+            code = sigterm(watcher)
+            check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
+            log = read(log_path) or ""
+            lines = [l for l in log.splitlines() if l]
+            check(all(l.startswith("chring watch: ") for l in lines), "every log line is one 'chring watch:' line")
+            check(log.count("--exec command") == 1, "one hook failure logged:\n" + log)
+    finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()
+        for pid in leftovers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_hook_stop(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watcher = None
+    leftovers = []
+    try:
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            c.ok("add", "a", "--weight", "1")
+            rev = etcd.client().revision()
+            # A hook that acts on SIGTERM, and one that ignores it (it and its children).
+            for what, trap in (("a hook", ""), ("a hook ignoring SIGTERM", "trap '' TERM; ")):
+                out = os.path.join(tmp, "ring")
+                log_path = os.path.join(tmp, "watch.log")
+                leader_file, child_file = os.path.join(tmp, "leader"), os.path.join(tmp, "child")
+                for f in (out, leader_file, child_file):
+                    if os.path.exists(f):
+                        os.unlink(f)
+                hook = '%secho $$ > %s; sleep 1000 & echo $! > %s; sleep 1000; wait' % (trap, leader_file, child_file)
+                with open(log_path, "w") as err:
+                    watcher = subprocess.Popen(watch_cmd(opts, etcd.url, out, "--exec", hook), stderr=err,
+                                               env=run_env())
+                check(wait_for(lambda: read_pid(child_file) is not None), "%s: the hook started its child" % what)
+                leader, child = read_pid(leader_file), read_pid(child_file)
+                leftovers += [p for p in (leader, child) if p]
+                code = sigterm(watcher, timeout=30)
+                check(code == 0, "%s: SIGTERM during the hook: exit 0 (got %s)" % (what, code))
+                check(leader is not None and wait_for(lambda: process_gone(leader), timeout=10),
+                      "%s: the hook's shell is gone" % what)
+                check(child is not None and wait_for(lambda: process_gone(child), timeout=10),
+                      "%s: the hook's child is gone" % what)
+                check(leader is not None and wait_for(lambda: group_gone(leader), timeout=10),
+                      "%s: nothing of its process group runs" % what)
+                log = read(log_path) or ""
+                check(("--exec command ended when the watcher stopped (process group %s) after revision %d"
+                       % (leader, rev)) in log and "stopping on SIGTERM" in log,
+                      "%s: the log says so:\n%s" % (what, log))
+                watcher = None
+    finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()
+        for pid in leftovers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# -- bounded messages -----------------------------------------------------------------
+
+LINE_MAX = 1000  # a log line or message that quotes a huge key, id or value stays under this
+
+
+def case_bounded(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watcher = None
+    big = 2 << 20
+    try:
+        out = os.path.join(tmp, "ring")
+        log_path = os.path.join(tmp, "watch.log")
+        # etcd refuses requests over 1.5 MiB by default.
+        with EtcdServer(extra_args=("--max-request-bytes", str(8 << 20))) as etcd:
+            c = Chring(opts.chring, etcd.url)
+            c.ok("add", "a", "--weight", "1")
+            good = etcd.client().revision()
+            with open(log_path, "w") as err:
+                watcher = subprocess.Popen(watch_cmd(opts, etcd.url, out, "--keepalive", "1"), stderr=err,
+                                           env=run_env())
+            check(wait_for(lambda: file_field(read(out) or "", "revision") == str(good)), "the first file")
+            kv = etcd.client(timeout=60)
+            huge_id = PREFIX + "/members/" + "i" * big
+            huge_value = PREFIX + "/members/v"
+            outside = PREFIX + "/" + "k" * big
+            states = [
+                # (what, puts, deletes, a text the refusal has)
+                ("a 2 MiB id", [(huge_id, "1")], [],
+                 PREFIX + "/members/" + "i" * 128 + "... (%d bytes): " % big),
+                ("a 2 MiB value", [(huge_value, "1 " + "z" * big)], [huge_id],
+                 PREFIX + "/members/v: "),
+                ("a 2 MiB key outside the layout", [(outside, "1")], [huge_value],
+                 PREFIX + "/" + "k" * 128 + "... (%d bytes): neither a member" % big),
+            ]
+            for what, puts, deletes, want in states:
+                ops = [kv.op_put(k, v) for k, v in puts] + [kv.op_delete(k) for k in deletes]
+                _, rev = kv.txn(ops)
+                check(wait_for(lambda: "refused revision %d" % rev in (read(log_path) or "")),
+                      "%s: refused" % what)
+                lines = [l for l in (read(log_path) or "").splitlines() if "refused revision %d" % rev in l]
+                check(len(lines) == 1 and want in lines[0] and len(lines[0]) < LINE_MAX,
+                      "%s: one bounded line with %r: %r" % (what, want, [l[:300] + "..." for l in lines]))
+                # chring etcd says the same, as briefly.
+                for args in (["show"], ["add", "b", "--weight", "1"]):
+                    r = c.run(*args)
+                    check(r.returncode == 1 and want in r.stderr and len(r.stderr) < LINE_MAX,
+                          "%s: chring etcd %s: %d %r" % (what, args[0], r.returncode, r.stderr[:300]))
+            kv.delete(outside)
+            code = sigterm(watcher)
+            check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
+            long_lines = [len(l) for l in (read(log_path) or "").splitlines() if len(l) >= LINE_MAX]
+            check(not long_lines, "every log line is under %d characters: %s" % (LINE_MAX, long_lines))
+
+            # A huge argument (as long as one argument may be) is quoted bounded too.
+            arg, zone = "x" * 100000, "#" + "z" * 60000  # the zone's line is under the line limit
+            for args, message in ((["add", arg, "--weight", "1"], "add " + "x" * 64 + "... (100000 bytes): "),
+                                  (["remove", arg], "'" + "x" * 64 + "...' (100000 bytes): "),
+                                  (["add", "b", "--weight", "1", "--zone", zone],
+                                   "the zone '#" + "z" * 63 + "...' (60001 bytes) is read as no zone in the member "
+                                   "line 'b 1 #" + "z" * 59 + "...' (60005 bytes)")):
+                r = c.run(*args)
+                check(r.returncode == 1 and message in r.stderr and len(r.stderr) < LINE_MAX,
+                      "chring etcd %s with a 100000-byte argument: %d %r" % (args[0], r.returncode, r.stderr[:300]))
+    finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# -- options without a trailing newline ----------------------------------------------
+
+def case_options_newline(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    try:
+        ring = os.path.join(tmp, "ring")
+        members = os.path.join(tmp, "members")
+        with open(members, "w") as f:
+            f.write("m 1\nn 2\n")
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            shown = {}
+            values = (("with", "%%placement native\n%%seed 7\n"), ("without", "%%placement native\n%%seed 7"),
+                      ("CRLF, without", "%%placement native\r\n%%seed 7"), ("one line, without", "%%seed 7"))
+            for what, value in values:
+                etcd.client().delete_prefix(PREFIX + "/")
+                etcd.put(PREFIX + "/options", value)  # etcdctl, as docs/etcd.md shows
+                out = c.ok("apply", members)
+                check("2 added, 0 removed, 0 changed, options unchanged" in out,
+                      "apply keeps an options value %s a trailing newline: %s" % (what, out))
+                shown[what] = c.show()
+                check("%%seed 7\n" in shown[what] and "\nm 1\nn 2\n" in shown[what],
+                      "show, options %s a trailing newline:\n%s" % (what, shown[what]))
+                r = subprocess.run(watch_cmd(opts, etcd.url, ring, "--once"), capture_output=True, text=True,
+                                   env=run_env(), timeout=60)
+                check(r.returncode == 0 and read(ring) == shown[what], "watch --once, options %s a trailing "
+                      "newline: %d %s" % (what, r.returncode, r.stderr))
+            prints = {w: file_field(t, "fingerprint") for w, t in shown.items()}
+            check(len(set(prints.values())) == 1, "one ring whatever the value's last line ends with: %s" % prints)
+            # No options key: apply reads the members with the defaults.
+            etcd.client().delete_prefix(PREFIX + "/")
+            out = c.ok("apply", members)
+            check("2 added" in out and "%%seed 0\n" in c.show(), "apply without an options key: " + out)
+            # A compatibility placement (its hasher a plugin) without the final newline.
+            etcd.client().delete_prefix(PREFIX + "/")
+            etcd.put(PREFIX + "/options", "%%placement ketama")
+            out = c.ok("apply", members)
+            check("2 added" in out and "options unchanged" in out and "%%placement ketama\n" in c.show(),
+                  "apply under ketama options without a final newline: " + out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+CASES = {"admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow,
+         "catchup": case_catchup, "tls": case_tls, "token": case_token, "guard": case_guard,
+         "hook-timeout": case_hook_timeout, "hook-stop": case_hook_stop, "bounded": case_bounded,
+         "options-newline": case_options_newline}
 
 
 def main():

@@ -204,11 +204,11 @@ struct Target {
 Target find_member(Admin &a) {
     const std::string &arg = a.flags().id;
     Target t;
-    t.id = decode_id(arg, "'" + arg + "'");
+    t.id = decode_id(arg, quoted_bounded(arg));
     t.cur = a.read();
     auto it = t.cur.key_of_id.find(t.id);
     if (it == t.cur.key_of_id.end())
-        throw CliError("'" + arg + "' is not a member of " + a.layout().prefix() + " (revision " +
+        throw CliError(quoted_bounded(arg) + " is not a member of " + a.layout().prefix() + " (revision " +
                        std::to_string(t.cur.header.revision) + ")");
     t.key = it->second;
     return t;
@@ -216,22 +216,24 @@ Target find_member(Admin &a) {
 
 void run_add(Admin &a) {
     const AdminFlags &f = a.flags();
+    const std::string change = "add " + visible_bounded(f.id);
     std::string value = std::to_string(f.weight) + (f.zone.empty() ? "" : " " + f.zone);
-    MemberEntry m = parse_member(f.id, value, "add " + f.id);
+    MemberEntry m = parse_member(f.id, value, change);
     // ZONE is the line's third field: one that reads as none ("#z" starts a
     // comment, a blank is no field) would drop the zone given.
     if (!f.zone.empty() && m.zone.empty())
-        throw CliError("add " + f.id + ": the zone '" + visible(f.zone) + "' is read as no zone in the member line '" +
-                       visible(f.id + " " + value) + "' (write a leading '#' as %23, a space as %20)");
+        throw CliError(change + ": the zone " + quoted_bounded(f.zone) + " is read as no zone in the member line " +
+                       quoted_bounded(f.id + " " + value) + " (write a leading '#' as %23, a space as %20)");
     Current cur = a.read();
     auto it = cur.key_of_id.find(m.id);
     if (it != cur.key_of_id.end())
-        throw CliError("add " + f.id + ": already a member (key " + it->second + "): use set-weight or remove");
+        throw CliError(change + ": already a member (key " + a.layout().shown(it->second) +
+                       "): use set-weight or remove");
     const std::string key = a.layout().member_key(m.id_field);
     State next = cur.state;
     next[key] = m.value;
-    Built b = a.validate(next, "add " + f.id);
-    const std::optional<nlohmann::json> more = a.plan(cur, b, "add " + f.id);
+    Built b = a.validate(next, change);
+    const std::optional<nlohmann::json> more = a.plan(cur, b, change);
     if (!more) return;
     uint64_t rev = a.commit(cur, one(absent_compare(key)), with(one(put_op(key, m.value)), *more));
     std::cout << "added " << printable_id(m.id) << " (weight " << m.weight
@@ -243,8 +245,9 @@ void run_remove(Admin &a) {
     const auto [id, cur, key] = find_member(a);
     State next = cur.state;
     next.erase(key);
-    Built b = a.validate(next, "remove " + f.id);
-    const std::optional<nlohmann::json> more = a.plan(cur, b, "remove " + f.id);
+    const std::string change = "remove " + visible_bounded(f.id);
+    Built b = a.validate(next, change);
+    const std::optional<nlohmann::json> more = a.plan(cur, b, change);
     if (!more) return;
     uint64_t rev = a.commit(cur, one(unchanged_compare(key, cur.mod_revision.at(key))), with(one(delete_op(key)), *more));
     std::cout << "removed " << printable_id(id) << ": " << summary(rev, b) << '\n';
@@ -255,7 +258,7 @@ void run_set_weight(Admin &a) {
     const auto [id, cur, key] = find_member(a);
     MemberEntry old;
     try {
-        old = parse_member(key.substr(a.layout().members_dir().size()), cur.state.at(key), key);
+        old = parse_member(key.substr(a.layout().members_dir().size()), cur.state.at(key), a.layout().shown(key));
     } catch (const CliError &e) {
         throw CliError(std::string(e.what()) + ": set-weight keeps the zone, which cannot be read here: remove " +
                        "the member and add it again, or correct the value with etcdctl put");
@@ -263,13 +266,14 @@ void run_set_weight(Admin &a) {
     MemberEntry m = canonical_member(old.id, f.weight, old.zone);
     State next = cur.state;
     next[key] = m.value;
-    Built b = a.validate(next, "set-weight " + f.id);
+    const std::string change = "set-weight " + visible_bounded(f.id);
+    Built b = a.validate(next, change);
     if (cur.state.at(key) == m.value) {
         std::cout << printable_id(id) << " already has weight " << f.weight << ": nothing written ("
                   << summary(cur.header.revision, b) << ")\n";
         return;
     }
-    const std::optional<nlohmann::json> more = a.plan(cur, b, "set-weight " + f.id);
+    const std::optional<nlohmann::json> more = a.plan(cur, b, change);
     if (!more) return;
     uint64_t rev = a.commit(cur, one(unchanged_compare(key, cur.mod_revision.at(key))),
                             with(one(put_op(key, m.value)), *more));
@@ -302,7 +306,9 @@ void run_apply(Admin &a) {
 
     // For the compatibility placements the members' order breaks ties; in
     // etcd it is the order of their keys. Refuse a file whose order differs.
-    std::string reference = next.count(options_key) ? next[options_key] : "";
+    // The options as the built ring has them, not the key's raw value: that
+    // one may lack its last line's LF, which would join the first member's line.
+    std::string reference = options_value(b.ring->snapshot());
     for (const MemberEntry &m : members) reference += m.id_field + " " + m.value + "\n";
     const chr_options base = config.options();
     chr_ring *ref = nullptr;

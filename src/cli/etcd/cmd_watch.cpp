@@ -10,18 +10,12 @@
 // (too few members, too many keys moved: guard.hpp) without the operator's
 // lift, is reported and the last good file stays in place. An --out file
 // that exists at startup is that last good file until etcd answers.
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <random>
 #include <thread>
 
@@ -32,6 +26,7 @@
 #include "etcd_commands.hpp"
 #include "etcd_state.hpp"
 #include "guard.hpp"
+#include "hook.hpp"
 
 namespace chring::cli::etcd {
 
@@ -54,11 +49,14 @@ struct WatchFlags {
     std::string exec;
     double interval_max = 10.0;
     double keepalive = 5.0;
+    double hook_timeout = 30.0;
     bool once = false;
 };
 
+// Keys and values in a message are bounded where they are quoted; the cap
+// here only keeps a line a line if one of them was missed.
 void log(const std::string &message) {
-    std::string line = "chring watch: " + visible(message) + "\n";
+    std::string line = "chring watch: " + visible_bounded(message, 4096) + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
 }
@@ -368,46 +366,17 @@ bool Watcher::publish() {
     return true;
 }
 
-// --exec: /bin/sh -c CMD, waited for, with the file, revision and fingerprint
-// in CHRING_FILE, CHRING_REVISION, CHRING_FINGERPRINT.
+// --exec: /bin/sh -c CMD with the file, revision and fingerprint in
+// CHRING_FILE, CHRING_REVISION, CHRING_FINGERPRINT, for at most
+// --hook-timeout seconds; whatever becomes of it, the watch goes on.
 void Watcher::run_exec(uint64_t fingerprint) {
-    const std::string revision = std::to_string(revision_), print = hex64(fingerprint);
-    pid_t pid = fork();
-    if (pid < 0) {
-        log("--exec: cannot fork: " + std::string(std::strerror(errno)));
-        return;
-    }
-    if (pid == 0) {
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        int null = ::open("/dev/null", O_RDONLY);
-        if (null >= 0) dup2(null, 0);
-#ifdef SYS_close_range
-        syscall(SYS_close_range, 3u, ~0u, 0u);  // etcd's sockets are not the hook's
-#endif
-        setenv("CHRING_FILE", f_.out.c_str(), 1);
-        setenv("CHRING_REVISION", revision.c_str(), 1);
-        setenv("CHRING_FINGERPRINT", print.c_str(), 1);
-        execl("/bin/sh", "sh", "-c", f_.exec.c_str(), static_cast<char *>(nullptr));
-        _exit(127);
-    }
-    int status = 0;
-    bool forwarded = false;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            log("--exec: waitpid: " + std::string(std::strerror(errno)));
-            return;
-        }
-        if (g_stop && !forwarded) {
-            kill(pid, SIGTERM);
-            forwarded = true;
-        }
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-        log("--exec command exited with status " + std::to_string(WEXITSTATUS(status)) + " after revision " + revision);
-    else if (WIFSIGNALED(status))
-        log("--exec command was killed by signal " + std::to_string(WTERMSIG(status)) + " after revision " + revision);
+    const std::string revision = std::to_string(revision_);
+    const HookResult r = run_hook("--exec", f_.exec,
+                                  {{"CHRING_FILE", f_.out}, {"CHRING_REVISION", revision},
+                                   {"CHRING_FINGERPRINT", hex64(fingerprint)}},
+                                  f_.hook_timeout, &g_stop, {});
+    if (!r.ok)
+        log("--exec command " + r.failure + " after revision " + revision + (r.stopped ? "" : "; going on"));
 }
 
 int Watcher::run() {
@@ -451,6 +420,11 @@ void add_watch_command(CLI::App &app) {
     cmd->add_option("--exec", flags->exec,
                     "Command run by /bin/sh after each publish (CHRING_FILE, CHRING_REVISION, CHRING_FINGERPRINT set)")
         ->type_name("CMD");
+    cmd->add_option("--hook-timeout", flags->hook_timeout,
+                    "How long a hook may run: then its whole process group is killed and the watch goes on")
+        ->type_name("SECONDS")
+        ->check(seconds(0.1, 86400))
+        ->capture_default_str();
     cmd->add_option("--interval-max", flags->interval_max, "Longest wait between two attempts to list again")
         ->type_name("SECONDS")
         ->check(seconds(0.1, 3600))

@@ -16,12 +16,6 @@ namespace {
 // The name the library gives the text in its messages; replaced by keys.
 constexpr const char *kName = "<etcd>";
 
-// At most 64 bytes of a field in a message, as the library quotes fields.
-std::string quoted(std::string_view field) {
-    if (field.size() <= 64) return "'" + std::string(field) + "'";
-    return "'" + std::string(field.substr(0, 64)) + "...'";
-}
-
 std::string hex_byte(unsigned char c) {
     char buf[8];
     std::snprintf(buf, sizeof buf, "%02X", unsigned(c));
@@ -86,7 +80,7 @@ std::string options_problem(size_t line, std::string_view text) {
     std::string_view name = text.substr(start, end == std::string_view::npos ? end : end - start);
     for (const std::string &known : option_names())
         if (name == known) return "";
-    return "line " + std::to_string(line) + ": " + quoted(name) + " is not an option directive (" +
+    return "line " + std::to_string(line) + ": " + quoted_bounded(name) + " is not an option directive (" +
            option_names_text() + ")";
 }
 
@@ -104,8 +98,7 @@ std::string id_field_problem(std::string_view field) {
     if (field.empty()) return "the id field is empty";
     const size_t blank = field.find_first_of(" \t");
     if (blank == std::string_view::npos) return "";
-    const std::string shown = visible(field);
-    return "the id field " + quoted(std::string_view(shown)) + " has a blank at byte " + std::to_string(blank + 1) +
+    return "the id field " + quoted_bounded(field) + " has a blank at byte " + std::to_string(blank + 1) +
            " (a key's id field is one field of the member line: write a space as %20)";
 }
 
@@ -146,6 +139,13 @@ std::string Layout::range_end() const { return prefix_range_end(range_begin()); 
 
 bool Layout::is_member_key(const std::string &key) const { return starts_with(key, members_dir()); }
 
+std::string Layout::shown(std::string_view key) const {
+    const std::string dir = members_dir(), begin = range_begin();
+    const std::string &whole = starts_with(key, dir) ? dir : begin;
+    if (!starts_with(key, whole)) return visible_bounded(key, 128);
+    return visible(whole) + visible_bounded(key.substr(whole.size()), 128);
+}
+
 Built build_ring(const Layout &layout, const State &state, const char *plugin_dir) {
     Built b;
     std::string text;
@@ -156,7 +156,7 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
     // with a raw U+FEFF (put by etcdctl or an older chring) is read as on
     // any other line, not refused as a byte order mark with the whole state.
     text += '\n';
-    line_key.push_back(layout.prefix());
+    line_key.push_back(visible(layout.prefix()));
 
     auto options = state.find(options_key);
     if (options != state.end()) {
@@ -169,12 +169,12 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
             if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
             ++line;
             if (std::string why = options_problem(line, l); !why.empty()) {
-                b.error = options_key + ": " + why;
+                b.error = layout.shown(options_key) + ": " + why;
                 return b;
             }
             text.append(l.data(), l.size());
             text += '\n';
-            line_key.push_back(options_key + " (line " + std::to_string(line) + ")");
+            line_key.push_back(layout.shown(options_key) + " (line " + std::to_string(line) + ")");
             start = end + 1;
         }
     }
@@ -182,21 +182,21 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
     for (const auto &[key, value] : state) {
         if (key == options_key || key == guard_key) continue;
         if (!starts_with(key, dir)) {
-            b.error = key + ": neither a member (" + dir + "ID), the options (" + options_key + ") nor the guard (" +
-                      guard_key + ")";
+            b.error = layout.shown(key) + ": neither a member (" + layout.shown(dir) + "ID), the options (" +
+                      layout.shown(options_key) + ") nor the guard (" + layout.shown(guard_key) + ")";
             return b;
         }
         std::string_view field = std::string_view(key).substr(dir.size());
         chr_ringfile_member member = CHR_RINGFILE_MEMBER_INIT;
         if (std::string why = member_line_problem(field, value, member); !why.empty()) {
-            b.error = key + ": " + why;
+            b.error = layout.shown(key) + ": " + why;
             return b;
         }
         text.append(field.data(), field.size());
         text += ' ';
         text += value;
         text += '\n';
-        line_key.push_back(key);
+        line_key.push_back(layout.shown(key));
         ++b.members;
     }
 
@@ -220,7 +220,8 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
             reason.replace(reason.size() - first_line.size(), first_line.size(),
                            " (first as " + line_key[first - 1] + ")");
         const uint32_t line = info.error_line;
-        const std::string where = line >= 1 && line <= line_key.size() ? line_key[line - 1] : layout.prefix();
+        const std::string where =
+            line >= 1 && line <= line_key.size() ? line_key[line - 1] : visible(layout.prefix());
         b.error = where + ": " + reason;
         b.members = 0;
         return b;

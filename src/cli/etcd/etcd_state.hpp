@@ -35,6 +35,10 @@ public:
     std::string range_begin() const { return prefix_ + "/"; }
     std::string range_end() const;
     bool is_member_key(const std::string &key) const;
+    // A key as messages show it: P/ or P/members/ whole, the rest (an id
+    // field) visible_bounded() to 128 bytes: an etcdctl put may have made
+    // it megabytes long.
+    std::string shown(std::string_view key) const;
 
 private:
     std::string prefix_;
@@ -46,7 +50,7 @@ using State = std::map<std::string, std::string>;
 // A state read as a ring: the ring, or why the state is refused.
 struct Built {
     std::unique_ptr<Ring> ring;  // null when refused
-    std::string error;   // "KEY: reason" (or "PREFIX: reason" for the state as a whole)
+    std::string error;   // "KEY: reason" (or "PREFIX: reason" for the state as a whole), keys shown()
     uint64_t fingerprint = 0;
     size_t members = 0;
 };
