@@ -48,9 +48,14 @@ typedef struct {
  * at configuration, then every worker) has its own follower and ring, so
  * the workers follow the file on their own. What the follower says about
  * the file (revision, fingerprint, a refusal) is its chr_follower_state.
+ *
+ * fallback=: the ring file the master loads instead when the primary
+ * cannot be used at configuration (missing, unreadable, refused); the
+ * follower still follows the primary, whose first good file replaces it.
  */
 typedef struct {
     ngx_str_t                          path;        /* NUL-terminated */
+    ngx_str_t                          fallback;    /* NUL-terminated; or empty */
     ngx_msec_t                         check;       /* check= interval */
     ngx_msec_t                         next_check;
     /*
@@ -58,7 +63,21 @@ typedef struct {
      * use yet (they could not be allocated): retried at the next check
      */
     ngx_uint_t                         stale;       /* unsigned:1 */
+    /* the ring in use is the fallback's until the follower applies a file */
+    ngx_uint_t                         on_fallback; /* unsigned:1 */
     chr_ringfile_info                  applied;     /* that apply's counts */
+    chr_ringfile_info                  fallback_applied;
+
+    /*
+     * The workers' user as the directive checked the file with it (the
+     * module's init warns if a later "user" names another), and the errno
+     * of their open() (0: they can open it, or there was nothing to check)
+     */
+    ngx_uint_t                         access_checked;  /* unsigned:1 */
+    ngx_uid_t                          access_uid;
+    ngx_gid_t                          access_gid;
+    char                              *access_user;
+    ngx_err_t                          access_err;
 } ngx_http_upstream_chring_file_t;
 
 
@@ -97,10 +116,15 @@ extern ngx_module_t  ngx_http_upstream_chring_module;
 /* ngx_http_upstream_chring_ring.c */
 ngx_int_t ngx_http_upstream_chring_create_rings(ngx_conf_t *cf,
     ngx_http_upstream_chring_srv_conf_t *ccf);
+ngx_int_t ngx_http_upstream_chring_file_access(ngx_conf_t *cf,
+    ngx_http_upstream_chring_srv_conf_t *ccf);
+ngx_int_t ngx_http_upstream_chring_init_module(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_upstream_init_chring(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
 void ngx_http_upstream_chring_file_check(
     ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log);
+ngx_int_t ngx_http_upstream_chring_file_state(
+    ngx_http_upstream_chring_srv_conf_t *ccf, chr_follow_state *state);
 
 /* ngx_http_upstream_chring_peer.c */
 ngx_int_t ngx_http_upstream_init_chring_peer(ngx_http_request_t *r,

@@ -28,7 +28,10 @@
  * configuration, then each worker's copy checks it every check= interval
  * on the request path and applies a changed file to the worker's own ring
  * as one batch. Ring answers then map to servers by id (node_of_index),
- * since the file, not the configuration, orders them.
+ * since the file, not the configuration, orders them. The workers must be
+ * able to read the file (checked as their user); fallback=PATH is the
+ * file the master starts from when that one cannot be used, the workers
+ * still following the first.
  *
  * This file holds the module and its directive; the rings and the file
  * follower, the peer selection and the variables have files of their own
@@ -47,6 +50,10 @@ static char *ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
     ngx_http_upstream_chring_srv_conf_t *ccf, ngx_str_t *value,
     ngx_uint_t *seen);
+static ngx_http_upstream_chring_file_t *ngx_http_upstream_chring_file_conf(
+    ngx_conf_t *cf, ngx_http_upstream_chring_srv_conf_t *ccf);
+static ngx_int_t ngx_http_upstream_chring_path(ngx_conf_t *cf, ngx_str_t *arg,
+    ngx_str_t *path);
 
 
 /* Bits of `seen` in the directive parser: each parameter at most once. */
@@ -60,6 +67,7 @@ static char *ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
 #define NGX_HTTP_CHRING_SEEN_REPLICAS    0x80
 #define NGX_HTTP_CHRING_SEEN_BALANCE     0x100
 #define NGX_HTTP_CHRING_SEEN_SLACK       0x200
+#define NGX_HTTP_CHRING_SEEN_FALLBACK    0x400
 
 
 static ngx_command_t  ngx_http_upstream_chring_commands[] = {
@@ -96,7 +104,7 @@ ngx_module_t  ngx_http_upstream_chring_module = {
     ngx_http_upstream_chring_commands,     /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_upstream_chring_init_module,  /* init module */
     NULL,                                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -135,7 +143,7 @@ ngx_http_upstream_chring_create_conf(ngx_conf_t *cf)
  * chring KEY [tokens=N] [hash=NAME] [seed=N] [placement=native|nginx]
  *            [replicas=nodes|zones-first] [balance=F [balance_slack=N]]
  *            [plugin_dir=PATH]
- *            [file=PATH [check=TIME]];
+ *            [file=PATH [check=TIME] [fallback=PATH]];
  *
  * The options are checked here by creating the primary ring (an unknown
  * hasher or an out-of-range value fails `nginx -t` at this line, with
@@ -196,6 +204,21 @@ ngx_http_upstream_chring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "chring: \"check=\" needs \"file=\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if ((seen & NGX_HTTP_CHRING_SEEN_FALLBACK)
+        && !(seen & NGX_HTTP_CHRING_SEEN_FILE))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chring: \"fallback=\" needs \"file=\"");
+        return NGX_CONF_ERROR;
+    }
+
+    /* workers that could not read the file would never follow it */
+    if ((seen & NGX_HTTP_CHRING_SEEN_FILE)
+        && ngx_http_upstream_chring_file_access(cf, ccf) != NGX_OK)
+    {
         return NGX_CONF_ERROR;
     }
 
@@ -333,23 +356,24 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
         if (arg.len == 0) {
             goto invalid;
         }
-        if (ccf->file == NULL) {
-            ccf->file = ngx_pcalloc(cf->pool,
-                                    sizeof(ngx_http_upstream_chring_file_t));
-            if (ccf->file == NULL) {
-                return NGX_CONF_ERROR;
-            }
-            ccf->file->check = NGX_HTTP_CHRING_CHECK_DEFAULT;
-        }
-        if (ngx_conf_full_name(cf->cycle, &arg, 0) != NGX_OK) {
+        if (ngx_http_upstream_chring_file_conf(cf, ccf) == NULL
+            || ngx_http_upstream_chring_path(cf, &arg, &ccf->file->path)
+               != NGX_OK)
+        {
             return NGX_CONF_ERROR;
         }
-        ccf->file->path.data = ngx_pnalloc(cf->pool, arg.len + 1);
-        if (ccf->file->path.data == NULL) {
+
+    } else if (ngx_strncmp(value->data, "fallback=", 9) == 0) {
+        bit = NGX_HTTP_CHRING_SEEN_FALLBACK;
+        if (arg.len == 0) {
+            goto invalid;
+        }
+        if (ngx_http_upstream_chring_file_conf(cf, ccf) == NULL
+            || ngx_http_upstream_chring_path(cf, &arg, &ccf->file->fallback)
+               != NGX_OK)
+        {
             return NGX_CONF_ERROR;
         }
-        ccf->file->path.len = arg.len;
-        *ngx_cpymem(ccf->file->path.data, arg.data, arg.len) = '\0';
 
     } else if (ngx_strncmp(value->data, "check=", 6) == 0) {
         bit = NGX_HTTP_CHRING_SEEN_CHECK;
@@ -361,12 +385,8 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
                                value);
             return NGX_CONF_ERROR;
         }
-        if (ccf->file == NULL) {
-            ccf->file = ngx_pcalloc(cf->pool,
-                                    sizeof(ngx_http_upstream_chring_file_t));
-            if (ccf->file == NULL) {
-                return NGX_CONF_ERROR;
-            }
+        if (ngx_http_upstream_chring_file_conf(cf, ccf) == NULL) {
+            return NGX_CONF_ERROR;
         }
         ccf->file->check = (ngx_msec_t) n;
 
@@ -429,16 +449,11 @@ ngx_http_upstream_chring_parameter(ngx_conf_t *cf,
         if (arg.len == 0) {
             goto invalid;
         }
-        /* relative to the prefix, as nginx paths are; NUL-terminated */
-        if (ngx_conf_full_name(cf->cycle, &arg, 0) != NGX_OK) {
+        if (ngx_http_upstream_chring_path(cf, &arg, &ccf->plugin_dir)
+            != NGX_OK)
+        {
             return NGX_CONF_ERROR;
         }
-        ccf->plugin_dir.data = ngx_pnalloc(cf->pool, arg.len + 1);
-        if (ccf->plugin_dir.data == NULL) {
-            return NGX_CONF_ERROR;
-        }
-        ccf->plugin_dir.len = arg.len;
-        *ngx_cpymem(ccf->plugin_dir.data, arg.data, arg.len) = '\0';
         ccf->options.plugin_dir = (const char *) ccf->plugin_dir.data;
 
     } else {
@@ -463,7 +478,7 @@ invalid:
                        "hash=NAME, seed=N, placement=native|nginx, "
                        "replicas=nodes|zones-first, balance=F, "
                        "balance_slack=N, plugin_dir=PATH, "
-                       "file=PATH or check=TIME)", value);
+                       "file=PATH, check=TIME or fallback=PATH)", value);
 
     return NGX_CONF_ERROR;
 
@@ -474,4 +489,42 @@ bad_balance:
                        "decimal number from 1.00 to 1000 (e.g. 1.25)", value);
 
     return NGX_CONF_ERROR;
+}
+
+
+/* file=, check=, fallback=: the file's configuration, made by the first */
+static ngx_http_upstream_chring_file_t *
+ngx_http_upstream_chring_file_conf(ngx_conf_t *cf,
+    ngx_http_upstream_chring_srv_conf_t *ccf)
+{
+    if (ccf->file == NULL) {
+        ccf->file = ngx_pcalloc(cf->pool,
+                                sizeof(ngx_http_upstream_chring_file_t));
+        if (ccf->file == NULL) {
+            return NULL;
+        }
+        ccf->file->check = NGX_HTTP_CHRING_CHECK_DEFAULT;
+    }
+
+    return ccf->file;
+}
+
+
+/* A path parameter: relative to the prefix, as nginx paths are; NUL-terminated */
+static ngx_int_t
+ngx_http_upstream_chring_path(ngx_conf_t *cf, ngx_str_t *arg, ngx_str_t *path)
+{
+    if (ngx_conf_full_name(cf->cycle, arg, 0) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    path->data = ngx_pnalloc(cf->pool, arg->len + 1);
+    if (path->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    path->len = arg->len;
+    *ngx_cpymem(path->data, arg->data, arg->len) = '\0';
+
+    return NGX_OK;
 }

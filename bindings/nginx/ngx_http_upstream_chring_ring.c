@@ -5,7 +5,9 @@
  * the upstream is initialised, in the master (the workers inherit them);
  * with file=, the primary ring follows the ring file through a
  * chr_follower, checked by each worker on its own (on the request path,
- * at most every check= interval).
+ * at most every check= interval). The directive checks that the workers'
+ * user can read the file; fallback= is the ring the master starts from
+ * when the file cannot be used.
  */
 
 
@@ -20,8 +22,13 @@ static ngx_int_t ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
 static void ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_tier_t *tier,
     chr_change *changes, ngx_uint_t nnodes, size_t failed, const char *what);
+static ngx_int_t ngx_http_upstream_chring_file_load(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf);
+static void ngx_http_upstream_chring_fallback_try(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf);
 static ngx_int_t ngx_http_upstream_chring_file_adopt(
-    ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log);
+    ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log,
+    u_char *source);
 
 
 /* At the `chring` directive */
@@ -182,24 +189,8 @@ ngx_http_upstream_chring_build_tier(ngx_conf_t *cf,
     tier->nnodes = nnodes;
 
     if (ccf->file && tier == &ccf->primary) {
-        /*
-         * the file, not the configuration, says who is a member: the
-         * follower's first check reads it whatever its stamp
-         */
-        ccf->file->applied = (chr_ringfile_info) CHR_RINGFILE_INFO_INIT;
-
-        if (chr_follower_check(tier->follower, NULL, &ccf->file->applied)
-            != CHR_OK)
-        {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "chring: upstream \"%V\" in %s:%ui: %s", &us->host,
-                          us->file_name, us->line, chr_last_error());
-            return NGX_ERROR;
-        }
-
-        ccf->file->stale = 1;
-
-        return ngx_http_upstream_chring_file_adopt(ccf, cf->log);
+        /* the file, not the configuration, says who is a member */
+        return ngx_http_upstream_chring_file_load(cf, us, ccf);
     }
 
     if (tier->ring == NULL) {
@@ -315,15 +306,385 @@ ngx_http_upstream_chring_log_server_error(ngx_conf_t *cf,
 /* file=: the ring file, followed by each process on its own */
 
 
+/* the access check's child could not take the workers' credentials */
+#define NGX_HTTP_CHRING_ACCESS_NOCRED  255
+
+
+/*
+ * At the directive, in the master: can the workers open the ring file?
+ * They run as the core module's "user" when the master runs as root (else
+ * as the master's own user, whose read at configuration answers). A
+ * forked child takes their credentials as ngx_worker_process_init() does
+ * (initgroups()'s supplementary groups, the group, the user) and open()s
+ * the file as the follower does. Asking the kernel rather than comparing
+ * mode bits with the user's ids counts all it counts: POSIX ACLs, the
+ * search permission of each directory on the way (also those a symbolic
+ * link leads through), security modules, root-squashing network file
+ * systems; and the master's own credentials never change, not even for a
+ * moment.
+ *
+ * A file they cannot open (EACCES, EPERM) fails the directive with the
+ * file and the user, unless fallback= is given: then access_err makes the
+ * upstream start from the fallback. Other errors (a missing file) are the
+ * master's own read's to report.
+ */
+ngx_int_t
+ngx_http_upstream_chring_file_access(ngx_conf_t *cf,
+    ngx_http_upstream_chring_srv_conf_t *ccf)
+{
+#if !(NGX_WIN32)
+    int                               fd, n, ngroups, status;
+    char                             *user;
+    uid_t                             uid;
+    gid_t                             gid, *groups;
+    pid_t                             pid;
+    u_char                           *p;
+    sigset_t                          set, old;
+    ngx_err_t                         err;
+    struct group                     *grp;
+    struct passwd                    *pwd;
+    ngx_core_conf_t                  *core;
+    ngx_http_upstream_chring_file_t  *file;
+    u_char                            text[NGX_MAX_ERROR_STR];
+
+    file = ccf->file;
+
+    if (geteuid() != 0 || ngx_process == NGX_PROCESS_SIGNALLER) {
+        return NGX_OK;
+    }
+
+    core = (ngx_core_conf_t *) ngx_get_conf(cf->cycle->conf_ctx,
+                                           ngx_core_module);
+
+    if (core->user != (ngx_uid_t) NGX_CONF_UNSET_UINT) {
+        user = core->username;
+        uid = core->user;
+        gid = core->group;
+
+    } else {
+        /* no "user" yet: nginx's default, as its core module sets it */
+        pwd = getpwnam(NGX_USER);
+        grp = getgrnam(NGX_GROUP);
+
+        if (pwd == NULL || grp == NULL) {
+            return NGX_OK;      /* nginx refuses it with its own message */
+        }
+
+        user = NGX_USER;
+        uid = pwd->pw_uid;
+        gid = grp->gr_gid;
+    }
+
+    file->access_checked = 1;
+    file->access_user = user;
+    file->access_uid = uid;
+    file->access_gid = gid;
+
+    if (uid == 0) {
+        return NGX_OK;
+    }
+
+    /* the supplementary groups initgroups() gives the workers */
+    ngroups = 64;
+
+    for ( ;; ) {
+        groups = ngx_palloc(cf->temp_pool, ngroups * sizeof(gid_t));
+        if (groups == NULL) {
+            return NGX_ERROR;
+        }
+
+        n = ngroups;
+
+        if (getgrouplist(user, gid, groups, &n) != -1) {
+            ngroups = n;
+            break;
+        }
+
+        ngroups = (n > ngroups) ? n : ngroups * 2;
+
+        if (ngroups > 65536) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "chring: cannot list the groups of user "
+                               "\"%s\" (the workers' user)", user);
+            return NGX_ERROR;
+        }
+    }
+
+    /* SIGCHLD held: nginx's handler must not reap the child first */
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, &old);
+
+    pid = fork();
+
+    if (pid == 0) {
+        if (setgroups((size_t) ngroups, groups) == -1
+            || setgid(gid) == -1
+            || setuid(uid) == -1)
+        {
+            _exit(NGX_HTTP_CHRING_ACCESS_NOCRED);
+        }
+
+        fd = open((const char *) file->path.data,
+                  O_RDONLY|O_NOCTTY|O_NONBLOCK);
+
+        _exit(fd != -1 ? 0
+              : (errno > 0 && errno < NGX_HTTP_CHRING_ACCESS_NOCRED)
+                ? errno : EIO);
+    }
+
+    err = (pid == -1) ? ngx_errno : 0;
+    status = 0;
+
+    while (pid > 0 && waitpid(pid, &status, 0) == -1) {
+        if (ngx_errno != NGX_EINTR) {
+            err = ngx_errno;
+            break;
+        }
+    }
+
+    sigprocmask(SIG_SETMASK, &old, NULL);
+
+    if (err) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, err,
+                           "chring: cannot check that user \"%s\" (the "
+                           "workers' user) can read file \"%s\": %s failed",
+                           user, file->path.data,
+                           pid == -1 ? "fork()" : "waitpid()");
+        return NGX_ERROR;
+    }
+
+    if (!WIFEXITED(status)
+        || WEXITSTATUS(status) == NGX_HTTP_CHRING_ACCESS_NOCRED)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chring: cannot check that user \"%s\" (the "
+                           "workers' user) can read file \"%s\": the "
+                           "checking process %s", user, file->path.data,
+                           WIFEXITED(status)
+                           ? "could not take that user's uid and gid"
+                           : "was killed by a signal");
+        return NGX_ERROR;
+    }
+
+    err = WEXITSTATUS(status);
+
+    if (err != NGX_EACCES && err != NGX_EPERM) {
+        return NGX_OK;
+    }
+
+    if (file->fallback.len) {
+        file->access_err = err;
+        return NGX_OK;
+    }
+
+    p = ngx_strerror(err, text, sizeof(text) - 1);
+    *p = '\0';
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "chring: file \"%s\" is not readable by user \"%s\" "
+                       "(the workers' user): %s; each worker reads the file "
+                       "itself: give that user read access to it and search "
+                       "access to its directories", file->path.data, user,
+                       text);
+
+    return NGX_ERROR;
+#else
+    return NGX_OK;
+#endif
+}
+
+
+/*
+ * The directive checked the file as the user the core module had when
+ * the upstream was read: a "user" directive after the "http" block was
+ * not known yet. Say so (the cycle is committed here: init_module cannot
+ * fail a reload without stopping the master).
+ */
+ngx_int_t
+ngx_http_upstream_chring_init_module(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                            i;
+    ngx_core_conf_t                      *core;
+    ngx_http_upstream_main_conf_t        *umcf;
+    ngx_http_upstream_srv_conf_t        **uscfp;
+    ngx_http_upstream_chring_srv_conf_t  *ccf;
+
+    core = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+    umcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_upstream_module);
+
+    if (umcf == NULL) {
+        return NGX_OK;
+    }
+
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if (uscfp[i]->srv_conf == NULL) {
+            continue;
+        }
+
+        ccf = ngx_http_conf_upstream_srv_conf(uscfp[i],
+                                              ngx_http_upstream_chring_module);
+
+        if (ccf == NULL || ccf->file == NULL || !ccf->file->access_checked
+            || (core->user == ccf->file->access_uid
+                && core->group == ccf->file->access_gid))
+        {
+            continue;
+        }
+
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "chring: upstream \"%V\": file \"%s\" was checked as "
+                      "user \"%s\", but the workers run as \"%s\": put the "
+                      "\"user\" directive before \"http\"",
+                      &uscfp[i]->host, ccf->file->path.data,
+                      ccf->file->access_user,
+                      core->username ? core->username : "?");
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Configuration time, in the master: the primary ring from the file, the
+ * follower's first check reading it whatever its stamp. When the file
+ * cannot be used (the workers cannot read it; it is missing, unreadable
+ * or refused), the ring is fallback='s, if given, and the follower goes
+ * on following the primary: the workers inherit its stamp, so a file
+ * still missing changes nothing and the first good one is applied.
+ */
+static ngx_int_t
+ngx_http_upstream_chring_file_load(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf)
+{
+    u_char                           *p;
+    size_t                            len;
+    chr_status                        rc;
+    const char                       *message;
+    ngx_http_upstream_chring_file_t  *file;
+    u_char                            reason[NGX_MAX_ERROR_STR];
+
+    /*
+     * "nginx -s stop|quit|reopen|reload" reads the configuration only to
+     * signal the master, which reads the file itself on reload: a file
+     * that cannot be used must not keep nginx from being stopped
+     */
+    if (ngx_process == NGX_PROCESS_SIGNALLER) {
+        return NGX_OK;
+    }
+
+    file = ccf->file;
+    file->applied = (chr_ringfile_info) CHR_RINGFILE_INFO_INIT;
+
+    if (file->access_err) {
+        p = ngx_snprintf(reason, sizeof(reason) - 1,
+                         "file \"%s\" is not readable by user \"%s\" (the "
+                         "workers' user): ", file->path.data,
+                         file->access_user);
+        p = ngx_strerror(file->access_err, p, reason + sizeof(reason) - 1 - p);
+        *p = '\0';
+        rc = CHR_EIO;
+
+    } else {
+        rc = chr_follower_check(ccf->primary.follower, NULL, &file->applied);
+
+        if (rc == CHR_OK) {
+            if (file->fallback.len) {
+                ngx_http_upstream_chring_fallback_try(cf, us, ccf);
+            }
+
+            file->stale = 1;
+
+            return ngx_http_upstream_chring_file_adopt(ccf, cf->log,
+                                                       file->path.data);
+        }
+
+        /* chr_last_error() is thread-local and stays; copied all the same */
+        message = chr_last_error();
+        len = ngx_min(ngx_strlen(message), sizeof(reason) - 1);
+        *ngx_cpymem(reason, message, len) = '\0';
+    }
+
+    if (file->fallback.len == 0) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "chring: upstream \"%V\" in %s:%ui: %s%s", &us->host,
+                      us->file_name, us->line, reason,
+                      rc == CHR_EIO ? " (and no \"fallback=\" to start from)"
+                                    : "");
+        return NGX_ERROR;
+    }
+
+    /* the primary ring is still empty: the fallback's members are added */
+    file->fallback_applied = (chr_ringfile_info) CHR_RINGFILE_INFO_INIT;
+
+    if (chr_ring_apply_file(ccf->primary.ring,
+                            (const char *) file->fallback.data,
+                            &file->fallback_applied)
+        != CHR_OK)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "chring: upstream \"%V\" in %s:%ui: %s; and the "
+                      "fallback cannot be used either: %s", &us->host,
+                      us->file_name, us->line, reason, chr_last_error());
+        return NGX_ERROR;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                  "chring: upstream \"%V\": %s; starting from the fallback "
+                  "%s (revision %uL, fingerprint 0x%016xL) and following %s",
+                  &us->host, reason, file->fallback.data,
+                  file->fallback_applied.revision,
+                  file->fallback_applied.fingerprint, file->path.data);
+
+    file->on_fallback = 1;
+    file->applied = file->fallback_applied;
+    file->stale = 1;
+
+    return ngx_http_upstream_chring_file_adopt(ccf, cf->log,
+                                               file->fallback.data);
+}
+
+
+/*
+ * The primary file is good: is the fallback? Only a warning, since the
+ * primary is what runs; but the fallback is needed when it cannot be
+ * read again, which is the wrong time to find it missing or refused.
+ */
+static void
+ngx_http_upstream_chring_fallback_try(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chring_srv_conf_t *ccf)
+{
+    chr_ring  *ring;
+
+    ring = NULL;
+
+    if (chr_ring_new(&ccf->options, &ring) != CHR_OK
+        || chr_ring_apply_file(ring, (const char *) ccf->file->fallback.data,
+                               NULL)
+           != CHR_OK)
+    {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "chring: upstream \"%V\" in %s:%ui: the fallback "
+                      "for %s cannot be used: %s", &us->host, us->file_name,
+                      us->line, ccf->file->path.data, chr_last_error());
+    }
+
+    chr_ring_free(ring);
+}
+
+
 /*
  * Puts the ring the follower applied last in use in this process: its
  * snapshot, and the map from the snapshot's node indexes to the nodes
- * (the upstream's server texts). On failure (allocation) the snapshot and
- * map in use stay, `stale` stays set and the next check tries again.
+ * (the upstream's server texts); `source` is the file it came from. On
+ * failure (allocation) the snapshot and map in use stay, `stale` stays set
+ * and the next check tries again.
  */
 static ngx_int_t
 ngx_http_upstream_chring_file_adopt(ngx_http_upstream_chring_srv_conf_t *ccf,
-    ngx_log_t *log)
+    ngx_log_t *log, u_char *source)
 {
     size_t                             i, count;
     ngx_uint_t                         k, *map;
@@ -377,7 +738,7 @@ ngx_http_upstream_chring_file_adopt(ngx_http_upstream_chring_srv_conf_t *ccf,
             ngx_log_error(NGX_LOG_WARN, log, 0,
                           "chring: upstream \"%V\": \"%*s\" in %s matches no "
                           "server of the upstream", &ccf->host,
-                          view.id_len, view.id, file->path.data);
+                          view.id_len, view.id, source);
         }
     }
 
@@ -394,7 +755,7 @@ ngx_http_upstream_chring_file_adopt(ngx_http_upstream_chring_srv_conf_t *ccf,
                   "chring: upstream \"%V\": loaded %s: revision %uL%s, "
                   "fingerprint 0x%016xL, %uz members (%uD added, "
                   "%uD removed, %uD reweighted, %uD replaced)",
-                  &ccf->host, file->path.data, info->revision,
+                  &ccf->host, source, info->revision,
                   (info->flags & CHR_RINGFILE_HAS_REVISION)
                   ? "" : " (none in the file)",
                   info->fingerprint, count, info->added, info->removed,
@@ -435,10 +796,11 @@ ngx_http_upstream_chring_file_check(ngx_http_upstream_chring_srv_conf_t *ccf,
 
     if (outcome == CHR_FOLLOW_APPLIED) {
         file->applied = info;
+        file->on_fallback = 0;
         file->stale = 1;
 
     } else if (outcome == CHR_FOLLOW_REFUSED) {
-        (void) chr_follower_state(ccf->primary.follower, &state);
+        (void) ngx_http_upstream_chring_file_state(ccf, &state);
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "chring: upstream \"%V\": %s; keeping the ring of "
                       "revision %uL, fingerprint 0x%016xL", &ccf->host,
@@ -451,6 +813,33 @@ ngx_http_upstream_chring_file_check(ngx_http_upstream_chring_srv_conf_t *ccf,
     }
 
     if (file->stale) {
-        (void) ngx_http_upstream_chring_file_adopt(ccf, log);
+        (void) ngx_http_upstream_chring_file_adopt(ccf, log, file->path.data);
     }
+}
+
+
+/*
+ * The follower's state; while the ring in use is the fallback's (the
+ * follower has applied no file yet), with the fallback's revision and
+ * fingerprint as those of the file applied last.
+ */
+ngx_int_t
+ngx_http_upstream_chring_file_state(ngx_http_upstream_chring_srv_conf_t *ccf,
+    chr_follow_state *state)
+{
+    ngx_http_upstream_chring_file_t  *file;
+
+    if (chr_follower_state(ccf->primary.follower, state) != CHR_OK) {
+        return NGX_ERROR;
+    }
+
+    file = ccf->file;
+
+    if (file->on_fallback && state->applied == 0) {
+        state->applied_flags = file->fallback_applied.flags;
+        state->applied_revision = file->fallback_applied.revision;
+        state->applied_fingerprint = file->fallback_applied.fingerprint;
+    }
+
+    return NGX_OK;
 }

@@ -179,9 +179,11 @@ ngx_http_upstream_chring_named_variable(ngx_http_request_t *r,
  * this worker:
  *
  *   fingerprint       the primary ring's, "0x" and 16 hex digits: with
- *                     file=, the follower's applied_fingerprint
+ *                     file=, the follower's applied_fingerprint (the
+ *                     fallback's while the ring is the fallback's)
  *   revision          the %%revision of the ring file applied last (empty
- *                     without file= or without %%revision)
+ *                     without file= or without %%revision), or of the
+ *                     fallback
  *   refusal           while the file as last read is refused, why: the
  *                     follower's message, chring's "file:line: reason"
  *   refused_revision  while it is refused, the %%revision it declared
@@ -215,7 +217,7 @@ ngx_http_upstream_chring_value(ngx_http_request_t *r,
     ngx_http_upstream_chring_file_check(ccf, r->connection->log);
 
     if (ccf->file) {
-        if (chr_follower_state(ccf->primary.follower, &state) != CHR_OK) {
+        if (ngx_http_upstream_chring_file_state(ccf, &state) != NGX_OK) {
             return NGX_OK;
         }
 

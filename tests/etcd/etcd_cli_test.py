@@ -84,11 +84,18 @@ def check(cond, what):
         print("FAIL: " + what, flush=True)
 
 
+# The guard rails have a case of their own (guard); elsewhere a change may
+# move any share of the keys (small rings: adding one member to one moves half).
+UNGUARDED = ["--max-moved", "100%"]
+
+
 class Chring:
-    def __init__(self, path, url, flags=(), env=None):
+    def __init__(self, path, url, flags=(), env=None, guard=False):
         """flags: more flags for every command (TLS, --user); env: more
-        environment variables (ETCDCTL_PASSWORD)."""
-        self.path, self.url, self.flags, self.env = path, url, list(flags), dict(env or {})
+        environment variables (ETCDCTL_PASSWORD); guard: keep the default
+        --max-moved."""
+        self.path, self.url, self.env = path, url, dict(env or {})
+        self.flags = list(flags) + ([] if guard else UNGUARDED)
 
     def run(self, *args, prefix=PREFIX, timeout=60):
         env = dict(os.environ)
@@ -135,7 +142,7 @@ def case_admin(opts):
     with EtcdServer() as etcd:
         c = Chring(opts.chring, etcd.url)
         out = c.ok("add", "cache-a", "--weight", "1", "--zone", "eu-west-1a")
-        check(out.startswith("added cache-a (weight 1, zone eu-west-1a): revision "), "add prints: " + out)
+        check(out.splitlines()[-1].startswith("added cache-a (weight 1, zone eu-west-1a): revision "), "add prints: " + out)
         c.ok("add", "cache-b", "--weight", "2")
         c.ok("add", "caf%C3%A9%20au%20lait", "--weight", "1")
         code, got, _ = etcd.etcdctl("get", PREFIX + "/members/cache-a", "--print-value-only")
@@ -166,7 +173,7 @@ def case_admin(opts):
         etcd.etcdctl("put", raw + "/members/\ufeffb", "2")
         shown_raw = json.loads(c.ok("show", "--format", "json", prefix=raw))
         check([m["id"] for m in shown_raw["members"]] == ["%EF%BB%BFb"], "a raw U+FEFF key: %s" % shown_raw)
-        c.ok("remove", "%EF%BB%BFb", prefix=raw)
+        c.ok("remove", "%EF%BB%BFb", "--min-members", "0", prefix=raw)  # its last member
 
         # Refusals: nothing reaches etcd (the revision does not move).
         before = etcd.client().revision()
@@ -396,10 +403,31 @@ def case_conflict(opts):
 
 # -- watch --------------------------------------------------------------------------
 
-def watch_cmd(opts, url, out, *extra):
+def watch_cmd(opts, url, out, *extra, guard=False):
     # --no-report: a report write moves etcd's revision, which these cases
-    # compare with the file's (the report cases use report_watch).
-    return [opts.chring, "watch", "--etcd", url, "--prefix", PREFIX, "--out", out, "--no-report"] + list(extra)
+    # compare with the file's (the report cases use ReportingWatcher).
+    return ([opts.chring, "watch", "--etcd", url, "--prefix", PREFIX, "--out", out, "--no-report"] +
+            ([] if guard else UNGUARDED) + list(extra))
+
+
+def sigterm(proc, timeout=10):
+    """SIGTERM to a watcher: its exit status, None if it did not exit in time."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def clean_up(watcher, etcd, tmp):
+    """The end of a case that made its own etcd: kill a watcher still running,
+    stop etcd, remove the temporary directory."""
+    if watcher is not None and watcher.poll() is None:
+        watcher.kill()
+        watcher.wait()
+    if etcd is not None:
+        etcd.cleanup()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run_env(**extra):
@@ -418,7 +446,11 @@ def case_once(opts):
             c = Chring(opts.chring, etcd.url)
             r = subprocess.run(watch_cmd(opts, etcd.url, out, "--once"), capture_output=True, text=True,
                                env=run_env(), timeout=60)
-            check(r.returncode == 0, "--once on an empty prefix: " + r.stderr)
+            check(r.returncode == 1 and "fewer than --min-members 1" in r.stderr and not os.path.exists(out),
+                  "--once on an empty prefix: the guard refuses it: " + r.stderr)
+            r = subprocess.run(watch_cmd(opts, etcd.url, out, "--once", "--min-members", "0"), capture_output=True,
+                               text=True, env=run_env(), timeout=60)
+            check(r.returncode == 0, "--once --min-members 0 on an empty prefix: " + r.stderr)
             text = read(out)
             check(text is not None and "%%revision " in text and file_field(text, "fingerprint"),
                   "an empty ring is published: %r" % text)
@@ -545,11 +577,7 @@ def case_follow(opts):
             check(str(bad) not in [h[0] for h in hooks], "--exec does not run for a refused state")
             check(sorted(os.listdir(tmp)) == ["hooks", "ring", "watch.log"], "no temporary file: %s" % os.listdir(tmp))
 
-            watcher.send_signal(signal.SIGTERM)
-            try:
-                code = watcher.wait(10)
-            except subprocess.TimeoutExpired:
-                code = None
+            code = sigterm(watcher)
             check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
             log = read(stderr_path)
             check("stopping on SIGTERM" in log, "the watcher says it stops")
@@ -559,6 +587,159 @@ def case_follow(opts):
         if watcher is not None and watcher.poll() is None:
             watcher.kill()
             watcher.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class LoggedWatcher:
+    """A chring watch process whose stderr goes to a file."""
+
+    def __init__(self, argv, log_path):
+        self.log_path = log_path
+        with open(log_path, "w") as err:
+            self.proc = subprocess.Popen(argv, stderr=err, env=run_env())
+
+    def log(self):
+        return read(self.log_path) or ""
+
+    def wait_log(self, text):
+        return wait_for(lambda: text in self.log())
+
+    def stop(self):
+        if self.proc.poll() is None and sigterm(self.proc) is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def case_guard(opts):
+    """Guard rails: a watcher never publishes a ring with fewer members than
+    --min-members, nor one moving more than --max-moved of the keys, unless
+    PREFIX/guard was written after the ring it last published; the admin
+    commands print what a change moves and need --force past a guard."""
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watchers = []
+    try:
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url, guard=True)
+            for m in "abcd":
+                out = c.ok("add", "cache-" + m, "--weight", "1")
+            check(re.search(r"^add cache-d: moves 2\d\.\d\d% of the keys; members 3 -> 4; fingerprint 0x[0-9a-f]{16} -> "
+                            r"0x[0-9a-f]{16}$", out, re.M), "add prints what it moves: " + out)
+            check("cache-a -> cache-d: " in out, "add prints the flows, from -> to: " + out)
+            outs = [os.path.join(tmp, "ring%d" % i) for i in range(2)]
+            for i, out in enumerate(outs):
+                watchers.append(LoggedWatcher(watch_cmd(opts, etcd.url, out, "--keepalive", "1", guard=True),
+                                              os.path.join(tmp, "watch%d.log" % i)))
+            last = {}  # the revision every watcher published last, and their files
+
+            def on(revision):
+                return all(wait_for(lambda o=o: file_field(read(o) or "", "revision") == str(revision)) for o in outs)
+
+            def published_by_all(what):
+                revision = etcd.client().revision()
+                check(on(revision), "%s: every watcher publishes revision %d" % (what, revision))
+                last.update(revision=revision, texts=[read(o) for o in outs])
+                return revision
+
+            def refused_by_all(revision, what):
+                ok = all(w.wait_log("refused revision %d: guard: %s" % (revision, what)) for w in watchers)
+                check(ok, "revision %d refused by every watcher (%s):\n%s" % (revision, what, watchers[0].log()[-2000:]))
+                check([read(o) for o in outs] == last["texts"],
+                      "revision %d: every file keeps revision %d" % (revision, last["revision"]))
+
+            def ring_file(name, text):
+                path = os.path.join(tmp, name)
+                with open(path, "w") as f:
+                    f.write(text)
+                return path
+
+            published_by_all("start")
+
+            # `etcdctl del --prefix`: 0 members.
+            code, _, err = etcd.etcdctl("del", "--prefix", PREFIX + "/")
+            check(code == 0, "etcdctl del --prefix: " + err)
+            refused_by_all(etcd.client().revision(), "0 members of weight > 0, fewer than --min-members 1")
+            kv = etcd.client()
+            kv.txn([kv.op_put(PREFIX + "/members/cache-" + m, "1") for m in "abcd"])
+            published_by_all("the members back")
+
+            # An empty file applied: the admin command refuses it, --dry-run writes nothing.
+            empty = ring_file("empty.ring", "# nothing\n")
+            r = c.run("apply", empty)
+            check(r.returncode == 1 and "0 members of weight > 0, fewer than --min-members 1: add --force" in r.stderr
+                  and "nothing was written" in r.stderr, "apply of an empty file: %d %s" % (r.returncode, r.stderr))
+            check("members 4 -> 0" in r.stdout, "the refusal says what it would do: " + r.stdout)
+            r = c.run("apply", empty, "--dry-run")
+            check(r.returncode == 0 and "dry run: nothing written; it needs --force" in r.stdout, "--dry-run: " + r.stdout)
+            check(etcd.client().revision() == last["revision"], "the refused and the dry-run apply wrote nothing")
+            # Past the admin's own guard (its thresholds lifted, no --force): every watcher refuses.
+            c.ok("apply", empty, "--min-members", "0", "--max-moved", "100%")
+            refused_by_all(etcd.client().revision(), "0 members")
+            # The documented override: write PREFIX/guard.
+            etcd.put(PREFIX + "/guard", "emptied on purpose")
+            lifted = etcd.client().revision()
+            check(on(lifted), "a lift written after the refusal lets revision %d through" % lifted)
+            check(all(w.wait_log("guard lifted by %s/guard (revision %d)" % (PREFIX, lifted)) for w in watchers),
+                  "the lift is logged")
+            check("\ncache-" not in read(outs[0]), "the empty ring is published")
+            four = ring_file("four.ring", "cache-a 1\ncache-b 1\ncache-c 1\ncache-d 1\n")
+            c.ok("apply", four)  # the first members of an empty ring move nothing
+            published_by_all("four members again")
+
+            # A change moving over 60% of the keys.
+            heavy = ring_file("heavy.ring", "cache-a 30\ncache-b 1\ncache-c 1\ncache-d 1\n")
+            r = c.run("apply", heavy)
+            m = re.search(r"moves (\d+\.\d\d)% of the keys, over --max-moved 50.00%", r.stderr)
+            check(r.returncode == 1 and m is not None and float(m.group(1)) > 60,
+                  "a 60%% move needs --force: %d %s" % (r.returncode, r.stderr))
+            r = c.run("apply", heavy, "--max-moved", "100%")
+            check(r.returncode == 0, "past the admin's guard: %s" % r.stderr)
+            # PREFIX/guard still holds the lift of the empty ring: a lift counts
+            # for one publish, so this change is refused.
+            refused_by_all(etcd.client().revision(), "moves ")
+            four_again = c.run("apply", four, "--max-moved", "1")
+            check(four_again.returncode == 0, "back to four: " + four_again.stderr)
+            published_by_all("a small change after a refusal")
+            # --force writes the guard key in the same transaction: published at once.
+            r = c.run("apply", heavy, "--force")
+            check(r.returncode == 0 and "--force: moves" in r.stdout and "writing %s/guard" % PREFIX in r.stdout,
+                  "apply --force: %d %s %s" % (r.returncode, r.stdout, r.stderr))
+            forced = etcd.client().revision()
+            check(on(forced), "a forced change is published by every watcher")
+            code, note, _ = etcd.etcdctl("get", PREFIX + "/guard", "--print-value-only")
+            check(note.startswith("lifted by chring etcd apply %s --force on " % heavy), "the guard key says who: %r" % note)
+            # remove with a too-small ring needs --force too.
+            r = c.run("remove", "cache-a", "--dry-run")
+            check(r.returncode == 0 and "remove cache-a: moves" in r.stdout and "dry run: nothing written; it needs --force"
+                  in r.stdout, "remove --dry-run: " + r.stdout)
+            check(etcd.client().revision() == forced, "--dry-run wrote nothing")
+            for w in watchers:
+                w.stop()
+            watchers = []
+
+            # A mistyped --prefix: a watcher whose file exists keeps it.
+            kept = read(outs[0])
+            w = LoggedWatcher([opts.chring, "watch", "--etcd", etcd.url, "--prefix", PREFIX + "-typo", "--out", outs[0]],
+                              os.path.join(tmp, "typo.log"))
+            watchers.append(w)
+            check(w.wait_log("guard: 0 members of weight > 0, fewer than --min-members 1"), "a mistyped prefix is refused:\n"
+                  + w.log())
+            check("keeping %s (revision %d" % (outs[0], forced) in w.log(), "the existing file is adopted:\n" + w.log())
+            check(read(outs[0]) == kept, "the file is kept")
+            w.stop()
+            url = etcd.url
+
+        # Startup without etcd: the existing file is kept and adopted.
+        w = LoggedWatcher(watch_cmd(opts, url, outs[0], "--timeout", "1", "--interval-max", "1", guard=True),
+                          os.path.join(tmp, "down.log"))
+        watchers = [w]
+        check(w.wait_log("until etcd answers") and w.wait_log("re-listing after"),
+              "without etcd the watcher keeps its file and retries:\n" + w.log())
+        check(read(outs[0]) == kept, "the file is untouched while etcd is down")
+        w.stop()
+        check(w.proc.returncode == 0 and read(outs[0]) == kept, "stopped: the file is still the last good one")
+    finally:
+        for w in watchers:
+            w.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -656,7 +837,7 @@ def case_tls(opts):
         etcd, pki, pw = secure_etcd(tmp)
         admin = Chring(opts.chring, etcd.url, tls_flags(pki) + ["--user", "admin", "--password-file", pw["admin"]])
         out = admin.ok("add", "cache-a", "--weight", "1")
-        check(out.startswith("added cache-a"), "the admin adds over mutual TLS: " + out)
+        check(out.splitlines()[-1].startswith("added cache-a"), "the admin adds over mutual TLS: " + out)
         admin.ok("add", "cache-b", "--weight", "2")
 
         # The watcher: read-only role, password from ETCDCTL_PASSWORD.
@@ -802,21 +983,12 @@ def case_tls(opts):
             reporting.kill()
             unreported.kill()
 
-        watcher.send_signal(signal.SIGTERM)
-        try:
-            code = watcher.wait(10)
-        except subprocess.TimeoutExpired:
-            code = None
+        code = sigterm(watcher)
         check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
         log = read(log_path)
         check("re-listing" not in log, "the watcher never had to list again:\n" + log)
     finally:
-        if watcher is not None and watcher.poll() is None:
-            watcher.kill()
-            watcher.wait()
-        if etcd is not None:
-            etcd.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(watcher, etcd, tmp)
 
 
 def case_token(opts):
@@ -846,7 +1018,7 @@ def case_token(opts):
         ok = wait_for(lambda: file_field(read(ring) or "", "revision") == str(last), timeout=60)
         log = read(log_path) or ""
         check(ok, "the watcher reaches revision %d (has %s):\n%s" % (last, file_field(read(ring) or "", "revision"), log))
-        check(read(ring) == Chring(opts.chring, etcd.url, admin.flags).show(), "the file equals show --format ring-file")
+        check(read(ring) == Chring(opts.chring, etcd.url, admin.flags, guard=True).show(), "the file equals show --format ring-file")
         check("authenticated again, watching from revision %d" % (first + 1) in log,
               "the watch was created again from revision %d with a new token:\n%s" % (first + 1, log))
         # The probe's token, too, expired during the next hook: renewed on the spot.
@@ -870,19 +1042,10 @@ def case_token(opts):
         log = read(log_path) or ""
         check(ok, "after etcd's restart the watcher reaches revision %d:\n%s" % (last, log))
         check("re-listing" in log, "after etcd's restart: a re-list:\n" + log)
-        watcher.send_signal(signal.SIGTERM)
-        try:
-            code = watcher.wait(15)
-        except subprocess.TimeoutExpired:
-            code = None
+        code = sigterm(watcher, 15)
         check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
     finally:
-        if watcher is not None and watcher.poll() is None:
-            watcher.kill()
-            watcher.wait()
-        if etcd is not None:
-            etcd.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(watcher, etcd, tmp)
 
 
 # -- the fleet's reports: chring watch's report, chring etcd status, --wait, --confirm --------
@@ -900,7 +1063,8 @@ class ReportingWatcher:
         self.out = os.path.join(tmp, base + ".ring")
         self.log_path = os.path.join(tmp, base + ".log")
         cmd = [opts.chring, "watch", "--etcd", url, "--prefix", PREFIX, "--out", self.out,
-               "--keepalive", "1", "--interval-max", "1"] + (["--name", name] if name is not None else []) + list(extra)
+               "--keepalive", "1", "--interval-max", "1"] + UNGUARDED + \
+            (["--name", name] if name is not None else []) + list(extra)
         with open(self.log_path, "w") as err:
             self.proc = subprocess.Popen(cmd, stderr=err, env=env or run_env())
         if name is None:
@@ -1307,14 +1471,6 @@ def read_pid(path):
     return int(text.split()[0]) if text and text.strip() else None
 
 
-def stop_watcher(watcher, timeout=15):
-    watcher.send_signal(signal.SIGTERM)
-    try:
-        return watcher.wait(timeout)
-    except subprocess.TimeoutExpired:
-        return None
-
-
 def case_hook_timeout(opts):
     tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
     watcher = None
@@ -1371,7 +1527,7 @@ def case_hook_timeout(opts):
             time.sleep(0.5)
             check(left is not None and not process_gone(left), "a process left by a hook that exited 0 runs on")
 
-            code = stop_watcher(watcher)
+            code = sigterm(watcher)
             check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
             log = read(log_path) or ""
             lines = [l for l in log.splitlines() if l]
@@ -1413,7 +1569,7 @@ def case_hook_stop(opts):
                 check(wait_for(lambda: read_pid(child_file) is not None), "%s: the hook started its child" % what)
                 leader, child = read_pid(leader_file), read_pid(child_file)
                 leftovers += [p for p in (leader, child) if p]
-                code = stop_watcher(watcher, timeout=30)
+                code = sigterm(watcher, timeout=30)
                 check(code == 0, "%s: SIGTERM during the hook: exit 0 (got %s)" % (what, code))
                 check(leader is not None and wait_for(lambda: process_gone(leader), timeout=10),
                       "%s: the hook's shell is gone" % what)
@@ -1486,7 +1642,7 @@ def case_bounded(opts):
                     check(r.returncode == 1 and want in r.stderr and len(r.stderr) < LINE_MAX,
                           "%s: chring etcd %s: %d %r" % (what, args[0], r.returncode, r.stderr[:300]))
             kv.delete(outside)
-            code = stop_watcher(watcher)
+            code = sigterm(watcher)
             check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
             long_lines = [len(l) for l in (read(log_path) or "").splitlines() if len(l) >= LINE_MAX]
             check(not long_lines, "every log line is under %d characters: %s" % (LINE_MAX, long_lines))
@@ -1552,9 +1708,10 @@ def case_options_newline(opts):
 
 
 CASES = {"admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow,
-         "catchup": case_catchup, "tls": case_tls, "token": case_token, "hook-timeout": case_hook_timeout,
-         "hook-stop": case_hook_stop, "bounded": case_bounded, "options-newline": case_options_newline,
-         "report": case_report, "status": case_status, "wait": case_wait, "confirm": case_confirm}
+         "catchup": case_catchup, "tls": case_tls, "token": case_token, "guard": case_guard,
+         "hook-timeout": case_hook_timeout, "hook-stop": case_hook_stop, "bounded": case_bounded,
+         "options-newline": case_options_newline, "report": case_report, "status": case_status,
+         "wait": case_wait, "confirm": case_confirm}
 
 
 def main():

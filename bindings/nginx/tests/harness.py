@@ -49,16 +49,19 @@ class Nginx:
 
     `http_body` is the text inside `http { ... }`; a control server on its
     own port answers the configuration generation so that reload() can wait
-    until the new configuration serves.
+    until the new configuration serves. `user`: the workers' `user` (and
+    group) when running as root, else root.
     """
 
-    def __init__(self, nginx_bin, root, name, modules=(), main_extra="", workers=2, env=None):
+    def __init__(self, nginx_bin, root, name, modules=(), main_extra="", workers=2, env=None,
+                 user=None):
         self.nginx_bin = nginx_bin
         self.env = dict(os.environ, **(env or {}))
         self.prefix = os.path.join(root, name)
         self.modules = list(modules)
         self.main_extra = main_extra
         self.workers = workers
+        self.user = user
         self.control_port = free_ports(1)[0]
         self.generation = 0
         self.process = None
@@ -72,7 +75,9 @@ class Nginx:
         p = self.prefix
         lines = ["load_module %s;" % m for m in self.modules]
         if os.geteuid() == 0:
-            lines.append("user root;")  # workers must reach the 0700 temp dir
+            # root: workers must reach the 0700 temp dir (another user's
+            # case makes what its workers read reachable)
+            lines.append("user %s;" % (self.user or "root"))
         lines += [
             "worker_processes %d;" % self.workers,
             "pid %s/nginx.pid;" % p,

@@ -45,6 +45,17 @@ options, key by key. Cases:
              on a bad one,
              logs each load and each bad file once, and reports the ring's
              $chring_fingerprint and $chring_revision
+  fallback   (module) `file=` missing: without `fallback=` nginx -t fails
+             saying so; with it nginx starts from the fallback (routing,
+             variables, a warning naming both files), then both workers
+             follow the primary once it is written; `nginx -s` still
+             signals with the file missing
+  access     (module, as root only: skipped otherwise) workers running as
+             `nobody`: a ring file only root can read, or behind a
+             directory only root can search, fails nginx -t naming the
+             file and the user; readable, it passes; with `fallback=`
+             nginx starts from the fallback and the workers follow the
+             primary once they can read it
 
 Statistical bounds (share checks) are 5 standard deviations; each is
 derived where it is computed. Ends with "N passed, N failed"; exit status 0
@@ -52,10 +63,13 @@ when every check passed.
 """
 
 import argparse
+import grp
 import http.client
 import math
 import os
+import pwd
 import random
+import subprocess
 import sys
 import threading
 import time
@@ -174,13 +188,13 @@ class ModuleFlavor:
 
     name = "module"
     cases = ("routing", "down", "stop", "tries", "compat", "wide", "backup", "badconfig",
-             "ringfile", "zones", "balance")
+             "ringfile", "zones", "balance", "fallback", "access")
 
     def __init__(self, args):
         self.module = os.path.abspath(args.module)
 
-    def instance(self, ws):
-        return ws.nginx("balancer", modules=[self.module])
+    def instance(self, ws, **kwargs):
+        return ws.nginx("balancer", modules=[self.module], **kwargs)
 
     def render(self, listeners, location_extra=""):
         body = []
@@ -657,6 +671,9 @@ def case_badconfig(ctx, check):
         ("check=0", "file=%s check=0" % bad_file, "invalid \"check=0\""),
         ("a bad ring file", "file=%s" % bad_file, "%s:2: " % bad_file),
         ("a ring file with other options", "file=%s" % crc_file, "%s:" % crc_file),
+        ("fallback= without file=", "fallback=%s" % bad_file, "\"fallback=\" needs \"file=\""),
+        ("ring file and fallback missing", "file=%s fallback=%s.seed" % (missing_file, missing_file),
+         "and the fallback cannot be used either: %s.seed:" % missing_file),
     ]
     cases = [(name, upstream("chring $request_uri %s;" % parameters), expected)
              for name, parameters, expected in parameter_cases]
@@ -961,6 +978,215 @@ def case_ringfile(ctx, check):
           "\n    ".join(stream.failures[:5]))
 
 
+# -- fallback, access: starting when the ring file cannot be used ---------------
+
+
+def followed_server(port, upstream):
+    """A server proxying to `upstream` whose answers carry the chring
+    variables and the worker's pid (for WorkerConnections)."""
+    return """
+  server {
+    listen 127.0.0.1:%d reuseport;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    location / {
+      proxy_pass http://%s;
+      proxy_connect_timeout 2s;
+      proxy_read_timeout 10s;
+      add_header X-Chring-Fingerprint $chring_fingerprint always;
+      add_header X-Chring-Revision $chring_revision always;
+      add_header X-Chring-Refused-Revision $chring_refused_revision always;
+      add_header X-Chring-Refusal $chring_refusal always;
+      add_header X-Worker $pid always;
+    }
+  }""" % (port, upstream)
+
+
+def write_atomically(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def every_worker_routes(ctx, conns, keys, members, revision, refusal=None):
+    """What differs from: every worker sends every key to the owner the C
+    API predicts for `members`, with that ring's fingerprint and
+    `revision` in $chring_fingerprint and $chring_revision, and
+    $chring_refusal empty (refusal None) or containing `refusal`."""
+    owners = dict(zip(keys, ctx.predict.owners(members, keys)))
+    fingerprint = ctx.predict.fingerprint(members)
+    wrong = []
+    for pid in sorted(conns.conns):
+        for key in keys:
+            got = conns.get(pid, key)
+            if got != (owners[key], fingerprint, str(revision)):
+                wrong.append("worker %s %s: got %s, want %s"
+                             % (pid, key, got, (owners[key], fingerprint, revision)))
+            why = conns.refused[1]
+            if (not why) if refusal else why:
+                wrong.append("worker %s %s: $chring_refusal %r, want %s"
+                             % (pid, key, why, refusal or "empty"))
+            elif refusal and refusal not in why:
+                wrong.append("worker %s %s: $chring_refusal %r lacks %r" % (pid, key, why, refusal))
+    return wrong
+
+
+def start_from_fallback_then_follow(ctx, check, lb, backends, primary, seed, why, refusal,
+                                    make_usable):
+    """nginx -t and start with `file=primary fallback=seed`, while the
+    primary cannot be used because of `why` (the workers say `refusal`);
+    every worker routes by the seed; make_usable() lets the primary be
+    used; every worker then follows it, each logging the load once."""
+    b = backends.ids
+    seed_members = [(b[0], 1), (b[1], 2)]
+    primary_members = [(b[0], 1), (b[1], 1), (b[2], 1)]
+    write_atomically(seed, ringfile_text(2, seed_members))
+    os.chmod(seed, 0o600)  # only the master reads the fallback
+    port = harness.free_ports(1)[0]
+    keys = keys_for("fallback", 200)
+    body = """
+  upstream ring {
+    chring $request_uri file=%s fallback=%s;
+%s
+  }%s""" % (primary, seed, "\n".join("    server %s;" % i for i in b), followed_server(port, "ring"))
+
+    status, out = lb.test_config(body)
+    warned = [l for l in out.splitlines() if "[warn]" in l and "starting from the fallback" in l]
+    check(status == 0 and len(warned) == 1 and why in warned[0]
+          and "starting from the fallback %s (revision 2, " % seed in warned[0]
+          and warned[0].rstrip().endswith("and following %s" % primary),
+          "nginx -t passes with a warning naming the primary, why (%s) and the fallback" % why,
+          "status %d, output:\n%s" % (status, out.strip()))
+
+    lb.start(body)
+    conns = WorkerConnections(port, lb.workers)
+    wrong = every_worker_routes(ctx, conns, keys, seed_members, 2, refusal=refusal)
+    check(not wrong, "both workers route every key by the fallback's ring, with its revision "
+          "and fingerprint, and $chring_refusal says why the primary is not in use",
+          "\n    ".join(wrong[:5]))
+
+    log_mark = len(lb.log_text())
+    make_usable()
+    wrong = wait_for(lambda: every_worker_routes(ctx, conns, keys, primary_members, 3),
+                     lambda found: not found)
+    check(not wrong, "once the primary can be used both workers follow it (revision 3)",
+          "\n    ".join(wrong[:5]))
+    loads = [l for l in lb.log_text()[log_mark:].splitlines()
+             if "loaded %s: revision 3," % primary in l]
+    check(len(loads) == lb.workers and all("[notice]" in l for l in loads),
+          "each worker logged the primary's load once", "\n    ".join(loads))
+    conns.close()
+    return lb
+
+
+def case_fallback(ctx, check):
+    """`file=` missing: fails without `fallback=`, starts from it with."""
+    backends = harness.Backends(ctx.ws, 3)
+    backends.start()
+    b = backends.ids
+    port = harness.free_ports(1)[0]
+    primary = os.path.join(ctx.ws.root, "primary.ring")
+    seed = os.path.join(ctx.ws.root, "seed.ring")
+    lb = ctx.balancer()
+    servers = "\n".join("    server %s;" % i for i in b)
+
+    def body(parameters):
+        return "\n  upstream ring {\n    chring $request_uri %s;\n%s\n  }%s" % (
+            parameters, servers, followed_server(port, "ring"))
+
+    status, out = lb.test_config(body("file=%s" % primary))
+    check(status == 1 and "[emerg]" in out and "%s: cannot open the ring file" % primary in out
+          and "(and no \"fallback=\" to start from)" in out,
+          "a missing primary without fallback= fails nginx -t, saying so",
+          "status %d, output:\n%s" % (status, out.strip()))
+
+    # a good primary with a fallback that cannot be used: passes, with a warning
+    write_atomically(primary, ringfile_text(1, [(b[0], 1)]))
+    status, out = lb.test_config(body("file=%s fallback=%s" % (primary, seed)))
+    check(status == 0 and "[warn]" in out
+          and "the fallback for %s cannot be used: %s:" % (primary, seed) in out,
+          "a good primary with a missing fallback passes nginx -t with a warning",
+          "status %d, output:\n%s" % (status, out.strip()))
+    os.unlink(primary)
+
+    start_from_fallback_then_follow(
+        ctx, check, lb, backends, primary, seed, "%s: cannot open the ring file" % primary,
+        "cannot open the ring file: No such file or directory",
+        lambda: write_atomically(primary, ringfile_text(3, [(b[0], 1), (b[1], 1), (b[2], 1)])))
+
+    # `nginx -s` only signals the master: a configuration whose file cannot
+    # be used (it would fail nginx -t) must not keep it from signalling
+    os.unlink(primary)
+    lb.write(body("file=%s" % primary))
+    r = subprocess.run([lb.nginx_bin, "-p", lb.prefix + "/", "-c", lb.conf_path, "-s", "reopen"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60, env=lb.env)
+    check(r.returncode == 0 and lb.process.poll() is None,
+          "with the file missing and no fallback, nginx -s reopen still signals the master",
+          "status %d, output:\n%s" % (r.returncode, r.stdout.decode(errors="replace")))
+
+
+def case_access(ctx, check):
+    """As root, workers as `nobody`: the ring file must be theirs to read."""
+    nobody = pwd.getpwnam("nobody")
+    group = grp.getgrgid(nobody.pw_gid).gr_name
+    os.chmod(ctx.ws.root, 0o711)  # the workers pass through to the rings
+    rings = os.path.join(ctx.ws.root, "rings")
+    hidden = os.path.join(ctx.ws.root, "hidden")  # only root may search it
+    os.mkdir(rings)
+    os.chmod(rings, 0o755)
+    os.mkdir(hidden)
+    os.chmod(hidden, 0o700)
+
+    backends = harness.Backends(ctx.ws, 3)
+    backends.start()
+    b = backends.ids
+    port = harness.free_ports(1)[0]
+    lb = ctx.balancer(user="nobody %s" % group)
+    servers = "\n".join("    server %s;" % i for i in b)
+
+    def body(parameters):
+        return "\n  upstream ring {\n    chring $request_uri %s;\n%s\n  }%s" % (
+            parameters, servers, followed_server(port, "ring"))
+
+    def not_readable(path):
+        return "file \"%s\" is not readable by user \"nobody\" (the workers' user)" % path
+
+    primary = os.path.join(rings, "primary.ring")
+    write_atomically(primary, ringfile_text(1, [(b[0], 1), (b[1], 1)]))
+    os.chmod(primary, 0o600)
+    status, out = lb.test_config(body("file=%s" % primary))
+    with open(lb.conf_path) as f:
+        line = next(n for n, l in enumerate(f, 1) if "chring $request_uri" in l)
+    check(status == 1 and "[emerg]" in out and not_readable(primary) in out
+          and "Permission denied" in out and "%s:%d" % (lb.conf_path, line) in out
+          and "test failed" in out,
+          "a ring file only root can read fails nginx -t naming the file, the user and the line",
+          "status %d, output:\n%s" % (status, out.strip()))
+
+    os.chmod(primary, 0o644)
+    status, out = lb.test_config(body("file=%s" % primary))
+    check(status == 0, "readable by the workers' user, it passes nginx -t", out.strip())
+
+    behind = os.path.join(hidden, "primary.ring")
+    write_atomically(behind, ringfile_text(3, [(b[0], 1), (b[1], 1), (b[2], 1)]))
+    os.chmod(behind, 0o644)
+    status, out = lb.test_config(body("file=%s" % behind))
+    check(status == 1 and not_readable(behind) in out and "search access" in out,
+          "a readable file in a directory the workers' user cannot search fails nginx -t",
+          "status %d, output:\n%s" % (status, out.strip()))
+
+    start_from_fallback_then_follow(
+        ctx, check, lb, backends, behind, os.path.join(rings, "seed.ring"),
+        not_readable(behind) + ": Permission denied",
+        "cannot open the ring file: Permission denied", lambda: os.chmod(hidden, 0o755))
+    # each worker read the file it could not open once, and said so once
+    refused = [l for l in lb.log_text().splitlines()
+               if "[error]" in l and "%s: cannot open the ring file: Permission denied" % behind in l]
+    check(len(refused) == lb.workers and all("keeping the ring of revision 2" in l for l in refused),
+          "each worker logged once that it cannot read the primary, keeping the fallback's ring",
+          "\n    ".join(refused) or lb.log_text())
+
+
 # -- zones: the failover walk in zones-first order ------------------------------
 
 
@@ -1171,11 +1397,16 @@ CASES = {
     "compat": case_compat,
     "wide": case_wide,
     "backup": case_backup,
+    "fallback": case_fallback,
+    "access": case_access,
     "badconfig": case_badconfig,
     "ringfile": case_ringfile,
     "balance": case_balance,
 }
 FLAVORS = {"module": ModuleFlavor, "lua": LuaFlavor}
+
+# cases that start nginx as root with workers of another user
+ROOT_CASES = ("access",)
 
 
 class Context:
@@ -1184,8 +1415,8 @@ class Context:
         self.ws = ws
         self.predict = harness.Predictor(predict, ws.root)
 
-    def balancer(self):
-        return self.flavor.instance(self.ws)
+    def balancer(self, **kwargs):
+        return self.flavor.instance(self.ws, **kwargs)
 
     def render(self, listeners, location_extra=""):
         return self.flavor.render(listeners, location_extra)
@@ -1208,6 +1439,10 @@ def main():
     flavor = FLAVORS[args.flavor](args)
     if args.case not in flavor.cases:
         parser.error("case %s does not apply to the %s flavor" % (args.case, flavor.name))
+
+    if args.case in ROOT_CASES and os.geteuid() != 0:
+        print("SKIP: case %s needs root (nginx checks as the workers' user only then)" % args.case)
+        return 77
 
     check = Check()
     try:

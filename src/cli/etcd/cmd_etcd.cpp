@@ -2,9 +2,16 @@
 // in etcd so that a bad value never gets there. Each change reads the prefix
 // at a revision R, builds the ring of the state it would leave with the
 // library (the watcher's own check), and writes in one transaction that
-// succeeds only if nothing under the prefix changed since R.
+// succeeds only if nothing under the prefix changed since R. Before it
+// writes, a change prints what it moves; one that breaks a guard rail
+// (guard.hpp) is written only with --force, together with the guard key
+// that lets the watchers publish it.
+#include <unistd.h>
+
+#include <ctime>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "../options.hpp"
 #include "../report.hpp"
@@ -13,6 +20,7 @@
 #include "etcd_commands.hpp"
 #include "etcd_state.hpp"
 #include "fleet_report.hpp"
+#include "guard.hpp"
 
 namespace chring::cli::etcd {
 
@@ -20,6 +28,9 @@ namespace {
 
 struct AdminFlags {
     EtcdFlags etcd;
+    GuardFlags guard;
+    bool dry_run = false;
+    bool force = false;
     std::string id;
     uint32_t weight = 0;
     std::string zone;
@@ -49,6 +60,11 @@ public:
     // One transaction: `ops` if nothing under the prefix changed since
     // `cur` was read (and the `extra` compares hold). Returns the new revision.
     uint64_t commit(const Current &cur, nlohmann::json extra_compares, nlohmann::json ops);
+    // Prints what going from `cur` to `next` moves, then decides: nullopt
+    // for --dry-run (nothing to write), else the operations to add to the
+    // change's transaction (the guard key when --force lifts a guard). A
+    // CliError when the change breaks a guard without --force.
+    std::optional<nlohmann::json> plan(const Current &cur, const Built &next, const std::string &change);
 
     const Layout &layout() const { return layout_; }
     const AdminFlags &flags() const { return f_; }
@@ -150,6 +166,46 @@ uint64_t Admin::commit(const Current &cur, nlohmann::json compares, nlohmann::js
     return parse_header(answer).revision;
 }
 
+// Who lifted a guard, when and why: the guard key's value (for people;
+// the watchers read only its mod_revision).
+std::string lift_note(const std::string &change, const std::string &broken) {
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    char when[32] = "";
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    if (gmtime_r(&now, &utc)) std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return "lifted by chring etcd " + change + " --force on " + visible(host) + " at " + when + ": " + broken + "\n";
+}
+
+std::optional<nlohmann::json> Admin::plan(const Current &cur, const Built &next, const std::string &change) {
+    Built before = build_ring(layout_, cur.state, f_.etcd.plugin_dir_or_null());
+    const std::unique_ptr<Snapshot> old_snap = before.ring ? std::make_unique<Snapshot>(before.ring->snapshot()) : nullptr;
+    const ChangeEffect effect = measure(old_snap.get(), next.ring->snapshot());
+    std::cout << change << ": " << describe(effect)
+              << (before.ring ? "" : " (the state in etcd is not a valid ring: " + before.error + ")") << '\n';
+    for (const std::string &line : flow_lines(effect, 10)) std::cout << line << '\n';
+    const std::string broken = violation(f_.guard, effect);
+    if (f_.dry_run) {
+        std::cout << "dry run: nothing written" << (broken.empty() ? "" : "; it needs --force: " + broken) << '\n';
+        return std::nullopt;
+    }
+    nlohmann::json ops = nlohmann::json::array();
+    if (broken.empty()) return ops;
+    if (!f_.force)
+        throw CliError(change + ": refused: " + broken + ": add --force to write it (it also writes " +
+                       layout_.guard_key() + ", which lets the watchers publish it); nothing was written");
+    ops.push_back(put_op(layout_.guard_key(), lift_note(change, broken)));
+    std::cout << change << ": --force: " << broken << "; writing " << layout_.guard_key() << '\n';
+    return ops;
+}
+
+// The change's own operations followed by the plan's.
+nlohmann::json with(nlohmann::json ops, const nlohmann::json &more) {
+    for (const nlohmann::json &op : more) ops.push_back(op);
+    return ops;
+}
+
 std::string summary(uint64_t revision, const Built &b) {
     return "revision " + std::to_string(revision) + ", fingerprint " + hex64(b.fingerprint) + ", " +
            std::to_string(b.members) + (b.members == 1 ? " member" : " members");
@@ -194,7 +250,9 @@ int run_add(Admin &a) {
     State next = cur.state;
     next[key] = m.value;
     Built b = a.validate(next, change);
-    uint64_t rev = a.commit(cur, one(absent_compare(key)), one(put_op(key, m.value)));
+    const std::optional<nlohmann::json> more = a.plan(cur, b, change);
+    if (!more) return 0;  // a dry run: nothing to wait for
+    uint64_t rev = a.commit(cur, one(absent_compare(key)), with(one(put_op(key, m.value)), *more));
     std::cout << "added " << printable_id(m.id) << " (weight " << m.weight
               << (m.zone.empty() ? "" : ", zone " + printable_id(m.zone)) << "): " << summary(rev, b) << '\n';
     return a.finish({rev, b.fingerprint, true});
@@ -205,8 +263,11 @@ int run_remove(Admin &a) {
     const auto [id, cur, key] = find_member(a);
     State next = cur.state;
     next.erase(key);
-    Built b = a.validate(next, "remove " + visible_bounded(f.id));
-    uint64_t rev = a.commit(cur, one(unchanged_compare(key, cur.mod_revision.at(key))), one(delete_op(key)));
+    const std::string change = "remove " + visible_bounded(f.id);
+    Built b = a.validate(next, change);
+    const std::optional<nlohmann::json> more = a.plan(cur, b, change);
+    if (!more) return 0;  // a dry run: nothing to wait for
+    uint64_t rev = a.commit(cur, one(unchanged_compare(key, cur.mod_revision.at(key))), with(one(delete_op(key)), *more));
     std::cout << "removed " << printable_id(id) << ": " << summary(rev, b) << '\n';
     return a.finish({rev, b.fingerprint, true});
 }
@@ -224,13 +285,17 @@ int run_set_weight(Admin &a) {
     MemberEntry m = canonical_member(old.id, f.weight, old.zone);
     State next = cur.state;
     next[key] = m.value;
-    Built b = a.validate(next, "set-weight " + visible_bounded(f.id));
+    const std::string change = "set-weight " + visible_bounded(f.id);
+    Built b = a.validate(next, change);
     if (cur.state.at(key) == m.value) {
         std::cout << printable_id(id) << " already has weight " << f.weight << ": nothing written ("
                   << summary(cur.header.revision, b) << ")\n";
         return a.finish({cur.header.revision, b.fingerprint, false});
     }
-    uint64_t rev = a.commit(cur, one(unchanged_compare(key, cur.mod_revision.at(key))), one(put_op(key, m.value)));
+    const std::optional<nlohmann::json> more = a.plan(cur, b, change);
+    if (!more) return 0;  // a dry run: nothing to wait for
+    uint64_t rev = a.commit(cur, one(unchanged_compare(key, cur.mod_revision.at(key))),
+                            with(one(put_op(key, m.value)), *more));
     std::cout << printable_id(id) << ": weight " << old.weight << " -> " << m.weight << ": " << summary(rev, b)
               << '\n';
     return a.finish({rev, b.fingerprint, true});
@@ -255,6 +320,8 @@ int run_apply(Admin &a) {
     else if (auto it = cur.state.find(options_key); it != cur.state.end())
         next[options_key] = it->second;  // a plain member list keeps the ring's options
     for (const MemberEntry &m : members) next[a.layout().member_key(m.id_field)] = m.value;
+    const std::string guard_key = a.layout().guard_key();
+    if (auto it = cur.state.find(guard_key); it != cur.state.end()) next[guard_key] = it->second;  // not the file's
     Built b = a.validate(next, "apply " + f.file);
 
     // For the compatibility placements the members' order breaks ties; in
@@ -278,6 +345,7 @@ int run_apply(Admin &a) {
     size_t added = 0, removed = 0, changed = 0;
     bool options_changed = false;
     for (const auto &[key, value] : next) {
+        if (key == guard_key) continue;
         auto it = cur.state.find(key);
         if (it != cur.state.end() && it->second == value) continue;
         ops.push_back(put_op(key, value));
@@ -299,7 +367,9 @@ int run_apply(Admin &a) {
                   << summary(cur.header.revision, b) << ")\n";
         return a.finish({cur.header.revision, b.fingerprint, false});
     }
-    uint64_t rev = a.commit(cur, nlohmann::json::array(), ops);
+    const std::optional<nlohmann::json> more = a.plan(cur, b, "apply " + f.file);
+    if (!more) return 0;  // a dry run: nothing to wait for
+    uint64_t rev = a.commit(cur, nlohmann::json::array(), with(ops, *more));
     std::cout << "applied " << f.file << ": " << added << " added, " << removed << " removed, " << changed
               << " changed, options " << (options_changed ? "changed" : "unchanged") << ": " << summary(rev, b)
               << '\n';
@@ -385,6 +455,10 @@ void add_etcd_command(CLI::App &app) {
         "chring etcd --etcd http://127.0.0.1:2379 --prefix /chring/cache add cache-d --weight 2", flags->etcd);
     etcd->require_subcommand(1);
     etcd->fallthrough();  // --etcd and --prefix may also follow the operation
+    add_guard_flags(*etcd, flags->guard);
+    etcd->add_flag("--dry-run", flags->dry_run, "Print what a change would move, write nothing");
+    etcd->add_flag("--force", flags->force,
+                   "Write a change that breaks a guard (--min-members, --max-moved), and lift the watchers' guard for it");
 
     CLI::App *add = etcd->add_subcommand("add", "Add a member (one put; refused if the id is a member)");
     add->add_option("id", flags->id, "The member's id, as in a ring file (%XX escapes)")->required();

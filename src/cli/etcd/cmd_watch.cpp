@@ -6,8 +6,10 @@
 // breaks the chain of revisions (a compacted start revision, a lost stream,
 // an etcd that stopped answering the keepalive probe, another cluster id, a
 // revision that went back) ends the watch: list again, after a backoff with
-// jitter. A state the library refuses is reported and the last good file
-// stays in place.
+// jitter. A state the library refuses, or one that breaks a guard rail
+// (too few members, too many keys moved: guard.hpp) without the operator's
+// lift, is reported and the last good file stays in place. An --out file
+// that exists at startup is that last good file until etcd answers.
 #include <signal.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include "etcd_commands.hpp"
 #include "etcd_state.hpp"
 #include "fleet_report.hpp"
+#include "guard.hpp"
 #include "hook.hpp"
 
 namespace chring::cli::etcd {
@@ -44,6 +47,7 @@ using Clock = std::chrono::steady_clock;
 
 struct WatchFlags {
     EtcdFlags etcd;
+    GuardFlags guard;
     std::string out;
     std::string exec;
     double interval_max = 10.0;
@@ -119,6 +123,7 @@ public:
     int run();
 
 private:
+    void adopt_existing_file();
     void list();
     void follow(unsigned &attempt);
     void watch(unsigned &attempt, bool &renewed);
@@ -126,6 +131,8 @@ private:
     void probe();
     void check_header(const Header &h, bool revision);
     bool publish();
+    void refuse(const std::string &reason);
+    bool guard_lifted() const;
     void run_exec(uint64_t fingerprint);
     double backoff(unsigned attempt);
 
@@ -147,7 +154,40 @@ private:
     bool published_ = false;
     uint64_t published_revision_ = 0;
     std::string published_text_;
+    std::unique_ptr<Ring> published_ring_;  // what the guard rails compare with
+
+    // The guard key's mod_revision (0: absent). It lifts the guard rails
+    // when written after lift_floor_: the revision last published, or the
+    // revision listed after etcd's revision went back (a restore, a new
+    // cluster), so a lift from before either never counts again.
+    uint64_t guard_revision_ = 0;
+    uint64_t lift_floor_ = 0;
 };
+
+// The file a previous run published (or a deploy put there) is the last
+// good ring until etcd answers: kept, compared with by the guard rails, and
+// not written again when etcd's state is the same ring at the same revision.
+void Watcher::adopt_existing_file() {
+    if (::access(f_.out.c_str(), F_OK) != 0) return;
+    chr_options base;
+    check(chr_options_init(&base, CHR_OPTIONS_VERSION), "");
+    base.plugin_dir = f_.etcd.plugin_dir_or_null();
+    chr_ring *ring = nullptr;
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    if (chr_ring_new_from_file(f_.out.c_str(), &base, &ring, &info) != CHR_OK) {
+        log("cannot read the existing " + f_.out + " (" + chr_last_error() +
+            "): it stays until a valid state replaces it; the guard rails have no ring to compare with");
+        return;
+    }
+    published_ring_ = std::make_unique<Ring>(ring);
+    published_ = true;
+    published_revision_ = info.revision;
+    lift_floor_ = info.revision;
+    published_text_ = published_ring_->snapshot().export_text(CHR_EXPORT_REVISION, info.revision);
+    log("keeping " + f_.out + " (revision " + std::to_string(info.revision) + " fingerprint " +
+        hex64(info.fingerprint) + ", " + std::to_string(info.members) + (info.members == 1 ? " member" : " members") +
+        ") until etcd answers");
+}
 
 double Watcher::backoff(unsigned attempt) {
     double ceiling = std::min(f_.interval_max, 0.1 * std::ldexp(1.0, int(std::min(attempt, 30u))));
@@ -181,8 +221,14 @@ void Watcher::list() {
     cluster_id_ = h.cluster_id;
     have_cluster_ = true;
     seen_revision_ = h.revision;
+    if (h.revision < lift_floor_) lift_floor_ = h.revision;  // only a lift written from now on counts
     state_.clear();
-    for (KeyValue &kv : r.kvs) state_.emplace(std::move(kv.key), std::move(kv.value));
+    guard_revision_ = 0;
+    const std::string guard_key = layout_.guard_key();
+    for (KeyValue &kv : r.kvs) {
+        if (kv.key == guard_key) guard_revision_ = kv.mod_revision;
+        state_.emplace(std::move(kv.key), std::move(kv.value));
+    }
     revision_ = h.revision;
     reporter_->etcd_is_back();
 }
@@ -220,11 +266,14 @@ bool Watcher::handle(const std::string &line, bool &created) {
         if (!base64_decode(kv->value("key", std::string()), key) ||
             !base64_decode(kv->value("value", std::string()), value))
             throw Relist("etcd sent a watch event whose key or value is not base64");
-        if (ev.value("type", std::string("PUT")) == "DELETE")
+        const uint64_t mod_revision = json_u64(*kv, "mod_revision");
+        const bool deleted = ev.value("type", std::string("PUT")) == "DELETE";
+        if (key == layout_.guard_key()) guard_revision_ = deleted ? 0 : mod_revision;
+        if (deleted)
             state_.erase(key);
         else
             state_[key] = std::move(value);
-        revision_ = std::max(revision_, json_u64(*kv, "mod_revision"));
+        revision_ = std::max(revision_, mod_revision);
     }
     return true;
 }
@@ -293,27 +342,49 @@ void Watcher::watch(unsigned &attempt, bool &renewed) {
     }
 }
 
+bool Watcher::guard_lifted() const { return guard_revision_ != 0 && guard_revision_ > lift_floor_; }
+
+// A state not published: logged with the revision the file keeps.
+void Watcher::refuse(const std::string &reason) {
+    log("refused revision " + std::to_string(revision_) + ": " + reason + "; " +
+        (published_ ? "keeping revision " + std::to_string(published_revision_) : "no file written yet"));
+    reporter_->refused(revision_, reason);
+}
+
 bool Watcher::publish() {
     Built b = build_ring(layout_, state_, f_.etcd.plugin_dir_or_null());
-    const std::string keeping = published_ ? "keeping revision " + std::to_string(published_revision_)
-                                           : "no file written yet";
     if (!b.ring) {
-        log("refused revision " + std::to_string(revision_) + ": " + b.error + "; " + keeping);
-        reporter_->refused(revision_, b.error);
+        refuse(b.error);
         return false;
     }
-    std::string text = b.ring->snapshot().export_text(CHR_EXPORT_REVISION, revision_);
+    const Snapshot snap = b.ring->snapshot();
+    std::string text = snap.export_text(CHR_EXPORT_REVISION, revision_);
     if (published_ && text == published_text_) return true;  // listed again, nothing new
+    const std::unique_ptr<Snapshot> before =
+        published_ring_ ? std::make_unique<Snapshot>(published_ring_->snapshot()) : nullptr;
+    const ChangeEffect effect = measure(before.get(), snap);
+    if (std::string broken = violation(f_.guard, effect); !broken.empty()) {
+        if (!guard_lifted()) {
+            refuse("guard: " + broken + "; " + describe_sides(effect) + "; to publish it, lift the guard: write " +
+                   layout_.guard_key() + " (chring etcd ... --force, or etcdctl put)");
+            return false;
+        }
+        log("guard lifted by " + layout_.guard_key() + " (revision " + std::to_string(guard_revision_) +
+            "): publishing revision " + std::to_string(revision_) + " although " + broken);
+    }
     try {
         write_file_atomically(f_.out, text, "ring file");
     } catch (const CliError &e) {
-        log("cannot publish revision " + std::to_string(revision_) + ": " + e.what() + "; " + keeping);
+        log("cannot publish revision " + std::to_string(revision_) + ": " + e.what() + "; " +
+            (published_ ? "keeping revision " + std::to_string(published_revision_) : "no file written yet"));
         reporter_->refused(revision_, std::string("cannot write the file: ") + e.what());
         return false;
     }
     published_ = true;
     published_revision_ = revision_;
+    lift_floor_ = std::max(lift_floor_, revision_);
     published_text_ = std::move(text);
+    published_ring_ = std::move(b.ring);
     log("published revision " + std::to_string(revision_) + " fingerprint " + hex64(b.fingerprint) + " (" +
         std::to_string(b.members) + (b.members == 1 ? " member" : " members") + ") to " + f_.out);
     reporter_->published(revision_, b.fingerprint);
@@ -337,6 +408,7 @@ void Watcher::run_exec(uint64_t fingerprint) {
 
 int Watcher::run() {
     install_signal_handlers();
+    adopt_existing_file();
     unsigned attempt = 0;
     while (!g_stop) {
         std::string reason;
@@ -391,6 +463,7 @@ void add_watch_command(CLI::App &app) {
         ->type_name("SECONDS")
         ->check(seconds(0.1, 3600))
         ->capture_default_str();
+    add_guard_flags(*cmd, flags->guard);
     cmd->add_flag("--once", flags->once, "List, publish, exit (0: published, 1: refused or etcd unreachable)");
     add_report_options(*cmd, flags->report);
     cmd->callback([flags] {

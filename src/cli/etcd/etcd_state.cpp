@@ -178,11 +178,12 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
             start = end + 1;
         }
     }
+    const std::string guard_key = layout.guard_key();
     for (const auto &[key, value] : state) {
-        if (key == options_key) continue;
+        if (key == options_key || key == guard_key) continue;
         if (!starts_with(key, dir)) {
-            b.error = layout.shown(key) + ": neither a member (" + layout.shown(dir) + "ID) nor the options (" +
-                      layout.shown(options_key) + ")";
+            b.error = layout.shown(key) + ": neither a member (" + layout.shown(dir) + "ID), the options (" +
+                      layout.shown(options_key) + ") nor the guard (" + layout.shown(guard_key) + ")";
             return b;
         }
         std::string_view field = std::string_view(key).substr(dir.size());

@@ -1,6 +1,7 @@
 // The ring that a prefix of etcd describes (docs/etcd.md, "Data model"):
 //   <prefix>/members/<id field>  ->  "<weight> [zone field]"
 //   <prefix>/options             ->  option directive lines of a ring file
+//   <prefix>/guard               ->  an operator's lift of the guard rails
 // The keys and values are turned into one ring file's text and read by the
 // library's parser, so the watcher, the admin commands and every embedding
 // agree on what a state means.
@@ -27,6 +28,9 @@ public:
     std::string members_dir() const { return prefix_ + "/members/"; }
     std::string member_key(const std::string &id_field) const { return members_dir() + id_field; }
     std::string options_key() const { return prefix_ + "/options"; }
+    // Not part of the ring: its mod_revision lifts the watchers' guard
+    // rails for the change up to that revision (guard.hpp, docs/etcd.md).
+    std::string guard_key() const { return prefix_ + "/guard"; }
     // [range_begin, range_end) holds every key of the ring and nothing else.
     std::string range_begin() const { return prefix_ + "/"; }
     std::string range_end() const;
