@@ -1197,6 +1197,30 @@ def case_report(opts):
             check(len(lines) == 1, "one line for the failure while etcd was away:\n" + "\n".join(lines))
             check(wait_for(lambda: holds_current(etcd, c, [key1, key2])), "both report the ring again")
 
+            # Two watchers under one --name overwrite each other's report: each
+            # says so once. A watcher restarted under its name (its predecessor's
+            # report still there) is no other process.
+            d1 = ReportingWatcher(opts, etcd.url, tmp, "dup")
+            watchers.append(d1)
+            check(wait_for(lambda: (report_of(etcd, "dup") or {}).get("pid") == d1.proc.pid), "dup reports")
+            d1.kill()
+            d2 = ReportingWatcher(opts, etcd.url, tmp, "dup")
+            watchers.append(d2)
+            check(wait_for(lambda: (report_of(etcd, "dup") or {}).get("pid") == d2.proc.pid),
+                  "the restarted watcher takes its name over")
+            time.sleep(0.5)
+            check("another process" not in d2.log(), "not at the restarted watcher's first report:\n" + d2.log())
+            other = os.path.join(tmp, "other")
+            os.makedirs(other)
+            d3 = ReportingWatcher(opts, etcd.url, other, "dup")  # another file, the same name
+            watchers.append(d3)
+            check(wait_for(lambda: (report_of(etcd, "dup") or {}).get("pid") == d3.proc.pid), "a second 'dup' writes")
+            c.ok("add", "cache-c", "--weight", "1")
+            check(wait_for(lambda: "another process reported as dup" in d2.log() + d3.log()),
+                  "a duplicate name is said:\n" + d2.log() + d3.log())
+            d2.kill()
+            d3.kill()
+
             # kill -9: the report goes when its lease expires; SIGTERM: at once.
             w2.kill()
             check(wait_for(lambda: report_of(etcd, key2) is None, timeout=15),

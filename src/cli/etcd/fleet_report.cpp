@@ -197,6 +197,7 @@ struct FleetReporter::Impl {
     unsigned failures = 0;
     Clock::time_point next_try{};
     std::string logged_cause;  // the failure logged last; "" while all is well
+    bool wrote = false;  // a put of ours went through
     bool warned_duplicate = false;
 
     // --confirm
@@ -251,9 +252,13 @@ struct FleetReporter::Impl {
                                {"prev_kv", true}};
         nlohmann::json answer = client.post("/v3/kv/put", body);
         // Another process writing under the same name: each overwrites the
-        // other's report, so the fleet's view is wrong. Said once.
+        // other's report, so the fleet's view is wrong. Said once. Before
+        // our first put the key may hold a predecessor's report (a watcher
+        // restarted under its --name): that one is no other process.
+        const bool first = !wrote;
+        wrote = true;
         auto prev = answer.find("prev_kv");
-        if (warned_duplicate || prev == answer.end() || !prev->is_object()) return;
+        if (first || warned_duplicate || prev == answer.end() || !prev->is_object()) return;
         if (json_u64(*prev, "lease") == lease) return;
         std::string text;
         if (!base64_decode(prev->value("value", std::string()), text)) return;
@@ -300,6 +305,15 @@ struct FleetReporter::Impl {
             }
             next_keepalive = Clock::now() + from_seconds(keepalive_every);
             succeeded();
+        } catch (const ServerError &e) {
+            if (!e.not_found()) {
+                failed("keep alive", e);
+                return;
+            }
+            log("the lease of the report " + key + " expired: writing the report again under a new one");
+            lease = 0;
+            dirty = true;
+            write();
         } catch (const CliError &e) {
             failed("keep alive", e);
         }
