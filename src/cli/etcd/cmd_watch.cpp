@@ -9,7 +9,9 @@
 // jitter. A state the library refuses, or one that breaks a guard rail
 // (too few members, too many keys moved: guard.hpp) without the operator's
 // lift, is reported and the last good file stays in place. An --out file
-// that exists at startup is that last good file until etcd answers.
+// that exists at startup is that last good file until etcd answers. Each
+// publish and refusal also goes to the watcher's report in etcd
+// (PREFIX.status/NAME, fleet_report.hpp), with --confirm.
 #include <signal.h>
 
 #include <algorithm>
