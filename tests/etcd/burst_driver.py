@@ -2,6 +2,7 @@
 """The burst of test_etcd.py's `burst` case, in a process of its own.
 
     burst_driver.py --endpoint 127.0.0.1:PORT --total 10000 --clients 8 --seconds 10
+                    [--cacert CA --cert CERT --key KEY] [--user NAME --password-file FILE]
 
 CLIENTS threads, each owning a share of the ids test_etcd.py drives, make
 TOTAL random changes in all, one transaction each, paced to TOTAL in
@@ -11,6 +12,10 @@ gateway, so the offered rate is reached on a small machine, and the
 harness's own threads (timestamps of what the fleet reports) do not share
 an interpreter lock with the driver. Each client's share of ids is its
 own, so the final state is each one's last word.
+
+With --cacert (etcdctl's flags), the clients speak TLS, presenting the
+client certificate of --cert and --key; with --user, each authenticates
+and sends its token with every call.
 
 Prints one JSON object: {"changes": [[time sent (CLOCK_MONOTONIC, as
 time.monotonic() in any process), revision, kind], ...], "failures": N}.
@@ -42,9 +47,14 @@ class GrpcKV:
 
     errors = (grpc.RpcError, etcd3.exceptions.Etcd3Exception, OSError)
 
-    def __init__(self, host, port, timeout=10):
-        self.client = etcd3.client(host=host, port=port, timeout=timeout)
+    def __init__(self, host, port, timeout=10, tls=None, user=None):
+        """tls: (ca, cert, key) file names; user: (name, password)."""
+        ca, cert, key = tls or (None, None, None)
+        name, password = user or (None, None)
+        self.client = etcd3.client(host=host, port=port, timeout=timeout, ca_cert=ca,
+                                   cert_cert=cert, cert_key=key, user=name, password=password)
         self.timeout = timeout
+        self.metadata = self.client.metadata  # the token, None without a user
 
     @staticmethod
     def op_put(key, value):
@@ -56,13 +66,14 @@ class GrpcKV:
         return etcdrpc.RequestOp(request_delete_range=etcdrpc.DeleteRangeRequest(key=_bytes(key)))
 
     def txn(self, ops):
-        r = self.client.kvstub.Txn(etcdrpc.TxnRequest(success=ops), self.timeout)
+        r = self.client.kvstub.Txn(etcdrpc.TxnRequest(success=ops), self.timeout,
+                                   metadata=self.metadata)
         return r.succeeded, r.header.revision
 
     def get_prefix(self, prefix):
         p = _bytes(prefix)
         r = self.client.kvstub.Range(etcdrpc.RangeRequest(key=p, range_end=prefix_end(p)),
-                                     self.timeout)
+                                     self.timeout, metadata=self.metadata)
         return {kv.key: kv.value for kv in r.kvs}, r.header.revision
 
     def reset(self):
@@ -97,14 +108,24 @@ def main():
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=7000)
+    parser.add_argument("--cacert", help="TLS: the CA of etcd's certificate")
+    parser.add_argument("--cert", help="TLS: the client certificate")
+    parser.add_argument("--key", help="TLS: the client certificate's key")
+    parser.add_argument("--user", help="authenticate as this user")
+    parser.add_argument("--password-file", help="the user's password: the file's first line")
     args = parser.parse_args()
     host, port = args.endpoint.rsplit(":", 1)
+    tls = (args.cacert, args.cert, args.key) if args.cacert else None
+    user = None
+    if args.user:
+        with open(args.password_file) as f:
+            user = (args.user, f.readline().rstrip("\r\n"))
 
     ids = test_etcd.ids_pool()[:test_etcd.DRIVEN]
     drivers = []
     for c in range(args.clients):
         share = ids[c::args.clients]
-        d = test_etcd.Driver(GrpcKV(host, int(port)), share, random.Random(args.seed + c),
+        d = test_etcd.Driver(GrpcKV(host, int(port), tls=tls, user=user), share, random.Random(args.seed + c),
                              low=1, high=len(share))
         d.resync()
         drivers.append(d)

@@ -226,10 +226,12 @@ class EtcdClient:
                 resp = self.conn.getresponse()
                 text = resp.read().decode(errors="replace")
                 break
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                # a keep-alive connection etcd had closed (idle, or a restart):
-                # once more on a fresh one. Never after a timeout, when the
-                # request may have been applied.
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError,
+                    ssl.SSLEOFError):
+                # a keep-alive connection etcd had closed (idle, or a restart;
+                # over TLS, writing to it fails with SSLEOFError): once more
+                # on a fresh one. Never after a timeout, when the request may
+                # have been applied.
                 self.close()
                 if attempt == 1 or not reused:
                     raise

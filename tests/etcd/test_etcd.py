@@ -59,16 +59,26 @@ Cases (one per meson test):
                 from 8 clients: watcher memory (RSS sampled every 100 ms)
                 stays bounded, every process converges to the last revision
 
+--secure runs any case over TLS and authentication: etcd serves https only
+with the test CA's certificate and --client-cert-auth, and has `auth
+enable` with the least-privilege setup of docs/etcd.md (section 5): the
+watchers and `chring etcd show` run as a user with a read-only role on the
+prefix, the drivers as one with a read-write role on it, etcdctl (by hand:
+snapshots, malformed values) as root; every client presents the client
+certificate. watcher2's TLS connections pass through the proxy.
+
 After the faults that disturb a process, the harness first waits (bounded)
 for the fleet to catch up and reports how long that took, then makes 20
 more changes and applies the 2 s check. Lags go to the output and to
-RESULTS-<case>.json in --results-dir. Ends with "N passed, N failed"; exit
-status 0 when every check passed, 77 when something the fleet needs is
-missing (etcd, etcdctl, `chring watch`, Go, LuaJIT, nginx with the module).
+RESULTS-<case>.json (RESULTS-<case>-tls.json with --secure) in
+--results-dir. Ends with "N passed, N failed"; exit status 0 when every
+check passed, 77 when something the fleet needs is missing (etcd, etcdctl,
+`chring watch`, Go, LuaJIT, nginx with the module; openssl with --secure).
 """
 
 import argparse
 import bisect
+import http.client
 import json
 import math
 import os
@@ -76,6 +86,7 @@ import random
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -100,6 +111,7 @@ NGINX_CHECK = "50ms"
 PUBLISHED = re.compile(r"published revision (\d+) fingerprint (0[xX][0-9a-fA-F]{16})")
 REFUSED = re.compile(r"refused revision (\d+)")
 RELISTING = re.compile(r"re-listing after")
+REAUTHENTICATING = re.compile(r"in time: authenticating again before the next request")
 REPORTED = re.compile(r"^revision (\d+|nil) fingerprint (0[xX][0-9a-fA-F]{16})")
 
 
@@ -335,7 +347,8 @@ class Watcher:
         # --no-report: a report write moves etcd's revision, which the checks
         # compare with each process's (test_acks.py covers the reports).
         argv = [self.fleet.args.chring, "watch", "--etcd", self.url, "--prefix", PREFIX,
-                "--out", self.out, "--max-moved", "100%", "--min-members", "0", "--no-report"]
+                "--out", self.out, "--max-moved", "100%", "--min-members", "0",
+                "--no-report"] + self.fleet.etcd_flags("watcher")
         self.proc = Proc(self.name, argv, os.path.join(self.fleet.root, self.name + ".log"),
                          self._line, "stderr", self.fleet.env).start()
         return self
@@ -357,13 +370,40 @@ class Watcher:
         return read_state(self.out)
 
 
+# --secure: the least-privilege setup of docs/etcd.md (section 5). root
+# (etcdctl by hand: snapshots, compaction, malformed values); `admin`, a
+# read-write role on the prefix (the drivers and the check's reads); `watcher`,
+# a read-only role on the prefix (every `chring watch`, `chring etcd show`).
+SECURE_USERS = {"root": "root-pw", "admin": "admin-pw", "watcher": "watcher-pw"}
+SECURE_ROLES = {"admin": ("chring-fleet-admin", "readwrite"),
+                "watcher": ("chring-fleet-watch", "read")}
+
+
 class Fleet:
-    """etcd, the proxy, three watchers, the Go and Lua loaders and nginx."""
+    """etcd, the proxy, three watchers, the Go and Lua loaders and nginx.
+    With args.secure, etcd serves TLS only, asks every client for a
+    certificate of the test CA, and has authentication on: every client
+    (watchers, drivers, etcdctl, `chring etcd show`) presents the client
+    certificate and a user."""
 
     def __init__(self, args, check, bulk=0):
         self.args, self.check = args, check
         self.root = tempfile.mkdtemp(prefix="chring-etcd-fleet-")
-        self.etcd = EtcdServer()
+        self.pki = None
+        self.password_files = {}
+        if args.secure:
+            try:
+                self.pki = etcd_server.make_test_pki(os.path.join(self.root, "pki"))
+            except BaseException:
+                shutil.rmtree(self.root, ignore_errors=True)
+                raise
+            for user, password in SECURE_USERS.items():
+                path = os.path.join(self.root, "pki", user + ".pw")
+                with open(path, "w") as f:
+                    f.write(password + "\n")
+                os.chmod(path, 0o600)
+                self.password_files[user] = path
+        self.etcd = EtcdServer(tls=self.pki)
         self.proxy = None
         self.kv = None
         self.watchers = []
@@ -389,12 +429,17 @@ class Fleet:
     def start(self):
         self.t_start = time.monotonic()
         self.etcd.start()
+        if self.args.secure:
+            self._enable_auth()
         self.proxy = TcpProxy(self.etcd.client_port).start()
-        self.kv = self.etcd.client()
-        self.driver = Driver(self.etcd.client(), self.ids[:DRIVEN], random.Random(1700))
+        self.kv = self.client("admin")
+        self.driver = Driver(self.client("admin"), self.ids[:DRIVEN], random.Random(1700))
         self.driver.seed(12)
+        # TLS goes through the proxy as any bytes do: watcher2 verifies
+        # etcd's certificate (for 127.0.0.1) at the proxy's address.
+        proxy_url = "%s://127.0.0.1:%d" % (self.etcd.url.split("://")[0], self.proxy.port)
         for i in range(3):
-            url = self.proxy.url if i == 2 else self.etcd.url
+            url = proxy_url if i == 2 else self.etcd.url
             self.watchers.append(Watcher(self, i, url).start())
         deadline = time.monotonic() + WAIT_SECONDS
         while not all(w.state() for w in self.watchers):
@@ -410,6 +455,69 @@ class Fleet:
         self._start_loader("lua", [self.args.luajit, self.args.lua_loader,
                                    self.watchers[1].out, "20", "600"])
         self._start_nginx(self.watchers[2].out)
+
+    def _enable_auth(self):
+        """The roles and users of SECURE_USERS, then `auth enable`; checks
+        that the watchers' user may read the prefix and not write it."""
+        for user, (role, permission) in SECURE_ROLES.items():
+            self.etcd._etcdctl_ok("role", "add", role)
+            self.etcd._etcdctl_ok("role", "grant-permission", role, permission, PREFIX + "/",
+                                  "--prefix=true")
+            self.etcd._etcdctl_ok("user", "add", user,
+                                  "--new-user-password=" + SECURE_USERS[user])
+            self.etcd._etcdctl_ok("user", "grant-role", user, role)
+        self.etcd.enable_auth(SECURE_USERS["root"])
+        answered = []
+        context = ssl.create_default_context(cafile=self.pki["ca"])  # no client certificate
+        conn = http.client.HTTPSConnection("127.0.0.1", self.etcd.client_port, timeout=10,
+                                           context=context)
+        try:
+            conn.request("POST", "/v3/kv/range", json.dumps({"key": "AA=="}))
+            answered.append("a client without a certificate: HTTP %d" % conn.getresponse().status)
+        except (OSError, http.client.HTTPException):
+            pass  # refused in the handshake (or, with TLS 1.3, right after it)
+        finally:
+            conn.close()
+        anonymous = etcd_server.EtcdClient(self.etcd.url, tls=self.pki)  # no user
+        try:
+            anonymous.get_prefix(PREFIX + "/")
+            answered.append("a request without a user was answered")
+        except EtcdError as e:
+            # (through the JSON gateway, etcd may take the request for one of
+            # the gateway's certificate's CN, a user that does not exist)
+            if "user name is empty" not in e.message and "permission denied" not in e.message:
+                answered.append("a request without a user: %s" % e.message)
+        finally:
+            anonymous.close()
+        self.check(not answered, "secure: etcd refuses a client without a certificate of the "
+                   "test CA, and a request without a user", "; ".join(answered))
+        watcher = self.client("watcher")
+        try:
+            watcher.get_prefix(PREFIX + "/")
+            try:
+                watcher.put(MEMBERS + "not-allowed", "1")
+                refused = "the put was applied"
+            except EtcdError as e:
+                refused = None if "permission denied" in e.message else e.message
+        finally:
+            watcher.close()
+        self.check(refused is None, "secure: the watchers' user reads the prefix and may not "
+                   "write it", refused)
+
+    def client(self, user):
+        """An EtcdClient; with --secure, TLS and the user `user`."""
+        if not self.args.secure:
+            return self.etcd.client()
+        return self.etcd.client(user=(user, SECURE_USERS[user]))
+
+    def etcd_flags(self, user="watcher"):
+        """What a `chring watch` or `chring etcd` needs besides --etcd: with
+        --secure, etcdctl's TLS flags and the user with its password file."""
+        if not self.args.secure:
+            return []
+        cert, key = self.pki["client"]
+        return ["--cacert", self.pki["ca"], "--cert", cert, "--key", key,
+                "--user", user, "--password-file", self.password_files[user]]
 
     def _start_loader(self, kind, argv):
         rep = Reporter(kind, kind)
@@ -589,8 +697,9 @@ class Fleet:
 
     def show(self):
         """(revision, fingerprint) that `chring etcd show --format json` reports."""
-        r = subprocess.run([self.args.chring, "etcd", "--etcd", self.etcd.url, "--prefix", PREFIX,
-                            "show", "--format", "json"], stdout=subprocess.PIPE,
+        r = subprocess.run([self.args.chring, "etcd", "--etcd", self.etcd.url, "--prefix", PREFIX]
+                           + self.etcd_flags("watcher") + ["show", "--format", "json"],
+                           stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=60, env=self.env)
         if r.returncode != 0:
             return "exit %d: %s" % (r.returncode, r.stderr.decode(errors="replace").strip())
@@ -928,8 +1037,8 @@ def case_compact(fleet, results):
     try:
         fleet.kv.get_prefix(PREFIX + "/", revision=fleet.driver.changes[-50][1])
         compacted = False
-    except EtcdError:
-        compacted = True
+    except EtcdError as e:
+        compacted = "compacted" in e.message
     fleet.check(compacted, "the 50 changes' revisions are gone from etcd's history")
     fleet.proxy.cut("drop")  # watcher2's connections break while it is stopped
     fleet.proxy.restore()
@@ -957,7 +1066,12 @@ def case_restore(fleet, results):
     fleet.driver.close()
     t_restore = time.monotonic()
     fleet.etcd.snapshot_restore(snapshot)
+    # New clients, as an operator's after a restore: with authentication, a
+    # token from before it names a raft index the restored etcd has not
+    # reached, and etcd holds a request that carries it.
     fleet.kv.close()
+    fleet.kv = fleet.client("admin")
+    fleet.driver.kv = fleet.client("admin")
     rev, fp = fleet.expected()
     fleet.check((rev, fp) == (old_rev, old_fp) and rev < high_rev,
                 "etcd restored: revision %d (was %d), the snapshot's state %s"
@@ -967,6 +1081,13 @@ def case_restore(fleet, results):
     for w in fleet.watchers:
         fleet.check(w.lines_since(t_restore, RELISTING),
                     "%s logged a re-list after the restore" % w.name)
+        if fleet.args.secure:
+            # its token, from before the restore, names a raft index the
+            # restored etcd has not reached: no answer, then a new token
+            fleet.check(w.lines_since(t_restore, REAUTHENTICATING),
+                        "%s authenticated again after its request with the old token got no "
+                        "answer" % w.name,
+                        "nothing since the restore matches %r" % REAUTHENTICATING.pattern)
     after_fault(fleet, "restore", t_restore, results)
     fleet.check(fleet.driver.changes[-1][1] <= high_rev,
                 "the changes after the restore reused revision numbers (last %d <= %d)"
@@ -1159,7 +1280,7 @@ def case_burst(fleet, results, total=10000, clients=8, seconds=10.0):
         r = subprocess.run([fleet.args.etcd3_python, os.path.join(HERE, "burst_driver.py"),
                             "--endpoint", "127.0.0.1:%d" % fleet.etcd.client_port,
                             "--total", str(total), "--clients", str(clients),
-                            "--seconds", str(seconds)],
+                            "--seconds", str(seconds)] + fleet.etcd_flags("admin"),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=180,
                            env=dict(os.environ, PYTHONPATH=HERE))
         if r.returncode not in (0, 1):
@@ -1260,6 +1381,9 @@ def main():
     parser.add_argument("--nginx-module", default="")
     parser.add_argument("--nginx-tests", required=True, help="bindings/nginx/tests")
     parser.add_argument("--results-dir", default="")
+    parser.add_argument("--secure", action="store_true",
+                        help="etcd with TLS (--client-cert-auth) and authentication; every "
+                        "client with a certificate and a least-privilege user")
     args = parser.parse_args()
     for name in ("chring", "probe", "libchring", "go_loader", "luajit", "lua_loader", "nginx",
                  "nginx_module"):
@@ -1268,6 +1392,8 @@ def main():
             setattr(args, name, os.path.abspath(value))
 
     why = missing_tools(args)
+    if not why and args.secure and shutil.which("openssl") is None:
+        why = "openssl not found (the test certificates of --secure)"
     args.etcd3_python = etcd3_python() if args.case == "burst" else None
     if not why and args.case == "burst" and not args.etcd3_python:
         why = "python3-etcd3 not found (the burst's driver)"
@@ -1286,7 +1412,8 @@ def main():
     import test_e2e  # its Check: one line per check, failures with details
     check = test_e2e.Check()
     case, bulk = CASES[args.case]
-    results = {"case": args.case}
+    name = args.case + ("-tls" if args.secure else "")
+    results = {"case": args.case, "secure": args.secure}
     fleet = Fleet(args, check, bulk=bulk)
     t0 = time.monotonic()
     try:
@@ -1297,7 +1424,7 @@ def main():
     except Exception as e:
         import traceback
         traceback.print_exc()
-        check(False, "case %s ran to the end" % args.case, "%s: %s\n%s" % (
+        check(False, "case %s ran to the end" % name, "%s: %s\n%s" % (
             type(e).__name__, e, fleet.logs_tail()))
     finally:
         fleet.stop()
@@ -1306,9 +1433,9 @@ def main():
     results["seconds"] = round(time.monotonic() - t0, 1)
     results["passed"], results["failed"] = check.passed, check.failed
     if args.results_dir:
-        with open(os.path.join(args.results_dir, "RESULTS-%s.json" % args.case), "w") as f:
+        with open(os.path.join(args.results_dir, "RESULTS-%s.json" % name), "w") as f:
             json.dump(results, f, indent=1, sort_keys=True, default=str)
-    print("case %s: %.1f s" % (args.case, results["seconds"]))
+    print("case %s: %.1f s" % (name, results["seconds"]))
     print("%d passed, %d failed" % (check.passed, check.failed))
     return 1 if check.failed else 0
 

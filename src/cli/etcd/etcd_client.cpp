@@ -364,7 +364,8 @@ nlohmann::json Client::post_once(const std::string &url, const std::string &body
     if (rc != CURLE_OK) {
         if (rc == CURLE_ABORTED_BY_CALLBACK) throw TransportError(url + ": interrupted");
         throw TransportError(transport_problem(rc, error[0] ? error : curl_easy_strerror(rc), url, access_,
-                                               closed_after_handshake(c)));
+                                               closed_after_handshake(c)),
+                             rc == CURLE_OPERATION_TIMEDOUT);
     }
     nlohmann::json j = nlohmann::json::parse(answer.data, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
@@ -405,6 +406,21 @@ nlohmann::json Client::post(const std::string &path, const nlohmann::json &body)
     if (!authenticated_) authenticate();
     try {
         return post_any(path, text, true);
+    } catch (const TransportError &e) {
+        // A simple token is "<random>.<raft index it was issued at>", and
+        // etcd holds a request until its applied index reaches the token's:
+        // an etcd restored from a snapshot, whose index went back, holds
+        // every request with a token from before the restore, without an
+        // answer (not even "invalid auth token"), until the index gets there
+        // or the client gives up. So no answer in time: the next request
+        // authenticates first (a raft entry itself, and a token of the etcd
+        // that is there now).
+        if (!e.timed_out()) throw;
+        authenticated_ = false;
+        token_.clear();
+        if (note_) note_("etcd did not answer a request with the token of user '" + access_.user +
+                         "' in time: authenticating again before the next request");
+        throw;
     } catch (const ServerError &e) {
         if (!should_renew(e.etcd_message())) throw;
         const std::string why = e.etcd_message();

@@ -23,7 +23,13 @@ namespace chring::cli::etcd {
 // timeout, a reset, an HTTP answer that is not etcd's JSON.
 class TransportError : public CliError {
 public:
-    using CliError::CliError;
+    explicit TransportError(const std::string &message, bool timed_out = false)
+        : CliError(message), timed_out_(timed_out) {}
+    // No answer within the timeout: etcd may have the request.
+    bool timed_out() const { return timed_out_; }
+
+private:
+    bool timed_out_ = false;
 };
 
 // etcd answered with an error: its gRPC code and message.
@@ -129,7 +135,10 @@ public:
     // once. Throws TransportError (none answered) or ServerError. With a
     // user, the first request authenticates (POST /v3/auth/authenticate)
     // and each one sends the token; a token etcd calls invalid (expired:
-    // gRPC code 16) is renewed once and the request sent again.
+    // gRPC code 16) is renewed once and the request sent again. A request
+    // with a token that gets no answer in time: the next one authenticates
+    // first (etcd holds a request whose simple token names a raft index it
+    // has not applied, as one restored from a snapshot does).
     nlohmann::json post(const std::string &path, const nlohmann::json &body);
 
     // Asks etcd for a new token now (nothing without a user, or when etcd
