@@ -14,6 +14,7 @@ packages=(
   clang libclang-rt-14-dev                          # libFuzzer harnesses, the clang ASan build
   etcd-server etcd-client python3-etcd3             # a real etcd for the membership tests
   libcurl4-openssl-dev                              # the etcd v3 JSON gateway client
+  curl                                              # etcd-acks: a watcher's --confirm asks nginx
   abigail-tools                                     # abidw/abidiff: the ABI against abi/libchring.abi
   debhelper dpkg-dev lintian luarocks               # packages for each ecosystem
   g++-mingw-w64-x86-64-posix mingw-w64-tools wine64 # the Windows build (docs/windows.md), run under Wine

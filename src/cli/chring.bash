@@ -2,18 +2,22 @@
 # Commands and options are read from `chring --help` and `chring CMD --help`
 # (CLI11's layout: a "Subcommands:" section, option lines starting with
 # spaces and "-"), so a new command or option completes without a change
-# here. Values: files for FILE options, the known words for --format and
-# --placement, hashers and numbers are left to the user.
+# here; `chring etcd` completes its operations (add, ..., status) and each
+# operation's options (--wait, --format) from `chring etcd OP --help`.
+# Values: files for FILE options, commands for --exec and --confirm, the
+# known words for --format and --placement; hashers, names and numbers are
+# left to the user.
 _chring_commands() {
-    "$1" --help 2>/dev/null | awk '/^Subcommands:/ { s = 1; next } /^$/ { s = 0 } s && /^  [a-z]/ { print $1 }'
+    "$@" --help 2>/dev/null | awk '/^Subcommands:/ { s = 1; next } /^$/ { s = 0 } s && /^  [a-z]/ { print $1 }'
 }
 
 _chring_options() {
-    "$1" "$2" --help 2>/dev/null | awk '/^  *-/ { n = split($1, a, ","); for (i = 1; i <= n; i++) print a[i] }'
+    # a flag's default value ("--wait{60}") is not part of its name
+    "$@" --help 2>/dev/null | awk '/^  *-/ { sub(/\{.*/, "", $1); n = split($1, a, ","); for (i = 1; i <= n; i++) print a[i] }'
 }
 
 _chring() {
-    local cur prev cmd i
+    local cur prev cmd op i
     COMPREPLY=()
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD - 1]}
@@ -29,6 +33,16 @@ _chring() {
         COMPREPLY=($(compgen -W "$(_chring_commands "${COMP_WORDS[0]}") --help --version" -- "$cur"))
         return
     fi
+    # chring etcd [flags] OP: the first word after `etcd` that is an operation
+    # (its flags' values, a URL or a prefix, are not).
+    op=
+    if [ "$cmd" = etcd ]; then
+        local ops
+        ops=" $(_chring_commands "${COMP_WORDS[0]}" etcd | tr '\n' ' ') "
+        for ((i = i + 1; i < COMP_CWORD; i++)); do
+            if [[ $ops == *" ${COMP_WORDS[i]} "* ]]; then op=${COMP_WORDS[i]}; break; fi
+        done
+    fi
 
     case $prev in
         -m | --members | --key-file | --keys | --svg | -o | --output | --out | --cacert | --cert | --key | \
@@ -38,8 +52,15 @@ _chring() {
         --plugin-dir)
             COMPREPLY=($(compgen -d -- "$cur"))
             return ;;
+        --exec | --confirm)
+            COMPREPLY=($(compgen -c -- "$cur"))
+            return ;;
         --format)
-            COMPREPLY=($(compgen -W "table json csv" -- "$cur"))
+            case $op in
+                show) COMPREPLY=($(compgen -W "table json ring-file" -- "$cur")) ;;
+                status) COMPREPLY=($(compgen -W "table json" -- "$cur")) ;;
+                *) COMPREPLY=($(compgen -W "table json csv" -- "$cur")) ;;
+            esac
             return ;;
         --placement)
             COMPREPLY=($(compgen -W "native ketama ketama-unweighted nginx" -- "$cur"))
@@ -56,7 +77,17 @@ _chring() {
     esac
 
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$(_chring_options "${COMP_WORDS[0]}" "$cmd")" -- "$cur"))
+        if [ -n "$op" ]; then
+            COMPREPLY=($(compgen -W "$(_chring_options "${COMP_WORDS[0]}" etcd "$op") \
+                                    $(_chring_options "${COMP_WORDS[0]}" etcd)" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -W "$(_chring_options "${COMP_WORDS[0]}" "$cmd")" -- "$cur"))
+        fi
+    elif [ "$cmd" = etcd ] && [ -z "$op" ]; then
+        case $prev in
+            --etcd | --prefix | --timeout | --user) ;;
+            *) COMPREPLY=($(compgen -W "$(_chring_commands "${COMP_WORDS[0]}" etcd)" -- "$cur")) ;;
+        esac
     fi
 }
 complete -o default -F _chring chring

@@ -71,7 +71,12 @@ int main(int argc, char **argv) {
     app.require_subcommand(0, 1);  // none is reported below, after unknown options are
     app.set_version_flag("--version", version_text());
     app.footer("Start with 'chring demo'. Each command has --help. Exit status: 0 success, "
-               "1 error (bad file, library refusal), 2 bad usage.");
+               "1 error (bad file, library refusal), 2 bad usage"
+#ifdef CHRING_CLI_ETCD
+               "; chring etcd status and --wait also 3 (a process lags or refused the ring) and 4 (no "
+               "process reports)"
+#endif
+               ".");
     chring::cli::add_demo_command(app);
     chring::cli::add_sim_command(app);
     chring::cli::add_lookup_command(app);
@@ -107,6 +112,9 @@ int main(int argc, char **argv) {
     } catch (const CLI::ParseError &e) {
         print_error(std::string(e.what()) + " (see " + help_hint(app) + ")");
         return 2;
+    } catch (const chring::cli::ExitStatus &e) {  // its output says why
+        std::cout.flush();
+        return e.code();
     } catch (const chring::cli::UsageError &e) {
         print_error(e.what());
         return 2;

@@ -25,6 +25,18 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// A command that ran to its end with an answer other than success, its
+// output printed (chring etcd status, --wait): exit `code()`, 3 and up, so
+// that scripts tell it from an error (1) and bad usage (2).
+class ExitStatus : public std::runtime_error {
+public:
+    explicit ExitStatus(int code) : std::runtime_error("exit status " + std::to_string(code)), code_(code) {}
+    int code() const { return code_; }
+
+private:
+    int code_;
+};
+
 // Throws a CliError "<context>: <chr_last_error()>" unless st is CHR_OK.
 void check(chr_status st, const std::string &context);
 

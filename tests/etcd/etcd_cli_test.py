@@ -404,8 +404,10 @@ def case_conflict(opts):
 # -- watch --------------------------------------------------------------------------
 
 def watch_cmd(opts, url, out, *extra, guard=False):
-    return ([opts.chring, "watch", "--etcd", url, "--prefix", PREFIX, "--out", out] + ([] if guard else UNGUARDED) +
-            list(extra))
+    # --no-report: a report write moves etcd's revision, which these cases
+    # compare with the file's (the report cases use ReportingWatcher).
+    return ([opts.chring, "watch", "--etcd", url, "--prefix", PREFIX, "--out", out, "--no-report"] +
+            ([] if guard else UNGUARDED) + list(extra))
 
 
 def sigterm(proc, timeout=10):
@@ -782,24 +784,31 @@ def case_catchup(opts):
 
 # -- TLS and authentication ---------------------------------------------------------
 
-WATCH_ROLE_USERS = {"root": "root-pw", "admin": "admin-pw", "watcher": "watcher-pw", "outsider": "outsider-pw"}
+WATCH_ROLE_USERS = {"root": "root-pw", "admin": "admin-pw", "watcher": "watcher-pw", "outsider": "outsider-pw",
+                    "reader": "reader-pw"}
 
 
 def secure_etcd(tmp, *extra_args):
     """An etcd with mutual TLS and authentication on: root; `admin` with a
-    read-write role on PREFIX/, `watcher` with a read-only role on it,
-    `outsider` with a read-only role on another prefix. (EtcdServer, pki,
-    {user: password file})."""
+    read-write role on PREFIX/ (and read on PREFIX.status/), `watcher` with
+    a read-only role on it (and readwrite on PREFIX.status/, for its report),
+    `reader` with only read on PREFIX/, `outsider` with a read-only role on
+    another prefix. (EtcdServer, pki, {user: password file})."""
     pki = make_test_pki(os.path.join(tmp, "pki"))
     etcd = EtcdServer(tls=pki, extra_args=extra_args)
     try:
         etcd.start()
         for role, perm, prefix in (("chring-admin", "readwrite", PREFIX + "/"),
+                                   ("chring-admin", "read", PREFIX + ".status/"),
                                    ("chring-watch", "read", PREFIX + "/"),
+                                   ("chring-watch", "readwrite", PREFIX + ".status/"),
+                                   ("chring-read", "read", PREFIX + "/"),
                                    ("elsewhere-watch", "read", "/elsewhere/")):
-            etcd._etcdctl_ok("role", "add", role)
+            if role not in etcd._etcdctl_ok("role", "list").split():
+                etcd._etcdctl_ok("role", "add", role)
             etcd._etcdctl_ok("role", "grant-permission", role, perm, prefix, "--prefix=true")
-        for user, role in (("admin", "chring-admin"), ("watcher", "chring-watch"), ("outsider", "elsewhere-watch")):
+        for user, role in (("admin", "chring-admin"), ("watcher", "chring-watch"), ("outsider", "elsewhere-watch"),
+                           ("reader", "chring-read")):
             etcd._etcdctl_ok("user", "add", user, "--new-user-password=" + WATCH_ROLE_USERS[user])
             etcd._etcdctl_ok("user", "grant-role", user, role)
         etcd.enable_auth(WATCH_ROLE_USERS["root"])
@@ -945,6 +954,35 @@ def case_tls(opts):
 
         # The watcher followed all along and stops cleanly.
         converged("after the refusals")
+
+        # Reports under authentication: the watcher's role has readwrite on
+        # PREFIX.status/ (the lease needs nothing more, and its revocation
+        # write permission on the key); a role without it follows the ring
+        # all the same and says once why it cannot report.
+        reporting = ReportingWatcher(opts, etcd.url, tmp, "rbac", "--user", "watcher", "--password-file",
+                                     pw["watcher"], *tls_flags(pki))
+        unreported = ReportingWatcher(opts, etcd.url, tmp, "reader", "--user", "reader", "--password-file",
+                                      pw["reader"], *tls_flags(pki))
+        try:
+            admin_status = lambda: admin.run("status", "--format", "json")  # noqa: E731
+            check(wait_for(lambda: admin_status().returncode == 0 and "rbac" in admin_status().stdout),
+                  "a watcher with readwrite on %s.status/ reports, status (admin: read) shows it: %s\n%s"
+                  % (PREFIX, admin_status().stdout, reporting.log()))
+            check(wait_for(lambda: reporting.held() is not None and unreported.held() is not None
+                           and unreported.held()[1] == reporting.held()[1]),
+                  "a watcher that may not report follows the ring all the same:\n" + unreported.log())
+            check(wait_for(lambda: "may not write the keys under %s.status/" % PREFIX in unreported.log()),
+                  "and says why it cannot report:\n" + unreported.log())
+            time.sleep(1.5)  # its tries go on
+            check(unreported.log().count("cannot write the report") == 1, "once:\n" + unreported.log())
+            check(reporting.terminate() == 0 and unreported.terminate() == 0, "both stop on SIGTERM, exit 0")
+            check(wait_for(lambda: admin.run("status").returncode == 4, timeout=5),
+                  "the reporting watcher's lease was revoked: nobody reports\n" + reporting.log())
+            check("revoke" not in reporting.log(), "revoked without error:\n" + reporting.log())
+        finally:
+            reporting.kill()
+            unreported.kill()
+
         code = sigterm(watcher)
         check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
         log = read(log_path)
@@ -1008,6 +1046,426 @@ def case_token(opts):
         check(code == 0, "SIGTERM: exit 0 (got %s)" % code)
     finally:
         clean_up(watcher, etcd, tmp)
+
+
+# -- the fleet's reports: chring watch's report, chring etcd status, --wait, --confirm --------
+
+STATUS_DIR = PREFIX + ".status/"
+
+
+class ReportingWatcher:
+    """A `chring watch` that reports itself under STATUS_DIR (named `name`,
+    or HOSTNAME:PID when None), its log in `tmp`."""
+
+    def __init__(self, opts, url, tmp, name, *extra, env=None):
+        self.name = name
+        base = name if name is not None else "default"
+        self.out = os.path.join(tmp, base + ".ring")
+        self.log_path = os.path.join(tmp, base + ".log")
+        cmd = [opts.chring, "watch", "--etcd", url, "--prefix", PREFIX, "--out", self.out,
+               "--keepalive", "1", "--interval-max", "1"] + UNGUARDED + \
+            (["--name", name] if name is not None else []) + list(extra)
+        with open(self.log_path, "w") as err:
+            self.proc = subprocess.Popen(cmd, stderr=err, env=env or run_env())
+        if name is None:
+            self.name = "%s:%d" % (socket.gethostname(), self.proc.pid)
+
+    def log(self):
+        return read(self.log_path) or ""
+
+    def held(self):
+        """(revision, fingerprint) of its file, or None."""
+        text = read(self.out) or ""
+        rev, fp = file_field(text, "revision"), file_field(text, "fingerprint")
+        return (int(rev), fp) if rev and fp else None
+
+    def signal(self, sig):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def terminate(self, timeout=15):
+        """SIGTERM (and SIGCONT, should it be stopped): its exit status."""
+        self.signal(signal.SIGTERM)
+        self.signal(signal.SIGCONT)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def reports(etcd):
+    """{key's last part: the report's JSON} of every process reporting now."""
+    kv = etcd.client()
+    try:
+        kvs, _ = kv.get_prefix(STATUS_DIR)
+    finally:
+        kv.close()
+    return {k[len(STATUS_DIR):].decode(): json.loads(v) for k, v in kvs.items()}
+
+
+def report_of(etcd, key):
+    return reports(etcd).get(key)
+
+
+def status(c):
+    """(exit status, JSON or None, stderr) of `chring etcd status --format json`."""
+    r = c.run("status", "--format", "json")
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError:
+        doc = None
+    return r.returncode, doc, r.stderr
+
+
+def verdicts(doc):
+    return {p["name"]: p["verdict"] for p in (doc or {}).get("processes", [])}
+
+
+def holds_current(etcd, c, keys):
+    """Every one of `keys` reports the ring `show` says is in etcd now."""
+    shown = json.loads(c.show("json"))
+    now = reports(etcd)
+    return all(k in now and now[k]["state"] == "published" and now[k]["fingerprint"] == shown["fingerprint"]
+               for k in keys)
+
+
+def case_report(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watchers = []
+    try:
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            c.ok("add", "cache-a", "--weight", "1")
+            w1 = ReportingWatcher(opts, etcd.url, tmp, "web 1", "--report-ttl", "2")
+            w2 = ReportingWatcher(opts, etcd.url, tmp, None, "--report-ttl", "2")
+            watchers += [w1, w2]
+            key1, key2 = "web%201", w2.name
+            check(wait_for(lambda: report_of(etcd, key1) and report_of(etcd, key2)),
+                  "both reports appear under %s: %s\n%s" % (STATUS_DIR, reports(etcd), w1.log()))
+            rep = report_of(etcd, key1) or {}
+            held = w1.held()
+            check(rep.get("state") == "published" and held is not None
+                  and (rep.get("revision"), rep.get("fingerprint")) == held,
+                  "the report holds the file's revision and fingerprint: %s, file %s" % (rep, held))
+            check(rep.get("name") == key1 and rep.get("host") == socket.gethostname() and rep.get("pid") == w1.proc.pid
+                  and rep.get("out") == w1.out and rep.get("since") and rep.get("version") == 1,
+                  "the report names the process: %s" % rep)
+            check(report_of(etcd, key2) and report_of(etcd, key2)["pid"] == w2.proc.pid,
+                  "the default name is HOSTNAME:PID: %s" % sorted(reports(etcd)))
+            # Reports live outside P/: they move etcd's revision, never the ring's.
+            time.sleep(2.5)  # several keepalives
+            check(w1.held() == held and w1.log().count("published revision") == 1,
+                  "the reports and their keepalives publish nothing:\n" + w1.log())
+            check(etcd.client().revision() > held[0], "the report writes moved etcd's revision")
+            kvs, _ = etcd.client().get_prefix(PREFIX + "/")
+            check(all(not k.startswith(STATUS_DIR.encode()) for k in kvs), "no report under P/")
+
+            # A refusal: reported with the refused revision and the reason; the held ring stays.
+            bad = etcd.client().put(PREFIX + "/members/cache-b", "heavy")
+            check(wait_for(lambda: (report_of(etcd, key1) or {}).get("state") == "refused"
+                           and (report_of(etcd, key2) or {}).get("state") == "refused"),
+                  "the refusal is reported: %s" % reports(etcd))
+            rep = report_of(etcd, key1) or {}
+            check(rep.get("refused_revision") == bad and PREFIX + "/members/cache-b" in rep.get("reason", "")
+                  and "not a whole number" in rep.get("reason", "")
+                  and (rep.get("revision"), rep.get("fingerprint")) == held,
+                  "the refusal names revision %d, the key and the reason, and keeps the ring: %s" % (bad, rep))
+            c.ok("remove", "cache-b")
+            check(wait_for(lambda: all((report_of(etcd, k) or {}).get("state") == "published" for k in (key1, key2))),
+                  "the repair is reported: %s" % reports(etcd))
+
+            # A lease etcd no longer knows (revoked by hand): written again under a new one.
+            code, out, _ = etcd.etcdctl("get", STATUS_DIR + key1, "-w", "json")
+            lease = json.loads(out)["kvs"][0]["lease"]
+            etcd.etcdctl("lease", "revoke", "%x" % lease)
+            check(wait_for(lambda: report_of(etcd, key1) is not None, timeout=10),
+                  "a report whose lease was revoked is written again:\n" + w1.log())
+            check("expired: writing the report again under a new one" in w1.log(), "and the watcher says so")
+
+            # etcd away: the failure is logged once, the report written again after.
+            etcd.kill()
+            time.sleep(3)
+            etcd.start()
+            check(wait_for(lambda: "reporting again at " + STATUS_DIR + key1 in w1.log()),
+                  "the watcher reports again after etcd's restart:\n" + w1.log())
+            lines = [l for l in w1.log().splitlines() if "the report " + STATUS_DIR + key1 + ":" in l]
+            check(len(lines) == 1, "one line for the failure while etcd was away:\n" + "\n".join(lines))
+            check(wait_for(lambda: holds_current(etcd, c, [key1, key2])), "both report the ring again")
+
+            # Two watchers under one --name overwrite each other's report: each
+            # says so once. A watcher restarted under its name (its predecessor's
+            # report still there) is no other process.
+            d1 = ReportingWatcher(opts, etcd.url, tmp, "dup")
+            watchers.append(d1)
+            check(wait_for(lambda: (report_of(etcd, "dup") or {}).get("pid") == d1.proc.pid), "dup reports")
+            d1.kill()
+            d2 = ReportingWatcher(opts, etcd.url, tmp, "dup")
+            watchers.append(d2)
+            check(wait_for(lambda: (report_of(etcd, "dup") or {}).get("pid") == d2.proc.pid),
+                  "the restarted watcher takes its name over")
+            time.sleep(0.5)
+            check("another process" not in d2.log(), "not at the restarted watcher's first report:\n" + d2.log())
+            other = os.path.join(tmp, "other")
+            os.makedirs(other)
+            d3 = ReportingWatcher(opts, etcd.url, other, "dup")  # another file, the same name
+            watchers.append(d3)
+            check(wait_for(lambda: (report_of(etcd, "dup") or {}).get("pid") == d3.proc.pid), "a second 'dup' writes")
+            c.ok("add", "cache-c", "--weight", "1")
+            check(wait_for(lambda: "another process reported as dup" in d2.log() + d3.log()),
+                  "a duplicate name is said:\n" + d2.log() + d3.log())
+            d2.kill()
+            d3.kill()
+
+            # kill -9: the report goes when its lease expires; SIGTERM: at once.
+            w2.kill()
+            check(wait_for(lambda: report_of(etcd, key2) is None, timeout=15),
+                  "a killed watcher's report goes with its lease: %s" % sorted(reports(etcd)))
+            check(w1.terminate() == 0, "SIGTERM: exit 0")
+            check(report_of(etcd, key1) is None, "a clean exit revokes the lease: its report is gone")
+            check("revoke" not in w1.log(), "the revocation went through:\n" + w1.log())
+    finally:
+        for w in watchers:
+            w.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_status(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watchers = []
+    try:
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            c.ok("add", "cache-a", "--weight", "1")
+            code, doc, err = status(c)
+            check(code == 4 and doc and doc["processes"] == [] and doc["summary"]["processes"] == 0,
+                  "no process reports: exit 4: %d %s %s" % (code, doc, err))
+            r = c.run("status")
+            check(r.returncode == 4 and "No process reports under " + STATUS_DIR in r.stdout, "table: " + r.stdout)
+            a = ReportingWatcher(opts, etcd.url, tmp, "a")
+            b = ReportingWatcher(opts, etcd.url, tmp, "b", "--report-ttl", "60")
+            watchers += [a, b]
+            check(wait_for(lambda: holds_current(etcd, c, ["a", "b"])), "both report: %s" % reports(etcd))
+            code, doc, err = status(c)
+            shown = json.loads(c.show("json"))
+            check(code == 0 and verdicts(doc) == {"a": "holds", "b": "holds"}
+                  and doc["ring"]["fingerprint"] == shown["fingerprint"] and doc["ring"]["valid"] is True
+                  and doc["summary"] == {"processes": 2, "hold": 2, "lag": 0, "refused": 0},
+                  "every process holds the ring: exit 0: %d %s %s" % (code, doc, err))
+            r = c.run("status")
+            check(r.returncode == 0 and "2 of 2 processes hold the current ring; 0 lag; 0 refused" in r.stdout
+                  and shown["fingerprint"] in r.stdout, "table:\n" + r.stdout)
+
+            # A stopped watcher lags (its lease outlives the check).
+            b.signal(signal.SIGSTOP)
+            c.ok("add", "cache-b", "--weight", "2")
+            check(wait_for(lambda: holds_current(etcd, c, ["a"])), "a follows")
+            code, doc, err = status(c)
+            lag = [p for p in (doc or {}).get("processes", []) if p["name"] == "b"]
+            check(code == 3 and verdicts(doc) == {"a": "holds", "b": "lags"} and lag
+                  and "holds another ring" in (lag[0]["detail"] or "")
+                  and doc["summary"] == {"processes": 2, "hold": 1, "lag": 1, "refused": 0},
+                  "a stopped watcher lags: exit 3: %d %s" % (code, doc))
+            r = c.run("status")
+            check(r.returncode == 3 and "1 of 2 processes hold the current ring; 1 lag; 0 refused" in r.stdout,
+                  "table:\n" + r.stdout)
+            b.signal(signal.SIGCONT)
+            check(wait_for(lambda: status(c)[0] == 0), "after SIGCONT: exit 0 again")
+
+            # An invalid state: every process refuses it, with the reason.
+            etcd.put(PREFIX + "/members/cache-c", "2 z extra")
+            check(wait_for(lambda: status(c)[1] and verdicts(status(c)[1]) == {"a": "refused", "b": "refused"}),
+                  "both refuse: %s" % (status(c),))
+            code, doc, err = status(c)
+            check(code == 3 and doc["ring"]["valid"] is False and PREFIX + "/members/cache-c" in doc["ring"]["error"]
+                  and all(PREFIX + "/members/cache-c" in p["detail"] for p in doc["processes"])
+                  and doc["summary"]["refused"] == 2,
+                  "an invalid ring, refused with the reason: exit 3: %d %s" % (code, doc))
+            r = c.run("status")
+            check(r.returncode == 3 and "refused revision" in r.stdout and "0 of 2 processes" in r.stdout,
+                  "table:\n" + r.stdout)
+            c.ok("remove", "cache-c")
+            check(wait_for(lambda: status(c)[0] == 0), "repaired: exit 0")
+            # A report that is not one (written by hand) is no process holding the ring.
+            etcd.put(STATUS_DIR + "junk", "not json")
+            code, doc, err = status(c)
+            check(code == 3 and verdicts(doc).get("junk") == "lags", "an unreadable report: %d %s" % (code, doc))
+            etcd.client().delete(STATUS_DIR + "junk")
+            # A usage error is still 2, etcd away still 1.
+            r = c.run("status", "--format", "csv")
+            check(r.returncode == 2, "status --format csv: %d %s" % (r.returncode, r.stderr))
+            for w in watchers:
+                check(w.terminate() == 0, "%s: SIGTERM, exit 0" % w.name)
+            code, doc, err = status(c)
+            check(code == 4, "after the watchers stopped cleanly, nobody reports: %d %s" % (code, doc))
+            url = etcd.url
+        r = Chring(opts.chring, url).run("status", "--timeout", "2")
+        check(r.returncode == 1 and r.stderr.startswith("chring: etcd: "), "etcd away: exit 1: %d %s" % (r.returncode, r.stderr))
+    finally:
+        for w in watchers:
+            w.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_wait(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watchers = []
+    try:
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            c.ok("add", "cache-a", "--weight", "1")
+            # Nobody reports: nothing to wait for, said by exit 4.
+            t0 = time.monotonic()
+            r = c.run("add", "cache-b", "--weight", "1", "--wait")
+            check(r.returncode == 4 and "nothing to wait for" in r.stdout and "added cache-b" in r.stdout,
+                  "--wait with no process reporting: exit 4: %d %s %s" % (r.returncode, r.stdout, r.stderr))
+            check(time.monotonic() - t0 < 30, "at once")
+
+            # b has no plugins (no CHRING_PLUGIN_PATH): it refuses a hasher
+            # that a and the admin load.
+            plugins = {"CHRING_PLUGIN_PATH": opts.plugin_path} if opts.plugin_path else {}
+            no_plugins = run_env()
+            no_plugins.pop("CHRING_PLUGIN_PATH", None)
+            c = Chring(opts.chring, etcd.url, env=plugins)
+            a = ReportingWatcher(opts, etcd.url, tmp, "a", env=run_env(**plugins))
+            b = ReportingWatcher(opts, etcd.url, tmp, "b", "--report-ttl", "60", env=no_plugins)
+            watchers += [a, b]
+            check(wait_for(lambda: holds_current(etcd, c, ["a", "b"])), "both report")
+            r = c.run("add", "cache-c", "--weight", "2", "--wait")
+            m = re.search(r"revision (\d+), fingerprint (0x[0-9a-f]{16})", r.stdout)
+            check(r.returncode == 0 and m and "done in " in r.stdout and "all 2 processes hold revision" in r.stdout,
+                  "add --wait: exit 0 once both hold it: %d %s %s" % (r.returncode, r.stdout, r.stderr))
+            if m:
+                rev, fp = int(m.group(1)), m.group(2)
+                now = reports(etcd)
+                check(all(now[k]["revision"] >= rev and now[k]["fingerprint"] == fp for k in ("a", "b")),
+                      "when --wait returns, each report holds revision >= %d, fingerprint %s: %s" % (rev, fp, now))
+            for args in (["set-weight", "cache-c", "3", "--wait=20"], ["remove", "cache-c", "--wait"],
+                         ["set-weight", "cache-a", "1", "--wait"]):  # the last one writes nothing
+                r = c.run(*args)
+                check(r.returncode == 0 and "done in " in r.stdout, "%s: %d %s %s" % (args, r.returncode, r.stdout, r.stderr))
+            ring = os.path.join(tmp, "apply.ring")
+            with open(ring, "w") as f:
+                f.write("cache-a 1\ncache-d 4\n")
+            r = c.run("apply", ring, "--wait=30")
+            check(r.returncode == 0 and "applied" in r.stdout and "done in " in r.stdout,
+                  "apply --wait=30: %d %s %s" % (r.returncode, r.stdout, r.stderr))
+            r = c.run("add", "x", "--weight", "1", "--wait=0")
+            check(r.returncode == 2 and "out of range" in r.stderr, "--wait=0 is bad usage: " + r.stderr)
+
+            # A stopped watcher: the wait times out naming it, exit 3.
+            b.signal(signal.SIGSTOP)
+            t0 = time.monotonic()
+            r = c.run("add", "cache-e", "--weight", "1", "--wait=1.5")
+            check(r.returncode == 3 and "timed out after" in r.stdout and re.search(r"^  b: holds revision \d+$", r.stdout, re.M)
+                  and "1 of 2 processes hold" in r.stdout,
+                  "--wait=1.5 with a stopped watcher: exit 3 naming it: %d %s %s" % (r.returncode, r.stdout, r.stderr))
+            check(time.monotonic() - t0 < 20, "bounded by its timeout")
+            b.signal(signal.SIGCONT)
+            check(wait_for(lambda: holds_current(etcd, c, ["a", "b"])), "b catches up after SIGCONT")
+
+            # A process whose lease expires is no longer waited for.
+            gone = ReportingWatcher(opts, etcd.url, tmp, "gone", "--report-ttl", "2")
+            watchers.append(gone)
+            check(wait_for(lambda: holds_current(etcd, c, ["gone"])), "gone reports")
+            gone.signal(signal.SIGSTOP)
+            r = c.run("add", "cache-f", "--weight", "1", "--wait=30")
+            check(r.returncode == 0 and "gone" in r.stdout and "all 2 processes hold" in r.stdout,
+                  "a stopped process whose lease expired is not waited for: %d %s" % (r.returncode, r.stdout))
+            gone.kill()
+
+            # One process refuses the new ring: exit 3 at once, with its reason.
+            if opts.plugin_path:
+                admin = c
+                with open(ring, "w") as f:
+                    f.write("%%hasher murmur3_32\ncache-a 1\ncache-d 4\n")
+                t0 = time.monotonic()
+                r = admin.run("apply", ring, "--wait=60")
+                check(r.returncode == 3 and "refused after" in r.stdout
+                      and re.search(r"^  b: refused revision \d+: .*murmur3", r.stdout, re.M),
+                      "a process refuses the new ring: exit 3 with its reason: %d %s %s"
+                      % (r.returncode, r.stdout, r.stderr))
+                check(time.monotonic() - t0 < 30, "without waiting for the timeout")
+                with open(ring, "w") as f:
+                    f.write("%%hasher xxh3\ncache-a 1\ncache-d 4\n")
+                r = admin.run("apply", ring, "--wait")
+                check(r.returncode == 0, "back to a ring b loads: %d %s" % (r.returncode, r.stdout))
+            else:
+                print("note: no --plugin-path: the refusal part is not run")
+    finally:
+        for w in watchers:
+            w.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_confirm(opts):
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watchers = []
+    try:
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            c.ok("add", "cache-a", "--weight", "1")
+            ok_flag = os.path.join(tmp, "ok")
+            confirmed = os.path.join(tmp, "confirmed")
+            cmd = 'test -e %s && echo "$CHRING_REVISION $CHRING_FINGERPRINT $CHRING_FILE" >> %s' % (ok_flag, confirmed)
+            w = ReportingWatcher(opts, etcd.url, tmp, "w", "--confirm", cmd)
+            watchers.append(w)
+            check(wait_for(lambda: (report_of(etcd, "w") or {}).get("state") == "unconfirmed"),
+                  "a failing --confirm: unconfirmed: %s\n%s" % (report_of(etcd, "w"), w.log()))
+            rep = report_of(etcd, "w") or {}
+            held = w.held()
+            check(rep.get("revision") is None and (rep.get("pending_revision"), rep.get("pending_fingerprint")) == held
+                  and rep.get("failure") == "exited with status 1",
+                  "nothing held yet; the file's ring pending, with the failure: %s (file %s)" % (rep, held))
+            check("--confirm command exited with status 1 for revision %d" % held[0] in w.log(), "logged:\n" + w.log())
+            code, doc, _ = status(c)
+            check(code == 3 and verdicts(doc) == {"w": "lags"} and "unconfirmed" in doc["processes"][0]["detail"],
+                  "status: an unconfirmed process lags: %d %s" % (code, doc))
+            r = c.run("add", "cache-b", "--weight", "1", "--wait=1")
+            check(r.returncode == 3 and "unconfirmed: --confirm command exited with status 1" in r.stdout,
+                  "--wait times out on an unconfirmed ring: %d %s" % (r.returncode, r.stdout))
+            tries = w.log().count("--confirm command exited")
+            open(ok_flag, "w").close()
+            check(wait_for(lambda: (report_of(etcd, "w") or {}).get("state") == "published"),
+                  "once the command succeeds: published: %s" % report_of(etcd, "w"))
+            rep = report_of(etcd, "w") or {}
+            held = w.held()
+            check((rep.get("revision"), rep.get("fingerprint")) == held and "pending_revision" not in rep,
+                  "the confirmed ring is held: %s (file %s)" % (rep, held))
+            lines = (read(confirmed) or "").split()
+            check(lines[:3] == [str(held[0]), held[1], w.out], "--confirm's environment: %s" % lines)
+            check(tries <= 2, "a failure is logged once per revision (%d lines)" % tries)
+            check(status(c)[0] == 0, "status: exit 0")
+            r = c.run("add", "cache-c", "--weight", "1", "--wait")
+            check(r.returncode == 0, "--wait with a succeeding --confirm: %d %s" % (r.returncode, r.stdout))
+            check("confirmed revision" in w.log(), "confirmations are logged")
+
+            # Failing again; a newer revision replaces the one being confirmed.
+            os.unlink(ok_flag)
+            before = report_of(etcd, "w")
+            c.ok("add", "cache-d", "--weight", "1")
+            check(wait_for(lambda: (report_of(etcd, "w") or {}).get("state") == "unconfirmed"), "unconfirmed again")
+            c.ok("add", "cache-e", "--weight", "1")
+            last = json.loads(c.show("json"))
+            check(wait_for(lambda: (report_of(etcd, "w") or {}).get("pending_fingerprint") == last["fingerprint"]),
+                  "a newer revision replaces the pending one: %s" % report_of(etcd, "w"))
+            rep = report_of(etcd, "w") or {}
+            check(rep.get("revision") == before["revision"] and rep.get("fingerprint") == before["fingerprint"],
+                  "the held ring is still the last confirmed one: %s, before %s" % (rep, before))
+            open(ok_flag, "w").close()
+            check(wait_for(lambda: holds_current(etcd, c, ["w"])), "confirmed: holds the current ring")
+            check(w.terminate() == 0, "SIGTERM: exit 0")
+            r = subprocess.run(watch_cmd(opts, etcd.url, os.path.join(tmp, "x"), "--once", "--confirm", "true"),
+                               capture_output=True, text=True, env=run_env(), timeout=60)
+            check(r.returncode == 2 and "not with --once" in r.stderr, "--confirm --once: %d %s" % (r.returncode, r.stderr))
+    finally:
+        for w in watchers:
+            w.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # -- hooks --------------------------------------------------------------------------
@@ -1276,12 +1734,15 @@ def case_options_newline(opts):
 CASES = {"admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow,
          "catchup": case_catchup, "tls": case_tls, "token": case_token, "guard": case_guard,
          "hook-timeout": case_hook_timeout, "hook-stop": case_hook_stop, "bounded": case_bounded,
-         "options-newline": case_options_newline}
+         "options-newline": case_options_newline, "report": case_report, "status": case_status,
+         "wait": case_wait, "confirm": case_confirm}
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--chring", required=True)
+    p.add_argument("--plugin-path", default=os.environ.get("CHRING_PLUGIN_PATH", ""),
+                   help="the build's plugin folders (a watcher without them refuses a plugin's hasher)")
     p.add_argument("case", choices=sorted(CASES))
     opts = p.parse_args()
     if opts.case in ("tls", "token") and shutil.which("openssl") is None:

@@ -10,6 +10,7 @@
 
 #include <ctime>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include "../options.hpp"
@@ -18,6 +19,7 @@
 #include "etcd_client.hpp"
 #include "etcd_commands.hpp"
 #include "etcd_state.hpp"
+#include "fleet_report.hpp"
 #include "guard.hpp"
 
 namespace chring::cli::etcd {
@@ -34,6 +36,7 @@ struct AdminFlags {
     std::string zone;
     std::string file;
     std::string format = "table";
+    double wait = 0;  // --wait[=TIMEOUT]; 0: do not wait
 };
 
 // The prefix as read at one revision.
@@ -66,11 +69,25 @@ public:
     const Layout &layout() const { return layout_; }
     const AdminFlags &flags() const { return f_; }
     Client &client() { return client_; }
+    // The reports' reader, its messages naming P.status/.
+    Client &reports() {
+        if (!reports_)
+            reports_ = std::make_unique<Client>(parse_endpoints(f_.etcd.endpoints), f_.etcd.timeout,
+                                                access_from(f_.etcd, "the keys under " + status_dir(layout_)));
+        return *reports_;
+    }
+    // After a change: --wait for the fleet to hold its ring. The exit status.
+    int finish(const Rollout &rollout) {
+        if (f_.wait <= 0) return 0;
+        std::cout.flush();
+        return wait_for_rollout(reports(), layout_, rollout, f_.wait, std::cout);
+    }
 
 private:
     const AdminFlags &f_;
     Layout layout_;
     Client client_;
+    std::unique_ptr<Client> reports_;
 };
 
 Current Admin::read() {
@@ -214,7 +231,7 @@ Target find_member(Admin &a) {
     return t;
 }
 
-void run_add(Admin &a) {
+int run_add(Admin &a) {
     const AdminFlags &f = a.flags();
     const std::string change = "add " + visible_bounded(f.id);
     std::string value = std::to_string(f.weight) + (f.zone.empty() ? "" : " " + f.zone);
@@ -234,13 +251,14 @@ void run_add(Admin &a) {
     next[key] = m.value;
     Built b = a.validate(next, change);
     const std::optional<nlohmann::json> more = a.plan(cur, b, change);
-    if (!more) return;
+    if (!more) return 0;  // a dry run: nothing to wait for
     uint64_t rev = a.commit(cur, one(absent_compare(key)), with(one(put_op(key, m.value)), *more));
     std::cout << "added " << printable_id(m.id) << " (weight " << m.weight
               << (m.zone.empty() ? "" : ", zone " + printable_id(m.zone)) << "): " << summary(rev, b) << '\n';
+    return a.finish({rev, b.fingerprint, true});
 }
 
-void run_remove(Admin &a) {
+int run_remove(Admin &a) {
     const AdminFlags &f = a.flags();
     const auto [id, cur, key] = find_member(a);
     State next = cur.state;
@@ -248,12 +266,13 @@ void run_remove(Admin &a) {
     const std::string change = "remove " + visible_bounded(f.id);
     Built b = a.validate(next, change);
     const std::optional<nlohmann::json> more = a.plan(cur, b, change);
-    if (!more) return;
+    if (!more) return 0;  // a dry run: nothing to wait for
     uint64_t rev = a.commit(cur, one(unchanged_compare(key, cur.mod_revision.at(key))), with(one(delete_op(key)), *more));
     std::cout << "removed " << printable_id(id) << ": " << summary(rev, b) << '\n';
+    return a.finish({rev, b.fingerprint, true});
 }
 
-void run_set_weight(Admin &a) {
+int run_set_weight(Admin &a) {
     const AdminFlags &f = a.flags();
     const auto [id, cur, key] = find_member(a);
     MemberEntry old;
@@ -271,17 +290,18 @@ void run_set_weight(Admin &a) {
     if (cur.state.at(key) == m.value) {
         std::cout << printable_id(id) << " already has weight " << f.weight << ": nothing written ("
                   << summary(cur.header.revision, b) << ")\n";
-        return;
+        return a.finish({cur.header.revision, b.fingerprint, false});
     }
     const std::optional<nlohmann::json> more = a.plan(cur, b, change);
-    if (!more) return;
+    if (!more) return 0;  // a dry run: nothing to wait for
     uint64_t rev = a.commit(cur, one(unchanged_compare(key, cur.mod_revision.at(key))),
                             with(one(put_op(key, m.value)), *more));
     std::cout << printable_id(id) << ": weight " << old.weight << " -> " << m.weight << ": " << summary(rev, b)
               << '\n';
+    return a.finish({rev, b.fingerprint, true});
 }
 
-void run_apply(Admin &a) {
+int run_apply(Admin &a) {
     const AdminFlags &f = a.flags();
     RingConfig config;
     config.plugin_dir = f.etcd.plugin_dir;
@@ -345,17 +365,18 @@ void run_apply(Admin &a) {
     if (ops.empty()) {
         std::cout << a.layout().prefix() << " already is " << f.file << ": nothing written ("
                   << summary(cur.header.revision, b) << ")\n";
-        return;
+        return a.finish({cur.header.revision, b.fingerprint, false});
     }
     const std::optional<nlohmann::json> more = a.plan(cur, b, "apply " + f.file);
-    if (!more) return;
+    if (!more) return 0;  // a dry run: nothing to wait for
     uint64_t rev = a.commit(cur, nlohmann::json::array(), with(ops, *more));
     std::cout << "applied " << f.file << ": " << added << " added, " << removed << " removed, " << changed
               << " changed, options " << (options_changed ? "changed" : "unchanged") << ": " << summary(rev, b)
               << '\n';
+    return a.finish({rev, b.fingerprint, true});
 }
 
-void run_show(Admin &a) {
+int run_show(Admin &a) {
     const AdminFlags &f = a.flags();
     Current cur = a.read();
     Built b = build_ring(a.layout(), cur.state, f.etcd.plugin_dir_or_null());
@@ -366,7 +387,7 @@ void run_show(Admin &a) {
     const Snapshot snap = b.ring->snapshot();
     if (f.format == "json" || f.format == "ring-file") {
         std::cout << snap.export_text(CHR_EXPORT_REVISION | (f.format == "json" ? CHR_EXPORT_JSON : 0u), rev);
-        return;
+        return 0;
     }
     const std::string options = describe_options(snap.options());
     Report report;
@@ -392,18 +413,37 @@ void run_show(Admin &a) {
                    percent_cell(n.ownership, 2)});
     report.tables.push_back(std::move(m));
     write_report(report, Format::table, std::cout);
+    return 0;
+}
+
+int run_status(Admin &a) {
+    return fleet_status(a.client(), a.reports(), a.layout(), a.flags().etcd.plugin_dir_or_null(),
+                        a.flags().format == "json", std::cout);
 }
 
 // Every failure of these commands reads "chring: etcd: ...".
-void guarded(const std::shared_ptr<AdminFlags> &flags, void (*run)(Admin &)) {
+// A verdict other than success (status, --wait) is its exit status.
+void guarded(const std::shared_ptr<AdminFlags> &flags, int (*run)(Admin &)) {
+    int status = 0;
     try {
         Admin admin(*flags);
-        run(admin);
+        status = run(admin);
     } catch (const UsageError &) {
         throw;
     } catch (const CliError &e) {
         throw CliError(std::string("etcd: ") + e.what());
     }
+    if (status != 0) throw ExitStatus(status);
+}
+
+// --wait[=TIMEOUT] on each change: one flag, one implementation (Admin::finish).
+void add_wait_flag(CLI::App &cmd, AdminFlags &flags) {
+    cmd.add_flag("--wait{60}", flags.wait,
+                 "Then wait until every process reporting under PREFIX.status/ holds the new ring (or a later "
+                 "one): exit 0; 3 when one refused it or TIMEOUT seconds (default 60) passed, 4 when no "
+                 "process reports")
+        ->type_name("[=TIMEOUT]")
+        ->check(seconds(0.1, 86400));
 }
 
 }  // namespace
@@ -427,10 +467,12 @@ void add_etcd_command(CLI::App &app) {
         ->check(whole_number(0, CHR_WEIGHT_MAX))
         ->required();
     add->add_option("--zone", flags->zone, "Its zone, as in a ring file")->type_name("ZONE");
+    add_wait_flag(*add, *flags);
     add->callback([flags] { guarded(flags, run_add); });
 
     CLI::App *remove = etcd->add_subcommand("remove", "Remove a member (one delete)");
     remove->add_option("id", flags->id, "The member's id, as in a ring file")->required();
+    add_wait_flag(*remove, *flags);
     remove->callback([flags] { guarded(flags, run_remove); });
 
     CLI::App *reweight = etcd->add_subcommand("set-weight", "Change a member's weight (its zone is kept)");
@@ -438,11 +480,13 @@ void add_etcd_command(CLI::App &app) {
     reweight->add_option("weight", flags->weight, "The new weight (0..1000000)")
         ->check(whole_number(0, CHR_WEIGHT_MAX))
         ->required();
+    add_wait_flag(*reweight, *flags);
     reweight->callback([flags] { guarded(flags, run_set_weight); });
 
     CLI::App *apply = etcd->add_subcommand(
         "apply", "Make the prefix equal a ring file (its options if it has any, and its members), one transaction");
     apply->add_option("file", flags->file, "The ring file")->required();
+    add_wait_flag(*apply, *flags);
     apply->callback([flags] { guarded(flags, run_apply); });
 
     CLI::App *show = etcd->add_subcommand("show", "Members, revision and fingerprint of the ring in etcd");
@@ -452,6 +496,16 @@ void add_etcd_command(CLI::App &app) {
         ->check(CLI::IsMember({"table", "json", "ring-file"}))
         ->capture_default_str();
     show->callback([flags] { guarded(flags, run_show); });
+
+    CLI::App *status = etcd->add_subcommand(
+        "status", "The fleet: which ring each process reporting under PREFIX.status/ holds, against etcd's");
+    status->add_option("--format", flags->format, "table (default) or json")
+        ->type_name("FORMAT")
+        ->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
+    status->footer("Exit status: 0 every reporting process holds the current ring, 3 some lag or refused, "
+                   "4 no process reports, 1 error.");
+    status->callback([flags] { guarded(flags, run_status); });
 }
 
 }  // namespace chring::cli::etcd

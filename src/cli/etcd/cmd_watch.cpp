@@ -9,13 +9,17 @@
 // jitter. A state the library refuses, or one that breaks a guard rail
 // (too few members, too many keys moved: guard.hpp) without the operator's
 // lift, is reported and the last good file stays in place. An --out file
-// that exists at startup is that last good file until etcd answers.
+// that exists at startup is that last good file until etcd answers. Each
+// publish and refusal also goes to the watcher's report in etcd
+// (PREFIX.status/NAME, fleet_report.hpp), with --confirm.
 #include <signal.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -25,6 +29,7 @@
 #include "etcd_client.hpp"
 #include "etcd_commands.hpp"
 #include "etcd_state.hpp"
+#include "fleet_report.hpp"
 #include "guard.hpp"
 #include "hook.hpp"
 
@@ -51,6 +56,7 @@ struct WatchFlags {
     double keepalive = 5.0;
     double hook_timeout = 30.0;
     bool once = false;
+    ReportFlags report;  // --name, --report-ttl, --no-report, --confirm
 };
 
 // Keys and values in a message are bounded where they are quoted; the cap
@@ -85,9 +91,10 @@ void install_signal_handlers() {
     signal(SIGPIPE, SIG_IGN);
 }
 
-void sleep_unless_stopped(double seconds) {
+void sleep_unless_stopped(double seconds, const std::function<void()> &tick) {
     const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     while (!g_stop && Clock::now() < until) {
+        tick();
         Clock::duration left = until - Clock::now();
         std::this_thread::sleep_for(std::min<Clock::duration>(left, std::chrono::milliseconds(50)));
     }
@@ -101,6 +108,18 @@ public:
                   access_from(flags.etcd, "the keys under " + layout_.range_begin()), &g_stop),
           random_(std::random_device{}()) {
         client_.on_renew([](const std::string &line) { log(line); });
+        ReportFlags report = flags.report;
+        if (flags.once) report.report = false;  // gone as soon as written: nothing to follow
+        report.hook_timeout = flags.hook_timeout;  // --confirm's, as --exec's
+        report_flags_ = report;
+        // --confirm runs with the hook runner, as --exec, bounded by its timeout.
+        auto confirm = [this](const std::string &what, const std::string &command,
+                              const std::vector<std::pair<std::string, std::string>> &env,
+                              const std::function<void()> &tick) {
+            HookResult r = run_hook(what, command, env, report_flags_.hook_timeout, &g_stop, tick);
+            return r.ok ? std::string() : r.failure;
+        };
+        reporter_ = std::make_unique<FleetReporter>(flags.etcd, layout_, flags.out, report_flags_, log, confirm);
     }
 
     int run();
@@ -123,6 +142,10 @@ private:
     Layout layout_;
     Client client_;
     std::mt19937_64 random_;
+    // The fleet's report of this watcher (and --confirm): told of each
+    // publish and refusal, ticked from every wait, stopped on the way out.
+    ReportFlags report_flags_;
+    std::unique_ptr<FleetReporter> reporter_;
 
     State state_;
     uint64_t revision_ = 0;       // the revision state_ is the prefix's state at
@@ -209,6 +232,7 @@ void Watcher::list() {
         state_.emplace(std::move(kv.key), std::move(kv.value));
     }
     revision_ = h.revision;
+    reporter_->etcd_is_back();
 }
 
 // One line of the watch stream; true when it changed the state.
@@ -310,6 +334,7 @@ void Watcher::watch(unsigned &attempt, bool &renewed) {
         for (const std::string &line : lines) changed |= handle(line, created);
         if (created) renewed = false;
         if (changed) publish();
+        reporter_->tick();
         if (!alive) throw Relist("the watch stream ended (" + stream.error() + ")");
         if (Clock::now() - last_probe >= every) {
             probe();
@@ -325,6 +350,7 @@ bool Watcher::guard_lifted() const { return guard_revision_ != 0 && guard_revisi
 void Watcher::refuse(const std::string &reason) {
     log("refused revision " + std::to_string(revision_) + ": " + reason + "; " +
         (published_ ? "keeping revision " + std::to_string(published_revision_) : "no file written yet"));
+    reporter_->refused(revision_, reason);
 }
 
 bool Watcher::publish() {
@@ -353,6 +379,7 @@ bool Watcher::publish() {
     } catch (const CliError &e) {
         log("cannot publish revision " + std::to_string(revision_) + ": " + e.what() + "; " +
             (published_ ? "keeping revision " + std::to_string(published_revision_) : "no file written yet"));
+        reporter_->refused(revision_, std::string("cannot write the file: ") + e.what());
         return false;
     }
     published_ = true;
@@ -362,7 +389,9 @@ bool Watcher::publish() {
     published_ring_ = std::move(b.ring);
     log("published revision " + std::to_string(revision_) + " fingerprint " + hex64(b.fingerprint) + " (" +
         std::to_string(b.members) + (b.members == 1 ? " member" : " members") + ") to " + f_.out);
+    reporter_->published(revision_, b.fingerprint);
     if (!f_.exec.empty()) run_exec(b.fingerprint);
+    reporter_->after_hooks();
     return true;
 }
 
@@ -374,7 +403,7 @@ void Watcher::run_exec(uint64_t fingerprint) {
     const HookResult r = run_hook("--exec", f_.exec,
                                   {{"CHRING_FILE", f_.out}, {"CHRING_REVISION", revision},
                                    {"CHRING_FINGERPRINT", hex64(fingerprint)}},
-                                  f_.hook_timeout, &g_stop, {});
+                                  f_.hook_timeout, &g_stop, [this] { reporter_->tick(); });
     if (!r.ok)
         log("--exec command " + r.failure + " after revision " + revision + (r.stopped ? "" : "; going on"));
 }
@@ -402,8 +431,9 @@ int Watcher::run() {
         if (g_stop) break;
         double delay = backoff(attempt++);
         log("re-listing after " + reason + " (in " + seconds_text(delay) + " s)");
-        sleep_unless_stopped(delay);
+        sleep_unless_stopped(delay, [this] { reporter_->tick(); });
     }
+    reporter_->stop();
     log(std::string("stopping on ") + (g_signal == SIGINT ? "SIGINT" : "SIGTERM") + "; " +
         (published_ ? f_.out + " keeps revision " + std::to_string(published_revision_) : "no file written"));
     return 0;
@@ -437,8 +467,10 @@ void add_watch_command(CLI::App &app) {
         ->capture_default_str();
     add_guard_flags(*cmd, flags->guard);
     cmd->add_flag("--once", flags->once, "List, publish, exit (0: published, 1: refused or etcd unreachable)");
+    add_report_options(*cmd, flags->report);
     cmd->callback([flags] {
         if (flags->out.empty()) throw UsageError("--out: the file name is empty");
+        check_report_options(flags->report, flags->once);
         Watcher w(*flags);
         if (w.run() != 0) throw CliError("watch --once: nothing was published (see the line above)");
     });

@@ -380,9 +380,15 @@ nlohmann::json Client::post_once(const std::string &url, const std::string &body
     }
     auto err = j.find("error");
     if (err != j.end()) {
+        // The unary shape {"error": "...", "message": "...", "code": N}, or a
+        // stream's (lease keepalive) {"error": {"grpc_code": N, "message": ...}}.
         std::string message = j.value("message", std::string());
         if (message.empty() && err->is_string()) message = err->get<std::string>();
         int code = j.value("code", 0);
+        if (err->is_object()) {
+            message = err->value("message", std::string());
+            code = err->value("grpc_code", 0);
+        }
         const std::string path = url.substr(url.rfind("/v3/"));
         const char *what = path == "/v3/auth/authenticate" ? "authenticate"
                            : path == "/v3/kv/range"         ? "read"

@@ -41,6 +41,8 @@ public:
     const std::string &etcd_message() const { return etcd_message_; }
     // gRPC OUT_OF_RANGE: "required revision has been compacted".
     bool compacted() const { return code_ == 11; }
+    // gRPC NOT_FOUND: "requested lease not found" (it expired or was revoked).
+    bool not_found() const { return code_ == 5; }
 
 private:
     int code_;

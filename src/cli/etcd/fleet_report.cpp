@@ -1,0 +1,528 @@
+#include "fleet_report.hpp"
+
+#include <limits.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include "../options.hpp"
+#include "../spelling.hpp"
+#include "etcd_commands.hpp"
+
+namespace chring::cli::etcd {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::duration from_seconds(double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+// Now, RFC 3339 in UTC with milliseconds: "2026-12-07T18:51:52.123Z".
+std::string utc_now() {
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, int(ms));
+    return buf;
+}
+
+// At most kReasonMax bytes, cut before a UTF-8 continuation byte.
+std::string bounded(const std::string &text) {
+    if (text.size() <= kReasonMax) return text;
+    size_t end = kReasonMax - 3;
+    while (end > 0 && (uint8_t(text[end]) & 0xC0) == 0x80) --end;
+    return text.substr(0, end) + "...";
+}
+
+std::string hostname() {
+    char buf[HOST_NAME_MAX + 1] = "";
+    if (gethostname(buf, sizeof buf) != 0) return "localhost";
+    buf[sizeof buf - 1] = '\0';
+    return buf;
+}
+
+std::string absolute(const std::string &path) {
+    if (!path.empty() && path[0] == '/') return path;
+    char buf[PATH_MAX];
+    if (!getcwd(buf, sizeof buf)) return path;
+    return std::string(buf) + "/" + path;
+}
+
+bool parse_hex64(const std::string &text, uint64_t &out) {
+    if (text.size() != 18 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) return false;
+    if (text.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string::npos) return false;
+    out = std::stoull(text.substr(2), nullptr, 16);
+    return true;
+}
+
+// A revision field: a non-negative JSON integer.
+bool revision_of(const nlohmann::json &j, const char *name, uint64_t &out) {
+    auto it = j.find(name);
+    if (it == j.end() || !(it->is_number_unsigned() || (it->is_number_integer() && it->get<int64_t>() >= 0)))
+        return false;
+    out = it->get<uint64_t>();
+    return true;
+}
+
+template <class Json>
+std::string dump(const Json &j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+}  // namespace
+
+std::string status_dir(const Layout &layout) { return layout.prefix() + ".status/"; }
+std::string status_range_end(const Layout &layout) { return prefix_range_end(status_dir(layout)); }
+std::string status_key(const Layout &layout, const std::string &name) {
+    return status_dir(layout) + canonical_field(name);
+}
+
+const char *state_name(ReportState s) {
+    switch (s) {
+    case ReportState::published: return "published";
+    case ReportState::refused: return "refused";
+    case ReportState::confirming: return "confirming";
+    case ReportState::unconfirmed: return "unconfirmed";
+    }
+    return "?";
+}
+
+nlohmann::ordered_json ProcessReport::to_json() const {
+    using J = nlohmann::ordered_json;  // the fields in this order, for people reading etcdctl's output
+    J j = {
+        {"version", 1},
+        {"name", canonical_field(name)},
+        {"host", host},
+        {"pid", pid},
+        {"out", out},
+        {"state", state_name(state)},
+        {"revision", holds_ring ? J(revision) : J()},
+        {"fingerprint", holds_ring ? J(hex64(fingerprint)) : J()},
+    };
+    if (pending) {
+        j["pending_revision"] = pending_revision;
+        j["pending_fingerprint"] = hex64(pending_fingerprint);
+    }
+    if (state == ReportState::refused) {
+        j["refused_revision"] = refused_revision;
+        j["reason"] = reason;
+    }
+    if (state == ReportState::unconfirmed) j["failure"] = failure;
+    j["since"] = since;
+    return j;
+}
+
+bool ProcessReport::from_json(const nlohmann::json &j, ProcessReport &r, std::string &why) {
+    if (!j.is_object()) {
+        why = "not a JSON object";
+        return false;
+    }
+    r = ProcessReport();
+    r.host = j.value("host", std::string());
+    r.out = j.value("out", std::string());
+    r.since = j.value("since", std::string());
+    if (auto pid = j.find("pid"); pid != j.end() && pid->is_number_integer()) r.pid = pid->get<int64_t>();
+    const std::string state = j.value("state", std::string());
+    if (state == "published") r.state = ReportState::published;
+    else if (state == "refused") r.state = ReportState::refused;
+    else if (state == "confirming") r.state = ReportState::confirming;
+    else if (state == "unconfirmed") r.state = ReportState::unconfirmed;
+    else {
+        why = "its state '" + state + "' is none of published, refused, confirming, unconfirmed";
+        return false;
+    }
+    if (auto fp = j.find("fingerprint"); fp != j.end() && !fp->is_null()) {
+        if (!fp->is_string() || !parse_hex64(fp->get<std::string>(), r.fingerprint) ||
+            !revision_of(j, "revision", r.revision)) {
+            why = "its revision or fingerprint is malformed";
+            return false;
+        }
+        r.holds_ring = true;
+    }
+    if (auto fp = j.find("pending_fingerprint"); fp != j.end() && !fp->is_null()) {
+        if (!fp->is_string() || !parse_hex64(fp->get<std::string>(), r.pending_fingerprint) ||
+            !revision_of(j, "pending_revision", r.pending_revision)) {
+            why = "its pending revision or fingerprint is malformed";
+            return false;
+        }
+        r.pending = true;
+    }
+    if (r.state == ReportState::refused) {
+        revision_of(j, "refused_revision", r.refused_revision);
+        r.reason = j.value("reason", std::string());
+    }
+    if (r.state == ReportState::unconfirmed) r.failure = j.value("failure", std::string());
+    return true;
+}
+
+// -- the watcher's side ------------------------------------------------------------------
+
+struct FleetReporter::Impl {
+    Impl(const EtcdFlags &etcd, const Layout &layout, const std::string &out, const ReportFlags &f, Log log_,
+         RunHook run_hook_)
+        : flags(f), log(std::move(log_)), run_hook(std::move(run_hook_)), layout(layout),
+          client(parse_endpoints(etcd.endpoints), etcd.timeout,
+                 access_from(etcd, "the keys under " + status_dir(layout))) {
+        report.host = hostname();
+        report.pid = int64_t(getpid());
+        report.name = f.name.empty() ? report.host + ":" + std::to_string(report.pid) : f.name;
+        report.out = absolute(out);
+        report.since = utc_now();
+        key = status_key(layout, report.name);
+        client.on_renew([this](const std::string &line) { log(line); });
+    }
+
+    const ReportFlags &flags;
+    Log log;
+    RunHook run_hook;
+    const Layout &layout;
+    Client client;  // its own connection: no stop flag, so the lease is revoked after SIGTERM
+    std::string key;
+    ProcessReport report;
+    bool started = false;  // something to report (a publish or a refusal)
+    bool dirty = false;    // the report in etcd is not `report`
+
+    // The lease; 0: none granted (or it is gone).
+    uint64_t lease = 0;
+    double keepalive_every = 3.0;
+    Clock::time_point next_keepalive{};
+    // Retries of a failed write or keepalive.
+    unsigned failures = 0;
+    Clock::time_point next_try{};
+    std::string logged_cause;  // the failure logged last; "" while all is well
+    bool wrote = false;  // a put of ours went through
+    bool warned_duplicate = false;
+
+    // --confirm
+    bool confirm_due = false;
+    Clock::time_point next_confirm{};
+    unsigned confirm_tries = 0;
+    std::string logged_failure;
+    bool in_hook = false;
+
+    bool reporting() const { return flags.report; }
+
+    void changed() {
+        report.since = utc_now();
+        started = true;
+        dirty = true;
+    }
+
+    void failed(const std::string &what, const CliError &e) {
+        // One line per cause: the kind of failure, not its words (a
+        // timeout's message holds the milliseconds it waited).
+        const auto *server = dynamic_cast<const ServerError *>(&e);
+        const std::string cause = what + (server ? " etcd " + std::to_string(server->code()) : " transport");
+        if (cause != logged_cause) {
+            log("cannot " + what + " the report " + key + ": " + e.what() +
+                "; following the ring all the same, and trying again");
+            logged_cause = cause;
+        }
+        ++failures;
+        next_try = Clock::now() + from_seconds(std::min(2.0, 0.1 * std::ldexp(1.0, int(std::min(failures, 8u)))));
+    }
+
+    void succeeded() {
+        if (!logged_cause.empty()) log("reporting again at " + key);
+        logged_cause.clear();
+        failures = 0;
+    }
+
+    void grant() {
+        nlohmann::json answer = client.post("/v3/lease/grant", {{"TTL", int64_t(std::lround(flags.ttl))}});
+        const uint64_t id = json_u64(answer, "ID");
+        const uint64_t ttl = json_u64(answer, "TTL");
+        if (id == 0 || ttl == 0) throw TransportError(client.endpoint() + ": etcd granted no lease: " + dump(answer));
+        lease = id;
+        keepalive_every = std::max(0.5, double(ttl) / 3.0);
+        next_keepalive = Clock::now() + from_seconds(keepalive_every);
+    }
+
+    void put() {
+        nlohmann::json body = {{"key", base64_encode(key)},
+                               {"value", base64_encode(dump(report.to_json()))},
+                               {"lease", std::to_string(lease)},
+                               {"prev_kv", true}};
+        nlohmann::json answer = client.post("/v3/kv/put", body);
+        // Another process writing under the same name: each overwrites the
+        // other's report, so the fleet's view is wrong. Said once. Before
+        // our first put the key may hold a predecessor's report (a watcher
+        // restarted under its --name): that one is no other process.
+        const bool first = !wrote;
+        wrote = true;
+        auto prev = answer.find("prev_kv");
+        if (first || warned_duplicate || prev == answer.end() || !prev->is_object()) return;
+        if (json_u64(*prev, "lease") == lease) return;
+        std::string text;
+        if (!base64_decode(prev->value("value", std::string()), text)) return;
+        nlohmann::json other = nlohmann::json::parse(text, nullptr, false);
+        if (!other.is_object()) return;
+        const std::string host = other.value("host", std::string());
+        const int64_t pid = other.value("pid", int64_t(0));
+        if (host == report.host && pid == report.pid) return;
+        log("another process reported as " + visible(canonical_field(report.name)) + " (host " + visible(host) +
+            ", pid " + std::to_string(pid) + "): give each watcher its own --name");
+        warned_duplicate = true;
+    }
+
+    void write() {
+        try {
+            if (lease == 0) grant();
+            try {
+                put();
+            } catch (const ServerError &e) {
+                if (!e.not_found()) throw;
+                lease = 0;  // it expired (etcd away longer than the TTL): a new one
+                grant();
+                put();
+            }
+            dirty = false;
+            succeeded();
+        } catch (const CliError &e) {
+            failed("write", e);
+        }
+    }
+
+    void keepalive() {
+        try {
+            nlohmann::json answer = client.post("/v3/lease/keepalive", {{"ID", std::to_string(lease)}});
+            auto result = answer.find("result");
+            const uint64_t ttl = result != answer.end() ? json_u64(*result, "TTL") : 0;
+            if (ttl == 0) {
+                // etcd no longer knows the lease: the report is gone with it.
+                log("the lease of the report " + key + " expired: writing the report again under a new one");
+                lease = 0;
+                dirty = true;
+                write();
+                return;
+            }
+            next_keepalive = Clock::now() + from_seconds(keepalive_every);
+            succeeded();
+        } catch (const ServerError &e) {
+            if (!e.not_found()) {
+                failed("keep alive", e);
+                return;
+            }
+            log("the lease of the report " + key + " expired: writing the report again under a new one");
+            lease = 0;
+            dirty = true;
+            write();
+        } catch (const CliError &e) {
+            failed("keep alive", e);
+        }
+    }
+
+    void flush() {
+        if (!reporting() || !started) return;
+        const auto now = Clock::now();
+        if (failures && now < next_try) return;
+        if (dirty)
+            write();
+        else if (lease && now >= next_keepalive)
+            keepalive();
+    }
+
+    std::vector<std::pair<std::string, std::string>> confirm_env() const {
+        return {{"CHRING_FILE", report.out},
+                {"CHRING_REVISION", std::to_string(report.pending_revision)},
+                {"CHRING_FINGERPRINT", hex64(report.pending_fingerprint)}};
+    }
+
+    void try_confirm() {
+        confirm_due = false;
+        if (!report.pending || !run_hook) return;
+        const uint64_t revision = report.pending_revision, fingerprint = report.pending_fingerprint;
+        std::string failure;
+        in_hook = true;
+        try {
+            failure = run_hook("--confirm", flags.confirm, confirm_env(), [this] { flush(); });
+        } catch (...) {
+            in_hook = false;
+            throw;
+        }
+        in_hook = false;
+        if (!report.pending || report.pending_revision != revision) return;  // replaced meanwhile
+        // A newer state refused meanwhile stays the state; the file's ring
+        // is confirmed all the same.
+        const bool refusing = report.state == ReportState::refused;
+        if (failure.empty()) {
+            if (!refusing) report.state = ReportState::published;
+            report.holds_ring = true;
+            report.revision = revision;
+            report.fingerprint = fingerprint;
+            report.pending = false;
+            report.failure.clear();
+            changed();
+            log("confirmed revision " + std::to_string(revision) + " fingerprint " + hex64(fingerprint));
+            return;
+        }
+        const std::string line = "--confirm command " + failure + " for revision " + std::to_string(revision);
+        if (line != logged_failure) {
+            log(line + "; trying again until it succeeds or a newer revision replaces it");
+            logged_failure = line;
+        }
+        if (!refusing && (report.state != ReportState::unconfirmed || report.failure != bounded(failure))) {
+            report.state = ReportState::unconfirmed;
+            report.failure = bounded(failure);
+            changed();
+        }
+        // Soon at first (a server that loads the file on a timer, as nginx's
+        // check=), then at most every keepalive interval: 0.05 s doubling.
+        const double wait =
+            std::min(std::max(0.5, flags.ttl / 3.0), 0.05 * std::ldexp(1.0, int(std::min(confirm_tries, 10u))));
+        ++confirm_tries;
+        next_confirm = Clock::now() + from_seconds(wait);
+        confirm_due = true;
+    }
+};
+
+FleetReporter::FleetReporter(const EtcdFlags &etcd, const Layout &layout, const std::string &out,
+                             const ReportFlags &flags, Log log, RunHook run_hook)
+    : impl_(std::make_unique<Impl>(etcd, layout, out, flags, std::move(log), std::move(run_hook))) {
+    key_ = impl_->key;
+}
+
+FleetReporter::~FleetReporter() = default;
+
+void FleetReporter::published(uint64_t revision, uint64_t fingerprint) {
+    Impl &m = *impl_;
+    m.confirm_due = false;
+    m.confirm_tries = 0;
+    m.report.reason.clear();
+    m.report.refused_revision = 0;
+    m.report.failure.clear();
+    if (m.flags.confirm.empty()) {
+        m.report.state = ReportState::published;
+        m.report.holds_ring = true;
+        m.report.revision = revision;
+        m.report.fingerprint = fingerprint;
+        m.report.pending = false;
+    } else {
+        m.report.state = ReportState::confirming;
+        m.report.pending = true;
+        m.report.pending_revision = revision;
+        m.report.pending_fingerprint = fingerprint;
+    }
+    m.changed();
+}
+
+void FleetReporter::refused(uint64_t revision, const std::string &reason) {
+    Impl &m = *impl_;
+    m.report.state = ReportState::refused;
+    m.report.refused_revision = revision;
+    m.report.reason = bounded(reason);
+    m.changed();  // the file keeps its ring, confirmed or still to confirm
+    m.flush();
+}
+
+void FleetReporter::after_hooks() {
+    Impl &m = *impl_;
+    if (m.report.pending && !m.flags.confirm.empty()) {
+        m.flush();  // "confirming" while the command runs
+        m.try_confirm();
+    }
+    m.flush();
+}
+
+void FleetReporter::tick() {
+    Impl &m = *impl_;
+    if (!m.in_hook && m.confirm_due && Clock::now() >= m.next_confirm) m.try_confirm();
+    m.flush();
+}
+
+void FleetReporter::etcd_is_back() {
+    Impl &m = *impl_;
+    if (m.failures) m.next_try = Clock::now();
+    m.flush();
+}
+
+void FleetReporter::stop() {
+    Impl &m = *impl_;
+    if (!m.reporting() || m.lease == 0) return;
+    try {
+        m.client.post("/v3/lease/revoke", {{"ID", std::to_string(m.lease)}});
+    } catch (const ServerError &e) {
+        if (!e.not_found()) m.log("cannot revoke the lease of the report " + m.key + ": " + e.what());
+    } catch (const CliError &e) {
+        m.log("cannot revoke the lease of the report " + m.key + " (it expires by itself): " + e.what());
+    }
+    m.lease = 0;
+}
+
+void add_report_options(CLI::App &cmd, ReportFlags &f) {
+    cmd.add_option("--name", f.name,
+                   "This watcher's name in the fleet's reports (PREFIX.status/NAME; default HOSTNAME:PID), "
+                   "escaped as a ring-file id")
+        ->type_name("NAME");
+    cmd.add_option("--report-ttl", f.ttl,
+                   "The TTL of the report's lease: the report of a watcher that dies goes within this")
+        ->type_name("SECONDS")
+        ->check(seconds(2, 3600))
+        ->capture_default_str();
+    cmd.add_flag_callback("--no-report", [&f] { f.report = false; },
+                 "Write no report in etcd (the watcher then needs only read permission on PREFIX/)");
+    cmd.add_option("--confirm", f.confirm,
+                   "After each publish and its --exec, /bin/sh -c CMD (CHRING_FILE, CHRING_REVISION, "
+                   "CHRING_FINGERPRINT set) until it exits 0: only then does the report say the ring is held")
+        ->type_name("CMD");
+}
+
+void check_report_options(const ReportFlags &f, bool once) {
+    if (!f.confirm.empty() && once)
+        throw UsageError("--confirm tries its command until it succeeds: not with --once");
+    // Any bytes (the key escapes them), as long as a ring-file id may be.
+    if (f.name.size() > CHR_NODE_ID_MAX)
+        throw UsageError("--name: " + std::to_string(f.name.size()) + " bytes, over " +
+                         std::to_string(CHR_NODE_ID_MAX));
+}
+
+// -- reading the fleet ------------------------------------------------------------------
+
+FleetEntry read_entry(const Layout &layout, const std::string &key, const std::string &value) {
+    const std::string dir = status_dir(layout);
+    FleetEntry e;
+    e.key = key;
+    std::string why;
+    const std::string field = key.substr(std::min(dir.size(), key.size()));
+    if (!decode_field(field, "name", e.name, why)) e.name = field;
+    nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
+    if (j.is_discarded())
+        e.problem = "not JSON";
+    else if (ProcessReport::from_json(j, e.report, why))
+        e.readable = true;
+    else
+        e.problem = why;
+    return e;
+}
+
+std::vector<FleetEntry> read_reports(Client &client, const Layout &layout, uint64_t *revision) {
+    RangeResult r = client.range(status_dir(layout), status_range_end(layout));
+    if (revision) *revision = r.header.revision;
+    std::vector<FleetEntry> out;
+    for (const KeyValue &kv : r.kvs) out.push_back(read_entry(layout, kv.key, kv.value));
+    return out;
+}
+
+FleetView read_fleet(Client &client, Client &reports, const Layout &layout, const char *plugin_dir) {
+    FleetView v;
+    RangeResult ring = client.range(layout.range_begin(), layout.range_end());
+    v.revision = ring.header.revision;
+    State state;
+    for (KeyValue &kv : ring.kvs) state.emplace(std::move(kv.key), std::move(kv.value));
+    Built b = build_ring(layout, state, plugin_dir);
+    v.ring_valid = b.ring != nullptr;
+    v.fingerprint = b.fingerprint;
+    v.members = b.members;
+    v.ring_error = b.error;
+    v.processes = read_reports(reports, layout);
+    return v;
+}
+
+}  // namespace chring::cli::etcd
