@@ -48,6 +48,14 @@ directory; etcd_server.py) and stops it. CASE is one of:
             an options value without a trailing newline (as docs/etcd.md's
             etcdctl example writes it) means what it means with one, for
             apply, show and the watcher
+  guard     guard rails: `etcdctl del --prefix`, an empty file applied and
+            a change moving over 60% of the keys are refused by every
+            watcher (file kept, `chring etcd status` shows the reason) until
+            PREFIX/guard is written; a lift counts once; the admin commands
+            print what a change moves, refuse past a guard without --force,
+            --dry-run writes nothing; a mistyped --prefix and an etcd that
+            is down leave an existing --out file as it is
+  report, status, wait, confirm: see their functions (acknowledged rollouts)
 Ends with a line "N passed, N failed"; exits 77 (skipped) when openssl is
 missing for tls and token.
 """
@@ -403,11 +411,11 @@ def case_conflict(opts):
 
 # -- watch --------------------------------------------------------------------------
 
-def watch_cmd(opts, url, out, *extra, guard=False):
-    # --no-report: a report write moves etcd's revision, which these cases
-    # compare with the file's (the report cases use ReportingWatcher).
-    return ([opts.chring, "watch", "--etcd", url, "--prefix", PREFIX, "--out", out, "--no-report"] +
-            ([] if guard else UNGUARDED) + list(extra))
+def watch_cmd(opts, url, out, *extra, guard=False, report=False):
+    # --no-report unless `report`: a report write moves etcd's revision, which
+    # most cases compare with the file's (the report cases use ReportingWatcher).
+    return ([opts.chring, "watch", "--etcd", url, "--prefix", PREFIX, "--out", out] +
+            ([] if report else ["--no-report"]) + ([] if guard else UNGUARDED) + list(extra))
 
 
 def sigterm(proc, timeout=10):
@@ -625,26 +633,39 @@ def case_guard(opts):
             check(re.search(r"^add cache-d: moves 2\d\.\d\d% of the keys; members 3 -> 4; fingerprint 0x[0-9a-f]{16} -> "
                             r"0x[0-9a-f]{16}$", out, re.M), "add prints what it moves: " + out)
             check("cache-a -> cache-d: " in out, "add prints the flows, from -> to: " + out)
+            # Reporting watchers (PREFIX.status/w0, w1): each refusal shows in
+            # `chring etcd status`. Their report writes move etcd's revision,
+            # so the checks follow fingerprints and the refusals' own revisions.
             outs = [os.path.join(tmp, "ring%d" % i) for i in range(2)]
             for i, out in enumerate(outs):
-                watchers.append(LoggedWatcher(watch_cmd(opts, etcd.url, out, "--keepalive", "1", guard=True),
+                watchers.append(LoggedWatcher(watch_cmd(opts, etcd.url, out, "--keepalive", "1", "--name", "w%d" % i,
+                                                        guard=True, report=True),
                                               os.path.join(tmp, "watch%d.log" % i)))
-            last = {}  # the revision every watcher published last, and their files
-
-            def on(revision):
-                return all(wait_for(lambda o=o: file_field(read(o) or "", "revision") == str(revision)) for o in outs)
+            last = {}  # the fingerprint every watcher published last, and their files
 
             def published_by_all(what):
-                revision = etcd.client().revision()
-                check(on(revision), "%s: every watcher publishes revision %d" % (what, revision))
-                last.update(revision=revision, texts=[read(o) for o in outs])
-                return revision
+                fingerprint = json.loads(c.show("json"))["fingerprint"]
+                ok = all(wait_for(lambda o=o: file_field(read(o) or "", "fingerprint") == fingerprint) for o in outs)
+                check(ok, "%s: every watcher publishes %s" % (what, fingerprint))
+                check(wait_for(lambda: status(c)[0] == 0), "%s: status says every process holds it: %s"
+                      % (what, status(c)))
+                last.update(fingerprint=fingerprint, texts=[read(o) for o in outs])
 
             def refused_by_all(revision, what):
                 ok = all(w.wait_log("refused revision %d: guard: %s" % (revision, what)) for w in watchers)
                 check(ok, "revision %d refused by every watcher (%s):\n%s" % (revision, what, watchers[0].log()[-2000:]))
                 check([read(o) for o in outs] == last["texts"],
-                      "revision %d: every file keeps revision %d" % (revision, last["revision"]))
+                      "revision %d: every file keeps %s" % (revision, last["fingerprint"]))
+                check(wait_for(lambda: verdicts(status(c)[1]) == {"w0": "refused", "w1": "refused"}),
+                      "status: both refused: %s" % (status(c),))
+                code, doc, _ = status(c)
+                check(code == 3 and all("guard: " + what in (p["detail"] or "") for p in doc["processes"]),
+                      "status gives the guard's reason, exit 3: %d %s" % (code, doc))
+
+            def written(r):
+                """The revision a chring etcd change printed."""
+                m = re.search(r": revision (\d+), fingerprint", r.stdout if hasattr(r, "stdout") else r)
+                return int(m.group(1)) if m else -1
 
             def ring_file(name, text):
                 path = os.path.join(tmp, name)
@@ -655,9 +676,10 @@ def case_guard(opts):
             published_by_all("start")
 
             # `etcdctl del --prefix`: 0 members.
-            code, _, err = etcd.etcdctl("del", "--prefix", PREFIX + "/")
+            code, deleted, err = etcd.etcdctl("del", "--prefix", PREFIX + "/", "-w", "json")
             check(code == 0, "etcdctl del --prefix: " + err)
-            refused_by_all(etcd.client().revision(), "0 members of weight > 0, fewer than --min-members 1")
+            refused_by_all(int(json.loads(deleted)["header"]["revision"]),
+                           "0 members of weight > 0, fewer than --min-members 1")
             kv = etcd.client()
             kv.txn([kv.op_put(PREFIX + "/members/cache-" + m, "1") for m in "abcd"])
             published_by_all("the members back")
@@ -670,16 +692,14 @@ def case_guard(opts):
             check("members 4 -> 0" in r.stdout, "the refusal says what it would do: " + r.stdout)
             r = c.run("apply", empty, "--dry-run")
             check(r.returncode == 0 and "dry run: nothing written; it needs --force" in r.stdout, "--dry-run: " + r.stdout)
-            check(etcd.client().revision() == last["revision"], "the refused and the dry-run apply wrote nothing")
+            check(json.loads(c.show("json"))["fingerprint"] == last["fingerprint"],
+                  "the refused and the dry-run apply wrote nothing")
             # Past the admin's own guard (its thresholds lifted, no --force): every watcher refuses.
-            c.ok("apply", empty, "--min-members", "0", "--max-moved", "100%")
-            refused_by_all(etcd.client().revision(), "0 members")
+            refused_by_all(written(c.ok("apply", empty, "--min-members", "0", "--max-moved", "100%")), "0 members")
             # The documented override: write PREFIX/guard.
             etcd.put(PREFIX + "/guard", "emptied on purpose")
-            lifted = etcd.client().revision()
-            check(on(lifted), "a lift written after the refusal lets revision %d through" % lifted)
-            check(all(w.wait_log("guard lifted by %s/guard (revision %d)" % (PREFIX, lifted)) for w in watchers),
-                  "the lift is logged")
+            published_by_all("a lift written after the refusal")
+            check(all(w.wait_log("guard lifted by %s/guard (revision " % PREFIX) for w in watchers), "the lift is logged")
             check("\ncache-" not in read(outs[0]), "the empty ring is published")
             four = ring_file("four.ring", "cache-a 1\ncache-b 1\ncache-c 1\ncache-d 1\n")
             c.ok("apply", four)  # the first members of an empty ring move nothing
@@ -695,7 +715,7 @@ def case_guard(opts):
             check(r.returncode == 0, "past the admin's guard: %s" % r.stderr)
             # PREFIX/guard still holds the lift of the empty ring: a lift counts
             # for one publish, so this change is refused.
-            refused_by_all(etcd.client().revision(), "moves ")
+            refused_by_all(written(r), "moves ")
             four_again = c.run("apply", four, "--max-moved", "1")
             check(four_again.returncode == 0, "back to four: " + four_again.stderr)
             published_by_all("a small change after a refusal")
@@ -703,15 +723,14 @@ def case_guard(opts):
             r = c.run("apply", heavy, "--force")
             check(r.returncode == 0 and "--force: moves" in r.stdout and "writing %s/guard" % PREFIX in r.stdout,
                   "apply --force: %d %s %s" % (r.returncode, r.stdout, r.stderr))
-            forced = etcd.client().revision()
-            check(on(forced), "a forced change is published by every watcher")
+            published_by_all("a forced change")
             code, note, _ = etcd.etcdctl("get", PREFIX + "/guard", "--print-value-only")
             check(note.startswith("lifted by chring etcd apply %s --force on " % heavy), "the guard key says who: %r" % note)
             # remove with a too-small ring needs --force too.
             r = c.run("remove", "cache-a", "--dry-run")
             check(r.returncode == 0 and "remove cache-a: moves" in r.stdout and "dry run: nothing written; it needs --force"
                   in r.stdout, "remove --dry-run: " + r.stdout)
-            check(etcd.client().revision() == forced, "--dry-run wrote nothing")
+            check(json.loads(c.show("json"))["fingerprint"] == last["fingerprint"], "--dry-run wrote nothing")
             for w in watchers:
                 w.stop()
             watchers = []
@@ -723,7 +742,8 @@ def case_guard(opts):
             watchers.append(w)
             check(w.wait_log("guard: 0 members of weight > 0, fewer than --min-members 1"), "a mistyped prefix is refused:\n"
                   + w.log())
-            check("keeping %s (revision %d" % (outs[0], forced) in w.log(), "the existing file is adopted:\n" + w.log())
+            check("keeping %s (revision %s fingerprint %s" % (outs[0], file_field(kept, "revision"), last["fingerprint"])
+                  in w.log(), "the existing file is adopted:\n" + w.log())
             check(read(outs[0]) == kept, "the file is kept")
             w.stop()
             url = etcd.url
