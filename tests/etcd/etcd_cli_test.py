@@ -60,6 +60,7 @@ Ends with a line "N passed, N failed"; exits 77 (skipped) when openssl is
 missing for tls and token.
 """
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -427,14 +428,20 @@ def sigterm(proc, timeout=10):
         return None
 
 
-def clean_up(watcher, etcd, tmp):
-    """The end of a case that made its own etcd: kill a watcher still running,
-    stop etcd, remove the temporary directory."""
+def clean_up(watcher, etcd, tmp, leftovers=()):
+    """The end of a case: kill a watcher still running, stop the etcd the case
+    made itself (None: none), SIGKILL the processes `leftovers` (pids a hook
+    left), remove the temporary directory."""
     if watcher is not None and watcher.poll() is None:
         watcher.kill()
         watcher.wait()
     if etcd is not None:
         etcd.cleanup()
+    for pid in leftovers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -1154,10 +1161,22 @@ def holds_current(etcd, c, keys):
                for k in keys)
 
 
-def case_report(opts):
+@contextlib.contextmanager
+def reporting_run():
+    """(a temporary directory, a list for the case's ReportingWatchers): on
+    leaving, every watcher in the list is killed and the directory removed."""
     tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
     watchers = []
     try:
+        yield tmp, watchers
+    finally:
+        for w in watchers:
+            w.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_report(opts):
+    with reporting_run() as (tmp, watchers):
         with EtcdServer() as etcd:
             c = Chring(opts.chring, etcd.url)
             c.ok("add", "cache-a", "--weight", "1")
@@ -1248,16 +1267,10 @@ def case_report(opts):
             check(w1.terminate() == 0, "SIGTERM: exit 0")
             check(report_of(etcd, key1) is None, "a clean exit revokes the lease: its report is gone")
             check("revoke" not in w1.log(), "the revocation went through:\n" + w1.log())
-    finally:
-        for w in watchers:
-            w.kill()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def case_status(opts):
-    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
-    watchers = []
-    try:
+    with reporting_run() as (tmp, watchers):
         with EtcdServer() as etcd:
             c = Chring(opts.chring, etcd.url)
             c.ok("add", "cache-a", "--weight", "1")
@@ -1325,16 +1338,10 @@ def case_status(opts):
             url = etcd.url
         r = Chring(opts.chring, url).run("status", "--timeout", "2")
         check(r.returncode == 1 and r.stderr.startswith("chring: etcd: "), "etcd away: exit 1: %d %s" % (r.returncode, r.stderr))
-    finally:
-        for w in watchers:
-            w.kill()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def case_wait(opts):
-    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
-    watchers = []
-    try:
+    with reporting_run() as (tmp, watchers):
         with EtcdServer() as etcd:
             c = Chring(opts.chring, etcd.url)
             c.ok("add", "cache-a", "--weight", "1")
@@ -1416,16 +1423,10 @@ def case_wait(opts):
                 check(r.returncode == 0, "back to a ring b loads: %d %s" % (r.returncode, r.stdout))
             else:
                 print("note: no --plugin-path: the refusal part is not run")
-    finally:
-        for w in watchers:
-            w.kill()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def case_confirm(opts):
-    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
-    watchers = []
-    try:
+    with reporting_run() as (tmp, watchers):
         with EtcdServer() as etcd:
             c = Chring(opts.chring, etcd.url)
             c.ok("add", "cache-a", "--weight", "1")
@@ -1482,10 +1483,6 @@ def case_confirm(opts):
             r = subprocess.run(watch_cmd(opts, etcd.url, os.path.join(tmp, "x"), "--once", "--confirm", "true"),
                                capture_output=True, text=True, env=run_env(), timeout=60)
             check(r.returncode == 2 and "not with --once" in r.stderr, "--confirm --once: %d %s" % (r.returncode, r.stderr))
-    finally:
-        for w in watchers:
-            w.kill()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # -- hooks --------------------------------------------------------------------------
@@ -1578,15 +1575,7 @@ def case_hook_timeout(opts):
             check(all(l.startswith("chring watch: ") for l in lines), "every log line is one 'chring watch:' line")
             check(log.count("--exec command") == 1, "one hook failure logged:\n" + log)
     finally:
-        if watcher is not None and watcher.poll() is None:
-            watcher.kill()
-            watcher.wait()
-        for pid in leftovers:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(watcher, None, tmp, leftovers)
 
 
 def case_hook_stop(opts):
@@ -1627,15 +1616,7 @@ def case_hook_stop(opts):
                       "%s: the log says so:\n%s" % (what, log))
                 watcher = None
     finally:
-        if watcher is not None and watcher.poll() is None:
-            watcher.kill()
-            watcher.wait()
-        for pid in leftovers:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(watcher, None, tmp, leftovers)
 
 
 # -- bounded messages -----------------------------------------------------------------

@@ -51,7 +51,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import etcd_server  # noqa: E402
 from etcd_server import EtcdServer  # noqa: E402
-from test_etcd import escape, percentile  # noqa: E402
+from test_etcd import absolute_paths, escape, log_tails, percentile, raise_on_signals  # noqa: E402
 
 SKIP = 77
 PREFIX = "/chring-test/acks"
@@ -159,12 +159,7 @@ class Test:
         self.etcd.cleanup()
 
     def logs_tail(self, chars=1500):
-        out = []
-        for n in sorted(os.listdir(self.root)):
-            if n.endswith(".log"):
-                with open(os.path.join(self.root, n), errors="replace") as f:
-                    out.append("--- %s\n%s" % (n, f.read()[-chars:]))
-        return "\n".join(out)
+        return "\n".join(log_tails(self.root, chars))
 
     # -- chring etcd --
 
@@ -408,20 +403,13 @@ def main():
     p.add_argument("--plugin-path", default=os.environ.get("CHRING_PLUGIN_PATH", ""))
     p.add_argument("--results-dir", default="")
     args = p.parse_args()
-    for n in ("chring", "nginx", "nginx_module"):
-        v = getattr(args, n)
-        if v and os.sep in v:
-            setattr(args, n, os.path.abspath(v))
+    absolute_paths(args, ("chring", "nginx", "nginx_module"))
     why = missing(args)
     if why:
         print("skipped: %s" % why)
         return SKIP
 
-    def terminated(signum, frame):
-        raise RuntimeError("stopped by signal %d" % signum)
-
-    signal.signal(signal.SIGTERM, terminated)
-    signal.signal(signal.SIGINT, terminated)
+    raise_on_signals()
     t = Test(args)
     t0 = time.monotonic()
     try:

@@ -198,6 +198,17 @@ def percentile(values, q):
     return s[min(len(s), max(1, math.ceil(q / 100.0 * len(s)))) - 1]
 
 
+def log_tails(root, chars):
+    """Each *.log file in `root`, by name, as one string: a line "--- NAME"
+    and the file's last `chars` characters."""
+    out = []
+    for name in sorted(os.listdir(root)):
+        if name.endswith(".log"):
+            with open(os.path.join(root, name), errors="replace") as f:
+                out.append("--- %s\n%s" % (name, f.read()[-chars:]))
+    return out
+
+
 # -- processes ------------------------------------------------------------------
 
 
@@ -609,11 +620,7 @@ class Fleet:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def logs_tail(self, chars=3000):
-        out = []
-        for name in sorted(os.listdir(self.root)):
-            if name.endswith(".log"):
-                with open(os.path.join(self.root, name), errors="replace") as f:
-                    out.append("--- %s\n%s" % (name, f.read()[-chars:]))
+        out = log_tails(self.root, chars)
         out.append("--- etcd\n%s" % self.etcd.log_text()[-chars:])
         return "\n".join(out)
 
@@ -1367,6 +1374,26 @@ def missing_tools(args):
     return None
 
 
+def absolute_paths(args, names):
+    """The arguments `names` that are paths (hold a separator) made absolute:
+    meson gives paths relative to the build dir."""
+    for name in names:
+        value = getattr(args, name)
+        if value and os.sep in value:
+            setattr(args, name, os.path.abspath(value))
+
+
+def raise_on_signals():
+    """SIGTERM (meson's timeout) or SIGINT (^C) raises RuntimeError, so that
+    the run's `finally` stops the fleet, whose processes run in process
+    groups of their own, before going."""
+    def terminated(signum, frame):
+        raise RuntimeError("stopped by signal %d" % signum)
+
+    signal.signal(signal.SIGTERM, terminated)
+    signal.signal(signal.SIGINT, terminated)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--case", required=True, choices=sorted(CASES))
@@ -1385,11 +1412,8 @@ def main():
                         help="etcd with TLS (--client-cert-auth) and authentication; every "
                         "client with a certificate and a least-privilege user")
     args = parser.parse_args()
-    for name in ("chring", "probe", "libchring", "go_loader", "luajit", "lua_loader", "nginx",
-                 "nginx_module"):
-        value = getattr(args, name)
-        if value and os.sep in value:  # meson gives paths relative to the build dir
-            setattr(args, name, os.path.abspath(value))
+    absolute_paths(args, ("chring", "probe", "libchring", "go_loader", "luajit", "lua_loader", "nginx",
+                          "nginx_module"))
 
     why = missing_tools(args)
     if not why and args.secure and shutil.which("openssl") is None:
@@ -1401,13 +1425,7 @@ def main():
         print("skipped: %s" % why)
         return SKIP
 
-    def terminated(signum, frame):
-        # meson's timeout (or ^C): stop the fleet, whose processes run in
-        # process groups of their own, before going
-        raise RuntimeError("stopped by signal %d" % signum)
-
-    signal.signal(signal.SIGTERM, terminated)
-    signal.signal(signal.SIGINT, terminated)
+    raise_on_signals()
     sys.path.insert(0, args.nginx_tests)
     import test_e2e  # its Check: one line per check, failures with details
     check = test_e2e.Check()

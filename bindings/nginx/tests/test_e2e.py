@@ -834,21 +834,7 @@ def case_ringfile(ctx, check):
   upstream ring {
     chring $request_uri file=%s;
 %s
-  }
-  server {
-    listen 127.0.0.1:%d reuseport;
-    keepalive_requests 1000000;
-    keepalive_timeout 300s;
-    location / {
-      proxy_pass http://ring;
-      proxy_connect_timeout 2s;
-      proxy_read_timeout 10s;
-      add_header X-Chring-Fingerprint $chring_fingerprint always;
-      add_header X-Chring-Revision $chring_revision always;
-      add_header X-Chring-Refused-Revision $chring_refused_revision always;
-      add_header X-Chring-Refusal $chring_refusal always;
-      add_header X-Worker $pid always;
-    }
+  }""" % (path, "\n".join("    server %s;" % i for i in b)) + followed_server(port, "ring", """
     location = /status {  # no upstream: the named variables
       add_header X-Worker $pid always;
       return 200 "$chring_fingerprint_ring $chring_revision_ring";
@@ -856,8 +842,7 @@ def case_ringfile(ctx, check):
     location = /refused {
       add_header X-Worker $pid always;
       return 200 "$chring_refused_revision_ring|$chring_refusal_ring";
-    }
-  }""" % (path, "\n".join("    server %s;" % i for i in b), port))
+    }"""))
 
     # Good files: (members in file order). Bad files: (text, line, message).
     steps = [
@@ -981,9 +966,10 @@ def case_ringfile(ctx, check):
 # -- fallback, access: starting when the ring file cannot be used ---------------
 
 
-def followed_server(port, upstream):
+def followed_server(port, upstream, locations=""):
     """A server proxying to `upstream` whose answers carry the chring
-    variables and the worker's pid (for WorkerConnections)."""
+    variables and the worker's pid (for WorkerConnections); `locations`:
+    more location blocks for it."""
     return """
   server {
     listen 127.0.0.1:%d reuseport;
@@ -998,8 +984,8 @@ def followed_server(port, upstream):
       add_header X-Chring-Refused-Revision $chring_refused_revision always;
       add_header X-Chring-Refusal $chring_refusal always;
       add_header X-Worker $pid always;
-    }
-  }""" % (port, upstream)
+    }%s
+  }""" % (port, upstream, locations)
 
 
 def write_atomically(path, text):
