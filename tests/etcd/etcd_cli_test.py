@@ -742,17 +742,25 @@ def case_guard(opts):
                 w.stop()
             watchers = []
 
-            # A mistyped --prefix: a watcher whose file exists keeps it.
-            kept = read(outs[0])
-            w = LoggedWatcher([opts.chring, "watch", "--etcd", etcd.url, "--prefix", PREFIX + "-typo", "--out", outs[0]],
-                              os.path.join(tmp, "typo.log"))
-            watchers.append(w)
-            check(w.wait_log("guard: 0 members of weight > 0, fewer than --min-members 1"), "a mistyped prefix is refused:\n"
-                  + w.log())
-            check("keeping %s (revision %s fingerprint %s" % (outs[0], file_field(kept, "revision"), last["fingerprint"])
-                  in w.log(), "the existing file is adopted:\n" + w.log())
-            check(read(outs[0]) == kept, "the file is kept")
-            w.stop()
+            # A mistyped --prefix: every watcher whose file exists keeps it, and
+            # reports the refusal under the prefix it was given.
+            kept = [read(o) for o in outs]
+            typo = PREFIX + "-typo"
+            for i, out in enumerate(outs):
+                watchers.append(LoggedWatcher([opts.chring, "watch", "--etcd", etcd.url, "--prefix", typo, "--out", out,
+                                               "--name", "w%d" % i], os.path.join(tmp, "typo%d.log" % i)))
+            for w, out, text in zip(watchers, outs, kept):
+                check(w.wait_log("guard: 0 members of weight > 0, fewer than --min-members 1"),
+                      "a mistyped prefix is refused:\n" + w.log())
+                check("keeping %s (revision %s fingerprint %s" % (out, file_field(text, "revision"), last["fingerprint"])
+                      in w.log(), "the existing file is adopted:\n" + w.log())
+                check(read(out) == text, "the file is kept")
+            check(wait_for(lambda: verdicts(status(c, prefix=typo)[1]) == {"w0": "refused", "w1": "refused"}),
+                  "status under the mistyped prefix: both refused: %s" % (status(c, prefix=typo),))
+            for w in watchers:
+                w.stop()
+            watchers = []
+            kept = kept[0]
             url = etcd.url
 
         # Startup without etcd: the existing file is kept and adopted.
@@ -1139,9 +1147,9 @@ def report_of(etcd, key):
     return reports(etcd).get(key)
 
 
-def status(c):
+def status(c, prefix=PREFIX):
     """(exit status, JSON or None, stderr) of `chring etcd status --format json`."""
-    r = c.run("status", "--format", "json")
+    r = c.run("status", "--format", "json", prefix=prefix)
     try:
         doc = json.loads(r.stdout)
     except ValueError:
