@@ -126,7 +126,9 @@ std::string transport_problem(CURLcode rc, const std::string &detail, const std:
             has(detail, "record layer failure"))
             return head + " (etcd there does not speak TLS: use an http:// URL, or start etcd with --cert-file "
                           "and --key-file)";
-        if (rc == CURLE_SSL_CONNECT_ERROR && has(detail, "SSL_ERROR_SYSCALL"))
+        // A plain-HTTP etcd answers the TLS hello by closing the connection:
+        // seen as SSL_ERROR_SYSCALL, or as a reset, depending on timing.
+        if (!closed && (has(detail, "SSL_ERROR_SYSCALL") || has(detail, "Connection reset by peer")))
             return head + " (the connection closed during the TLS handshake: if etcd there serves plain HTTP, use "
                           "an http:// URL)";
         if (a.cert.empty() && (has(detail, "certificate required") || has(detail, "bad certificate") ||
