@@ -451,7 +451,7 @@ typedef struct chr_node_ref {
     uint32_t index;                   /**< position in the snapshot's node table (ids in byte order) */
     uint32_t id_len;
     uint32_t zone_len;
-    uint32_t reserved0;
+    uint32_t flags;                   /**< CHR_NODE_* bits */
     unsigned char id[CHR_NODE_ID_MAX];
     unsigned char zone[CHR_ZONE_MAX];
 } chr_node_ref;
@@ -470,8 +470,16 @@ typedef struct chr_node_view {
     uint32_t weight;
     uint32_t tokens;
     uint32_t index;                   /**< 0..node_count-1, ids in byte order */
-    uint32_t reserved0;
+    uint32_t flags;                   /**< CHR_NODE_* bits */
 } chr_node_view;
+
+/**
+ * chr_node_ref.flags / chr_node_view.flags: the member is marked down and
+ * lookups route around it now (the mark is in effect: the ring is not in
+ * panic). See "Availability". A list may still hold such a member, after
+ * every available one, when the key has no available node left.
+ */
+#define CHR_NODE_DOWN 0x1u
 
 /* ------------------------------------------------------------------------ */
 /* Ring lifecycle                                                           */
@@ -1094,6 +1102,129 @@ CHR_API chr_status chr_tracker_load(const chr_tracker *tracker, const void *id, 
 CHR_API chr_status chr_tracker_total(const chr_tracker *tracker, uint64_t *total) CHR_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
+/* Availability: members marked down, routed around without moving tokens   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Besides its members a ring holds an availability state: the set of
+ * members marked down (dead, draining, failing their health checks) and a
+ * panic threshold. A mark changes no token and not the fingerprint; it
+ * changes where the keys of the marked member are served while it is down,
+ * and nothing else:
+ *
+ * - While marks are in effect, chr_ring_lookup, chr_snapshot_lookup and
+ *   chr_snapshot_lookup_batch answer the first member of the key's replica
+ *   walk (chr_ring_replicas order) that is not marked down. A key whose
+ *   owner is up keeps its owner; a key of a down member goes to the next
+ *   member of its own walk (Dynamo's preference list, not a re-hash); when
+ *   the mark goes, every key is back on exactly its old member.
+ * - Replica lists (chr_ring_replicas, chr_snapshot_replicas and the replica
+ *   policies) are the lists of the same ring with the down members' tokens
+ *   taken away, followed, when that leaves fewer than n members, by the down
+ *   members in walk order: a list never shrinks, and its first entry is the
+ *   lookup's answer. Zone policies count the live zones of the available
+ *   members.
+ * - Bounded lookups and tracker acquires treat a down member as
+ *   unavailable, on top of the caller's own mask.
+ * - No key is ever left without a node: when every member of a key's walk
+ *   is down, the key goes to its owner as if nothing were marked.
+ * - Panic threshold (Envoy's): when the weight of the down members (members
+ *   with tokens) is more than panic_threshold percent of the weight of all
+ *   members with tokens, the marks are ignored and every member is used as
+ *   if none were down (chr_availability_info.panic = 1). A threshold of 100
+ *   never panics. The default, CHR_PANIC_THRESHOLD_DEFAULT, is 50: two of
+ *   four equal members down is honoured, three is panic.
+ *
+ * Marks belong to members: a mark for an id that is not a member is
+ * CHR_ENOENT, removing a member drops its mark, a member added is up. A
+ * ring file carries the state (%%down, %%panic-threshold, %%availability:
+ * docs/ring-file.md), so a process following a file gets membership and
+ * availability together, in one snapshot. Diffs and migration plans
+ * (chr_diff_*, chr_plan_*) compare tokens and ignore marks.
+ *
+ * The availability digest proves that processes agree on the state: a
+ * 64-bit digest of the panic threshold and the sorted ids marked down
+ * (docs/semantics.md, "Availability digest"); 0 when nothing is marked and
+ * the threshold is the default. Equal fingerprints and equal digests route
+ * every key the same.
+ */
+
+#define CHR_PANIC_THRESHOLD_DEFAULT 50u /**< percent of the weight down beyond which marks are ignored */
+#define CHR_AVAILABILITY_INFO_VERSION 1
+
+/** A snapshot's availability state. Set `version`; the calls fill the rest. */
+typedef struct chr_availability_info {
+    uint32_t version;         /**< in: CHR_AVAILABILITY_INFO_VERSION (1..current accepted) */
+    uint32_t panic;           /**< 1: more than panic_threshold of the weight is down, marks ignored */
+    uint32_t panic_threshold; /**< percent, 0..100 */
+    uint32_t down;            /**< members marked down (in effect or not) */
+    uint64_t down_weight;     /**< weight of the members marked down that have tokens */
+    uint64_t total_weight;    /**< weight of every member with tokens */
+    uint64_t digest;          /**< the availability digest (0: nothing marked, default threshold) */
+} chr_availability_info;
+
+#define CHR_AVAILABILITY_INFO_INIT { CHR_AVAILABILITY_INFO_VERSION, 0, 0, 0, 0, 0, 0 }
+
+/**
+ * Fills `info` with zeros and `version`, the function twin of
+ * CHR_AVAILABILITY_INFO_INIT for bindings.
+ * @return CHR_OK; CHR_EINVAL (NULL info); CHR_EVERSION (version not in
+ *         1..CHR_AVAILABILITY_INFO_VERSION).
+ * Thread-safety: any thread. Ownership: writes caller memory. Since: 0.1.
+ */
+CHR_API chr_status chr_availability_info_init(chr_availability_info *info, uint32_t version) CHR_NOEXCEPT;
+
+/**
+ * Marks member `id` down (down != 0) or up (0), and publishes the result as
+ * a new snapshot. Marking a member that is already in that state changes
+ * nothing (no new snapshot).
+ * @return CHR_OK; CHR_EINVAL (NULL ring, NULL id with a length); CHR_ERANGE
+ *         (id length); CHR_ENOENT (not a member); CHR_ENOMEM (the ring is
+ *         unchanged).
+ * Thread-safety: as chr_ring_add (writers serialize; readers never wait).
+ * Since: 0.1.
+ */
+CHR_API chr_status chr_ring_set_down(chr_ring *ring, const void *id, size_t id_len,
+                                     uint32_t down) CHR_NOEXCEPT;
+
+/**
+ * Replaces the whole availability state in one snapshot: exactly the
+ * `count` members ids[i]/id_lens[i] are marked down (duplicates allowed),
+ * every other member is up, and the panic threshold is `panic_threshold`
+ * percent.
+ * @return CHR_OK; CHR_EINVAL (NULL ring, NULL arrays with count > 0, NULL
+ *         id with a length); CHR_ERANGE (an id length, panic_threshold over
+ *         100); CHR_ENOENT (an id not a member: chr_last_error_info() names
+ *         it and its position in change_index); CHR_ENOMEM. On any error the
+ *         ring is unchanged.
+ * Thread-safety: as chr_ring_add. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_set_availability(chr_ring *ring, const void *const *ids,
+                                             const size_t *id_lens, size_t count,
+                                             uint32_t panic_threshold) CHR_NOEXCEPT;
+
+/**
+ * The availability state of the ring's current snapshot / of a snapshot.
+ * @return CHR_OK; CHR_EINVAL (NULL argument); CHR_EVERSION (info->version
+ *         not in 1..CHR_AVAILABILITY_INFO_VERSION); CHR_ENOMEM (first read
+ *         on this thread, ring only).
+ * Thread-safety: as chr_ring_lookup / chr_snapshot_lookup. Since: 0.1.
+ */
+CHR_API chr_status chr_ring_availability(const chr_ring *ring, chr_availability_info *info) CHR_NOEXCEPT;
+CHR_API chr_status chr_snapshot_availability(const chr_snapshot *snap,
+                                             chr_availability_info *info) CHR_NOEXCEPT;
+
+/**
+ * Whether member `index` (chr_snapshot_node order) is marked down: *marked
+ * is 1 for a mark whether or not it is in effect (chr_node_view.flags has
+ * CHR_NODE_DOWN only while it is).
+ * @return CHR_OK; CHR_EINVAL; CHR_ERANGE (index past the end).
+ * Thread-safety: as chr_snapshot_lookup. Since: 0.1.
+ */
+CHR_API chr_status chr_snapshot_marked_down(const chr_snapshot *snap, size_t index,
+                                            uint32_t *marked) CHR_NOEXCEPT;
+
+/* ------------------------------------------------------------------------ */
 /* Hashers and plugins                                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -1282,8 +1413,9 @@ CHR_API chr_status chr_hasher_digest(const char *name, const void *data, size_t 
 #define CHR_RINGFILE_HAS_REVISION 0x1u    /**< the file has a %%revision */
 #define CHR_RINGFILE_HAS_FINGERPRINT 0x2u /**< the file has a %%fingerprint (checked: it matched) */
 #define CHR_RINGFILE_HAS_OPTIONS 0x4u     /**< the file has an option directive */
+#define CHR_RINGFILE_HAS_AVAILABILITY 0x8u /**< the file has %%down, %%panic-threshold or %%availability */
 
-#define CHR_RINGFILE_INFO_VERSION 1
+#define CHR_RINGFILE_INFO_VERSION 2 /**< 2 added the availability fields */
 
 /**
  * What a ring file said and what loading it did. Set `version` (from
@@ -1305,9 +1437,13 @@ typedef struct chr_ringfile_info {
     uint32_t error_line;     /**< on CHR_EFORMAT / CHR_EOPTIONS / CHR_ENOHASHER: the line at
                                   fault, 0 for the file as a whole; 0 on success */
     uint32_t reserved0;      /**< set to 0 by the calls */
+    /* Version 2: */
+    uint64_t availability;   /**< the ring's availability digest after the call */
+    uint32_t down;           /**< %%down lines in the file */
+    uint32_t panic_threshold;/**< the %%panic-threshold value (CHR_PANIC_THRESHOLD_DEFAULT when absent) */
 } chr_ringfile_info;
 
-#define CHR_RINGFILE_INFO_INIT { CHR_RINGFILE_INFO_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define CHR_RINGFILE_INFO_INIT { CHR_RINGFILE_INFO_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * Fills `info` with zeros and `version`, the function twin of
@@ -1587,7 +1723,7 @@ CHR_API chr_status chr_ringfile_parse_member(const char *line, size_t len, const
 /** A ring kept equal to a ring file (chr_follower_new). */
 typedef struct chr_follower chr_follower;
 
-#define CHR_FOLLOW_STATE_VERSION 1
+#define CHR_FOLLOW_STATE_VERSION 2 /**< 2 added applied_availability */
 #define CHR_FOLLOW_MESSAGE_MAX 512 /**< bytes of chr_follow_state.message, its NUL included */
 
 /**
@@ -1615,9 +1751,12 @@ typedef struct chr_follow_state {
     char message[CHR_FOLLOW_MESSAGE_MAX]; /**< why the file was refused ("file:line: reason", as
                                        chr_last_error() read after that check); "" when status is
                                        CHR_OK. Always NUL-terminated. */
+    /* Version 2: */
+    uint64_t applied_availability; /**< the ring's availability digest right after the last apply
+                                       (0 if none) */
 } chr_follow_state;
 
-#define CHR_FOLLOW_STATE_INIT { CHR_FOLLOW_STATE_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 } }
+#define CHR_FOLLOW_STATE_INIT { CHR_FOLLOW_STATE_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 }, 0 }
 
 /**
  * Fills `state` with zeros and `version`, the function twin of
