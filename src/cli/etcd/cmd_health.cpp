@@ -206,7 +206,8 @@ public:
                   access_from(f.etcd, "the keys under " + layout_.health_dir())),
           host_(hostname()), pid_(int64_t(getpid())),
           leased_(writer_, layout_.health_dir() + canonical_field(f.name), f.ttl,
-                  {"the health report", "probing all the same", "give each checker its own --name"}, host_, pid_,
+                  {"the health report", "probing all the same", "give each checker its own --name",
+                   visible(canonical_field(f.name))}, host_, pid_,
                   log) {
         if (!f.address_map.empty()) map_ = read_address_map(f.address_map);
         reader_.on_renew([](const std::string &line) { log(line); });
@@ -293,7 +294,10 @@ void Checker::round() {
     if (g_stop) return;
     for (auto &[id, m] : members_) {
         auto p = std::find_if(probes.begin(), probes.end(), [&](const Probe &x) { return x.member == &m; });
-        if (p == probes.end()) continue;
+        if (p == probes.end()) {
+            if (f_.once) std::printf("%s unknown (no usable address)\n", printable_id(id).c_str());
+            continue;
+        }
         if (f_.once) {
             m.up = p->failure.empty();
             std::printf("%s %s%s\n", printable_id(id).c_str(), m.up ? "up" : "down",

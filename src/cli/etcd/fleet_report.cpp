@@ -160,7 +160,8 @@ struct FleetReporter::Impl {
         client.on_renew([this](const std::string &line) { log(line); });
         leased = std::make_unique<LeasedKey>(
             client, key, f.ttl,
-            LeasedKey::Names{"the report", "following the ring all the same", "give each watcher its own --name"},
+            LeasedKey::Names{"the report", "following the ring all the same", "give each watcher its own --name",
+                             visible(canonical_field(report.name))},
             report.host, report.pid, log);
     }
 

@@ -105,8 +105,7 @@ void LeasedKey::put() {
     const std::string host = other.value("host", std::string());
     const int64_t pid = other.value("pid", int64_t(0));
     if (host == host_ && pid == pid_) return;
-    const std::string dir = key_.substr(0, key_.rfind('/') + 1);
-    log_("another process reported as " + visible(key_.substr(dir.size())) + " (host " + visible(host) +
+    log_("another process reported as " + names_.name + " (host " + visible(host) +
          ", pid " + std::to_string(pid) + "): " + names_.hint);
     warned_duplicate_ = true;
 }

@@ -27,6 +27,7 @@ public:
         std::string what;       // "the report", for messages
         std::string meanwhile;  // "following the ring all the same": what goes on after a failure
         std::string hint;       // "give each watcher its own --name": for a duplicate
+        std::string name;       // the name in the key, as messages show it
     };
     // `client` should have no stop flag, so the lease is revoked after SIGTERM.
     // `host` and `pid` tell this process's values from another's (their
