@@ -56,12 +56,16 @@ directory; etcd_server.py) and stops it. CASE is one of:
             --dry-run writes nothing; a mistyped --prefix and an etcd that
             is down leave an existing --out file as it is
   report, status, wait, confirm: see their functions (acknowledged rollouts)
+  health    chring health: members found down and up again after --fall
+            and --rise probes (TCP and --http), --once, the key's lease
+            (kill -9, SIGTERM); PREFIX/health/ is not part of the ring
 Ends with a line "N passed, N failed"; exits 77 (skipped) when openssl is
 missing for tls and token.
 """
 import argparse
 import contextlib
 import http.client
+import http.server
 import json
 import os
 import re
@@ -1740,11 +1744,203 @@ def case_options_newline(opts):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+
+HEALTH_DIR = PREFIX + "/health/"
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that accepts and closes every connection
+    (a full backlog would make connects hang); close() and open() again on
+    the same port."""
+
+    def __init__(self, port=0):
+        self.port = port
+        self.sock = None
+        self.open()
+
+    def open(self):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", self.port))
+        s.listen(64)
+        self.port = s.getsockname()[1]
+        self.sock = s
+        threading.Thread(target=self._accept, args=(s,), daemon=True).start()
+
+    def _accept(self, s):
+        while True:
+            try:
+                conn, _ = s.accept()
+            except OSError:
+                return
+            conn.close()
+
+    def close(self):
+        self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+
+    @property
+    def id(self):
+        return "127.0.0.1:%d" % self.port
+
+
+def health_reports(etcd, prefix=PREFIX):
+    kv = etcd.client()
+    try:
+        kvs, _ = kv.get_prefix(prefix + "/health/")
+    finally:
+        kv.close()
+    return {k[len(prefix + "/health/"):].decode(): json.loads(v) for k, v in kvs.items()}
+
+
+def down_of(etcd, name, prefix=PREFIX):
+    """The checker's "down" list, None while it has no key."""
+    rep = health_reports(etcd, prefix).get(name)
+    return None if rep is None else rep.get("down")
+
+
+def health_cmd(opts, url, name, *extra, prefix=PREFIX):
+    return [opts.chring, "health", "--etcd", url, "--prefix", prefix, "--name", name,
+            "--interval", "0.2", "--probe-timeout", "0.5", "--fall", "2", "--rise", "2",
+            "--report-ttl", "2"] + list(extra)
+
+
+def case_health(opts):
+    """chring health: three TCP listeners as members; the report follows a
+    listener closed and reopened after --fall and --rise probes; --http with
+    200 then 503; --once; kill -9 leaves the key to its lease, SIGTERM
+    revokes it; build_ring accepts PREFIX/health/ and still refuses a typo."""
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    procs = []
+
+    def start(name, *extra, prefix=PREFIX):
+        log = open(os.path.join(tmp, name + ".log"), "w")
+        p = subprocess.Popen(health_cmd(opts, etcd.url, name, *extra, prefix=prefix), stdout=log, stderr=log,
+                             env=run_env())
+        procs.append(p)
+        return p
+
+    def log_of(name):
+        return read(os.path.join(tmp, name + ".log")) or ""
+
+    try:
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            listeners = [Listener() for _ in range(3)]
+            for lst in listeners:
+                c.ok("add", lst.id, "--weight", "1")
+            a, b, _ = listeners
+
+            p1 = start("checker-1")
+            check(wait_for(lambda: down_of(etcd, "checker-1") == []),
+                  "the report lists none down: %s\n%s" % (health_reports(etcd), log_of("checker-1")))
+            rep = health_reports(etcd).get("checker-1") or {}
+            check(rep.get("checker") == "checker-1" and rep.get("pid") == p1.pid and rep.get("host")
+                  and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", rep.get("updated", "")),
+                  "the report's fields: %s" % rep)
+            # A plain keepalive writes nothing: the value stays the same.
+            time.sleep(1.5)
+            check(health_reports(etcd).get("checker-1") == rep,
+                  "no write without a transition: %s, then %s" % (rep, health_reports(etcd).get("checker-1")))
+
+            r = c.run("show")
+            check(r.returncode == 0, "chring etcd show with a key under PREFIX/health/: %s" % r.stderr.strip())
+
+            b.close()
+            check(wait_for(lambda: down_of(etcd, "checker-1") == [b.id]),
+                  "a closed listener is listed down: %s\n%s" % (health_reports(etcd), log_of("checker-1")))
+            line = "chring health: %s is down (2 failed probes: connect: Connection refused)" % b.id
+            check(line in log_of("checker-1"), "the log says %r:\n%s" % (line, log_of("checker-1")))
+
+            r = subprocess.run(health_cmd(opts, etcd.url, "once-1", "--once"), capture_output=True, text=True,
+                               env=run_env(), timeout=60)
+            check(r.returncode == 3 and (b.id + " down (connect: Connection refused)") in r.stdout
+                  and (a.id + " up") in r.stdout,
+                  "--once with a member down: exit 3, each member's state: %d %r %r"
+                  % (r.returncode, r.stdout, r.stderr))
+            check("once-1" not in health_reports(etcd), "--once writes nothing: %s" % health_reports(etcd))
+
+            b.open()
+            check(wait_for(lambda: down_of(etcd, "checker-1") == []),
+                  "a reopened listener is up again: %s\n%s" % (health_reports(etcd), log_of("checker-1")))
+            check("%s is up (2 successful probes)" % b.id in log_of("checker-1"),
+                  "the log says it is up:\n%s" % log_of("checker-1"))
+            r = subprocess.run(health_cmd(opts, etcd.url, "once-2", "--once"), capture_output=True, text=True,
+                               env=run_env(), timeout=60)
+            check(r.returncode == 0 and r.stdout.count(" up\n") == 3,
+                  "--once with every member up: exit 0: %d %r %r" % (r.returncode, r.stdout, r.stderr))
+
+            # The ring accepts keys under PREFIX/health/, refuses a typo.
+            etcd.put(PREFIX + "/health/x", "{}")
+            r = c.run("show")
+            check(r.returncode == 0, "show with PREFIX/health/x: %s" % r.stderr.strip())
+            etcd.put(PREFIX + "/healt/x", "{}")
+            r = c.run("show")
+            check(r.returncode != 0 and "/healt/x: neither a member" in r.stderr,
+                  "show refuses PREFIX/healt/x: %d %s" % (r.returncode, r.stderr.strip()))
+            kv = etcd.client()
+            kv.delete(PREFIX + "/healt/x")
+            kv.delete(PREFIX + "/health/x")
+            kv.close()
+
+            # kill -9: the key stays until its lease expires (2 s).
+            p1.kill()
+            p1.wait()
+            check(down_of(etcd, "checker-1") == [], "the key outlives a killed checker for a while")
+            check(wait_for(lambda: down_of(etcd, "checker-1") is None, timeout=10),
+                  "the key of a killed checker goes with its lease: %s" % health_reports(etcd))
+
+            # SIGTERM: exit 0, the key gone at once.
+            p2 = start("checker-2")
+            check(wait_for(lambda: down_of(etcd, "checker-2") == []), "checker-2 reports: %s\n%s"
+                  % (health_reports(etcd), log_of("checker-2")))
+            code = sigterm(p2)
+            check(code == 0, "SIGTERM: exit 0, not %s\n%s" % (code, log_of("checker-2")))
+            check(down_of(etcd, "checker-2") is None, "SIGTERM: the key is gone at once: %s" % health_reports(etcd))
+
+            # --http: 200 is up, 503 (after --fall probes) down, 200 again up.
+            http_prefix = "/chring/http"
+            state = {"status": 200}
+
+            class Handler(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    code = state["status"] if self.path == "/health" else 404
+                    self.send_response(code)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+
+                def log_message(self, *args):
+                    pass
+
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            web = "127.0.0.1:%d" % server.server_address[1]
+            c.ok("add", web, "--weight", "1", prefix=http_prefix)
+            start("http-1", "--http", "/health", prefix=http_prefix)
+            check(wait_for(lambda: down_of(etcd, "http-1", http_prefix) == []),
+                  "--http: 200 is up: %s\n%s" % (health_reports(etcd, http_prefix), log_of("http-1")))
+            time.sleep(0.5)
+            check(down_of(etcd, "http-1", http_prefix) == [], "--http: still up after a few probes")
+            state["status"] = 503
+            check(wait_for(lambda: down_of(etcd, "http-1", http_prefix) == [web]),
+                  "--http: 503 is down: %s\n%s" % (health_reports(etcd, http_prefix), log_of("http-1")))
+            check("HTTP 503, expected 200" in log_of("http-1"), "--http: the log says 503:\n%s" % log_of("http-1"))
+            state["status"] = 200
+            check(wait_for(lambda: down_of(etcd, "http-1", http_prefix) == []),
+                  "--http: 200 again is up: %s\n%s" % (health_reports(etcd, http_prefix), log_of("http-1")))
+            server.shutdown()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
 CASES = {"admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow,
          "catchup": case_catchup, "tls": case_tls, "token": case_token, "guard": case_guard,
          "hook-timeout": case_hook_timeout, "hook-stop": case_hook_stop, "bounded": case_bounded,
          "options-newline": case_options_newline, "report": case_report, "status": case_status,
-         "wait": case_wait, "confirm": case_confirm}
+         "wait": case_wait, "confirm": case_confirm, "health": case_health}
 
 
 def main():

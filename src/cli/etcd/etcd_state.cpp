@@ -179,11 +179,13 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
         }
     }
     const std::string guard_key = layout.guard_key();
+    const std::string health_dir = layout.health_dir();
     for (const auto &[key, value] : state) {
-        if (key == options_key || key == guard_key) continue;
+        if (key == options_key || key == guard_key || starts_with(key, health_dir)) continue;
         if (!starts_with(key, dir)) {
             b.error = layout.shown(key) + ": neither a member (" + layout.shown(dir) + "ID), the options (" +
-                      layout.shown(options_key) + ") nor the guard (" + layout.shown(guard_key) + ")";
+                      layout.shown(options_key) + "), the guard (" + layout.shown(guard_key) +
+                      ") nor a health report (" + layout.shown(health_dir) + "NAME)";
             return b;
         }
         std::string_view field = std::string_view(key).substr(dir.size());

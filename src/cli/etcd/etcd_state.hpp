@@ -2,6 +2,7 @@
 //   <prefix>/members/<id field>  ->  "<weight> [zone field]"
 //   <prefix>/options             ->  option directive lines of a ring file
 //   <prefix>/guard               ->  an operator's lift of the guard rails
+//   <prefix>/health/<checker>    ->  a health checker's report (not the ring's)
 // The keys and values are turned into one ring file's text and read by the
 // library's parser, so the watcher, the admin commands and every embedding
 // agree on what a state means.
@@ -31,6 +32,9 @@ public:
     // Not part of the ring: its mod_revision lifts the watchers' guard
     // rails for the change up to that revision (guard.hpp, docs/etcd.md).
     std::string guard_key() const { return prefix_ + "/guard"; }
+    // Not part of the ring either: each health checker's list of the
+    // members it finds down (chring health), under its lease.
+    std::string health_dir() const { return prefix_ + "/health/"; }
     // [range_begin, range_end) holds every key of the ring and nothing else.
     std::string range_begin() const { return prefix_ + "/"; }
     std::string range_end() const;
@@ -56,7 +60,8 @@ struct Built {
 };
 
 // Builds the ring the state describes. Refused (with the key at fault): a
-// key under the prefix that is neither a member nor the options; a member
+// key under the prefix that is neither a member, the options, the guard
+// nor under PREFIX/health/ (the health checkers' keys); a member
 // key whose id field is empty or holds a blank (the layout's rule: the id
 // field is one field of the member line); a member whose line "<id field>
 // <value>" the library does not read as one member line

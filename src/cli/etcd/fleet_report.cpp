@@ -11,6 +11,7 @@
 #include "../options.hpp"
 #include "../spelling.hpp"
 #include "etcd_commands.hpp"
+#include "leased_key.hpp"
 
 namespace chring::cli::etcd {
 
@@ -22,32 +23,12 @@ Clock::duration from_seconds(double s) {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-// Now, RFC 3339 in UTC with milliseconds: "2026-12-07T18:51:52.123Z".
-std::string utc_now() {
-    const auto now = std::chrono::system_clock::now();
-    const std::time_t t = std::chrono::system_clock::to_time_t(now);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, int(ms));
-    return buf;
-}
-
 // At most kReasonMax bytes, cut before a UTF-8 continuation byte.
 std::string bounded(const std::string &text) {
     if (text.size() <= kReasonMax) return text;
     size_t end = kReasonMax - 3;
     while (end > 0 && (uint8_t(text[end]) & 0xC0) == 0x80) --end;
     return text.substr(0, end) + "...";
-}
-
-std::string hostname() {
-    char buf[HOST_NAME_MAX + 1] = "";
-    if (gethostname(buf, sizeof buf) != 0) return "localhost";
-    buf[sizeof buf - 1] = '\0';
-    return buf;
 }
 
 std::string absolute(const std::string &path) {
@@ -177,6 +158,11 @@ struct FleetReporter::Impl {
         report.since = utc_now();
         key = status_key(layout, report.name);
         client.on_renew([this](const std::string &line) { log(line); });
+        leased = std::make_unique<LeasedKey>(
+            client, key, f.ttl,
+            LeasedKey::Names{"the report", "following the ring all the same", "give each watcher its own --name",
+                             visible(canonical_field(report.name))},
+            report.host, report.pid, log);
     }
 
     const ReportFlags &flags;
@@ -187,18 +173,7 @@ struct FleetReporter::Impl {
     std::string key;
     ProcessReport report;
     bool started = false;  // something to report (a publish or a refusal)
-    bool dirty = false;    // the report in etcd is not `report`
-
-    // The lease; 0: none granted (or it is gone).
-    uint64_t lease = 0;
-    double keepalive_every = 3.0;
-    Clock::time_point next_keepalive{};
-    // Retries of a failed write or keepalive.
-    unsigned failures = 0;
-    Clock::time_point next_try{};
-    std::string logged_cause;  // the failure logged last; "" while all is well
-    bool wrote = false;  // a put of ours went through
-    bool warned_duplicate = false;
+    std::unique_ptr<LeasedKey> leased;  // made once the key and the report's host and pid are known
 
     // --confirm
     bool confirm_due = false;
@@ -212,121 +187,11 @@ struct FleetReporter::Impl {
     void changed() {
         report.since = utc_now();
         started = true;
-        dirty = true;
-    }
-
-    void failed(const std::string &what, const CliError &e) {
-        // One line per cause: the kind of failure, not its words (a
-        // timeout's message holds the milliseconds it waited).
-        const auto *server = dynamic_cast<const ServerError *>(&e);
-        const std::string cause = what + (server ? " etcd " + std::to_string(server->code()) : " transport");
-        if (cause != logged_cause) {
-            log("cannot " + what + " the report " + key + ": " + e.what() +
-                "; following the ring all the same, and trying again");
-            logged_cause = cause;
-        }
-        ++failures;
-        next_try = Clock::now() + from_seconds(std::min(2.0, 0.1 * std::ldexp(1.0, int(std::min(failures, 8u)))));
-    }
-
-    void succeeded() {
-        if (!logged_cause.empty()) log("reporting again at " + key);
-        logged_cause.clear();
-        failures = 0;
-    }
-
-    void grant() {
-        nlohmann::json answer = client.post("/v3/lease/grant", {{"TTL", int64_t(std::lround(flags.ttl))}});
-        const uint64_t id = json_u64(answer, "ID");
-        const uint64_t ttl = json_u64(answer, "TTL");
-        if (id == 0 || ttl == 0) throw TransportError(client.endpoint() + ": etcd granted no lease: " + dump(answer));
-        lease = id;
-        keepalive_every = std::max(0.5, double(ttl) / 3.0);
-        next_keepalive = Clock::now() + from_seconds(keepalive_every);
-    }
-
-    void put() {
-        nlohmann::json body = {{"key", base64_encode(key)},
-                               {"value", base64_encode(dump(report.to_json()))},
-                               {"lease", std::to_string(lease)},
-                               {"prev_kv", true}};
-        nlohmann::json answer = client.post("/v3/kv/put", body);
-        // Another process writing under the same name: each overwrites the
-        // other's report, so the fleet's view is wrong. Said once. Before
-        // our first put the key may hold a predecessor's report (a watcher
-        // restarted under its --name): that one is no other process.
-        const bool first = !wrote;
-        wrote = true;
-        auto prev = answer.find("prev_kv");
-        if (first || warned_duplicate || prev == answer.end() || !prev->is_object()) return;
-        if (json_u64(*prev, "lease") == lease) return;
-        std::string text;
-        if (!base64_decode(prev->value("value", std::string()), text)) return;
-        nlohmann::json other = nlohmann::json::parse(text, nullptr, false);
-        if (!other.is_object()) return;
-        const std::string host = other.value("host", std::string());
-        const int64_t pid = other.value("pid", int64_t(0));
-        if (host == report.host && pid == report.pid) return;
-        log("another process reported as " + visible(canonical_field(report.name)) + " (host " + visible(host) +
-            ", pid " + std::to_string(pid) + "): give each watcher its own --name");
-        warned_duplicate = true;
-    }
-
-    void write() {
-        try {
-            if (lease == 0) grant();
-            try {
-                put();
-            } catch (const ServerError &e) {
-                if (!e.not_found()) throw;
-                lease = 0;  // it expired (etcd away longer than the TTL): a new one
-                grant();
-                put();
-            }
-            dirty = false;
-            succeeded();
-        } catch (const CliError &e) {
-            failed("write", e);
-        }
-    }
-
-    void keepalive() {
-        try {
-            nlohmann::json answer = client.post("/v3/lease/keepalive", {{"ID", std::to_string(lease)}});
-            auto result = answer.find("result");
-            const uint64_t ttl = result != answer.end() ? json_u64(*result, "TTL") : 0;
-            if (ttl == 0) {
-                // etcd no longer knows the lease: the report is gone with it.
-                log("the lease of the report " + key + " expired: writing the report again under a new one");
-                lease = 0;
-                dirty = true;
-                write();
-                return;
-            }
-            next_keepalive = Clock::now() + from_seconds(keepalive_every);
-            succeeded();
-        } catch (const ServerError &e) {
-            if (!e.not_found()) {
-                failed("keep alive", e);
-                return;
-            }
-            log("the lease of the report " + key + " expired: writing the report again under a new one");
-            lease = 0;
-            dirty = true;
-            write();
-        } catch (const CliError &e) {
-            failed("keep alive", e);
-        }
+        leased->set(dump(report.to_json()));
     }
 
     void flush() {
-        if (!reporting() || !started) return;
-        const auto now = Clock::now();
-        if (failures && now < next_try) return;
-        if (dirty)
-            write();
-        else if (lease && now >= next_keepalive)
-            keepalive();
+        if (reporting() && started) leased->flush();
     }
 
     std::vector<std::pair<std::string, std::string>> confirm_env() const {
@@ -439,21 +304,12 @@ void FleetReporter::tick() {
 
 void FleetReporter::etcd_is_back() {
     Impl &m = *impl_;
-    if (m.failures) m.next_try = Clock::now();
-    m.flush();
+    if (m.reporting() && m.started) m.leased->retry_now();
 }
 
 void FleetReporter::stop() {
     Impl &m = *impl_;
-    if (!m.reporting() || m.lease == 0) return;
-    try {
-        m.client.post("/v3/lease/revoke", {{"ID", std::to_string(m.lease)}});
-    } catch (const ServerError &e) {
-        if (!e.not_found()) m.log("cannot revoke the lease of the report " + m.key + ": " + e.what());
-    } catch (const CliError &e) {
-        m.log("cannot revoke the lease of the report " + m.key + " (it expires by itself): " + e.what());
-    }
-    m.lease = 0;
+    if (m.reporting()) m.leased->revoke();
 }
 
 void add_report_options(CLI::App &cmd, ReportFlags &f) {
