@@ -320,8 +320,9 @@ int run_apply(Admin &a) {
     else if (auto it = cur.state.find(options_key); it != cur.state.end())
         next[options_key] = it->second;  // a plain member list keeps the ring's options
     for (const MemberEntry &m : members) next[a.layout().member_key(m.id_field)] = m.value;
-    const std::string guard_key = a.layout().guard_key();
-    if (auto it = cur.state.find(guard_key); it != cur.state.end()) next[guard_key] = it->second;  // not the file's
+    // Not the file's: the guard and the availability keys stay as they are.
+    for (const auto &[key, value] : cur.state)
+        if (a.layout().is_kept_by_apply(key)) next[key] = value;
     Built b = a.validate(next, "apply " + f.file);
 
     // For the compatibility placements the members' order breaks ties; in
@@ -345,7 +346,6 @@ int run_apply(Admin &a) {
     size_t added = 0, removed = 0, changed = 0;
     bool options_changed = false;
     for (const auto &[key, value] : next) {
-        if (key == guard_key) continue;
         auto it = cur.state.find(key);
         if (it != cur.state.end() && it->second == value) continue;
         ops.push_back(put_op(key, value));
