@@ -54,6 +54,18 @@ bool revision_of(const nlohmann::json &j, const char *name, uint64_t &out) {
     return true;
 }
 
+// A hex64 field that may be absent or null (then 0).
+bool optional_hex(const nlohmann::json &j, const char *name, uint64_t &out) {
+    auto it = j.find(name);
+    if (it == j.end() || it->is_null()) return true;
+    return it->is_string() && parse_hex64(it->get<std::string>(), out);
+}
+
+bool optional_revision(const nlohmann::json &j, const char *name, uint64_t &out) {
+    auto it = j.find(name);
+    return it == j.end() || it->is_null() || revision_of(j, name, out);
+}
+
 template <class Json>
 std::string dump(const Json &j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
@@ -86,10 +98,15 @@ nlohmann::ordered_json ProcessReport::to_json() const {
         {"state", state_name(state)},
         {"revision", holds_ring ? J(revision) : J()},
         {"fingerprint", holds_ring ? J(hex64(fingerprint)) : J()},
+        {"availability", holds_ring ? J(hex64(availability)) : J()},
+        {"panic", holds_ring ? J(panic) : J()},
+        {"seen_revision", holds_ring ? J(std::max(seen_revision, revision)) : J()},
     };
     if (pending) {
         j["pending_revision"] = pending_revision;
         j["pending_fingerprint"] = hex64(pending_fingerprint);
+        j["pending_availability"] = hex64(pending_availability);
+        j["pending_panic"] = pending_panic;
     }
     if (state == ReportState::refused) {
         j["refused_revision"] = refused_revision;
@@ -126,13 +143,22 @@ bool ProcessReport::from_json(const nlohmann::json &j, ProcessReport &r, std::st
             return false;
         }
         r.holds_ring = true;
+        // Absent in a report of a chring without availability: no mark, the default threshold.
+        if (!optional_hex(j, "availability", r.availability) || !optional_revision(j, "seen_revision", r.seen_revision)) {
+            why = "its availability or seen revision is malformed";
+            return false;
+        }
+        r.panic = j.value("panic", false) == true;
+        r.seen_revision = std::max(r.seen_revision, r.revision);
     }
     if (auto fp = j.find("pending_fingerprint"); fp != j.end() && !fp->is_null()) {
         if (!fp->is_string() || !parse_hex64(fp->get<std::string>(), r.pending_fingerprint) ||
-            !revision_of(j, "pending_revision", r.pending_revision)) {
-            why = "its pending revision or fingerprint is malformed";
+            !revision_of(j, "pending_revision", r.pending_revision) ||
+            !optional_hex(j, "pending_availability", r.pending_availability)) {
+            why = "its pending revision, fingerprint or availability is malformed";
             return false;
         }
+        r.pending_panic = j.value("pending_panic", false) == true;
         r.pending = true;
     }
     if (r.state == ReportState::refused) {
@@ -204,6 +230,8 @@ struct FleetReporter::Impl {
         confirm_due = false;
         if (!report.pending || !run_hook) return;
         const uint64_t revision = report.pending_revision, fingerprint = report.pending_fingerprint;
+        const uint64_t availability = report.pending_availability;
+        const bool panic = report.pending_panic;
         std::string failure;
         in_hook = true;
         try {
@@ -222,6 +250,9 @@ struct FleetReporter::Impl {
             report.holds_ring = true;
             report.revision = revision;
             report.fingerprint = fingerprint;
+            report.availability = availability;
+            report.panic = panic;
+            report.seen_revision = revision;
             report.pending = false;
             report.failure.clear();
             changed();
@@ -256,7 +287,7 @@ FleetReporter::FleetReporter(const EtcdFlags &etcd, const Layout &layout, const 
 
 FleetReporter::~FleetReporter() = default;
 
-void FleetReporter::published(uint64_t revision, uint64_t fingerprint) {
+void FleetReporter::published(uint64_t revision, uint64_t fingerprint, const chr_availability_info &a) {
     Impl &m = *impl_;
     m.confirm_due = false;
     m.confirm_tries = 0;
@@ -268,14 +299,44 @@ void FleetReporter::published(uint64_t revision, uint64_t fingerprint) {
         m.report.holds_ring = true;
         m.report.revision = revision;
         m.report.fingerprint = fingerprint;
+        m.report.availability = a.digest;
+        m.report.panic = a.panic != 0;
+        m.report.seen_revision = revision;
         m.report.pending = false;
     } else {
         m.report.state = ReportState::confirming;
         m.report.pending = true;
         m.report.pending_revision = revision;
         m.report.pending_fingerprint = fingerprint;
+        m.report.pending_availability = a.digest;
+        m.report.pending_panic = a.panic != 0;
     }
     m.changed();
+}
+
+void FleetReporter::seen(uint64_t revision, uint64_t file_revision, uint64_t fingerprint,
+                         const chr_availability_info &a) {
+    Impl &m = *impl_;
+    if (!m.started) {
+        published(file_revision, fingerprint, a);
+        after_hooks();
+    }
+    bool changed = false;
+    if (m.report.state == ReportState::refused) {
+        // Back to the state the file holds (the refused key undone): the refusal is over.
+        m.report.state = m.report.pending ? ReportState::confirming : ReportState::published;
+        m.report.reason.clear();
+        m.report.refused_revision = 0;
+        changed = true;
+    }
+    // A ring still to confirm is not held: nothing seen counts for it yet.
+    if (!m.report.pending && revision > m.report.seen_revision) {
+        m.report.seen_revision = revision;
+        changed = true;
+    }
+    if (!changed) return;
+    m.changed();
+    m.flush();
 }
 
 void FleetReporter::refused(uint64_t revision, const std::string &reason) {
@@ -371,12 +432,29 @@ FleetView read_fleet(Client &client, Client &reports, const Layout &layout, cons
     RangeResult ring = client.range(layout.range_begin(), layout.range_end());
     v.revision = ring.header.revision;
     State state;
-    for (KeyValue &kv : ring.kvs) state.emplace(std::move(kv.key), std::move(kv.value));
+    std::map<std::string, uint64_t> mark_lease;  // down mark key -> its lease
+    for (KeyValue &kv : ring.kvs) {
+        if (kv.lease != 0 && kv.key.compare(0, layout.down_dir().size(), layout.down_dir()) == 0)
+            mark_lease[kv.key] = kv.lease;
+        state.emplace(std::move(kv.key), std::move(kv.value));
+    }
+    // How long each operator's mark has left (chring etcd down --for).
+    for (const auto &[key, lease] : mark_lease) {
+        int64_t left = -1;  // unknown: the lease just expired, or etcd did not say
+        try {
+            nlohmann::json answer = client.post("/v3/lease/timetolive", {{"ID", std::to_string(lease)}});
+            if (auto ttl = answer.find("TTL"); ttl != answer.end())
+                left = ttl->is_string() ? std::stoll(ttl->get<std::string>()) : ttl->get<int64_t>();
+        } catch (const std::exception &) {
+        }
+        v.mark_ttl[key] = left;
+    }
     Built b = build_ring(layout, state, plugin_dir);
     v.ring_valid = b.ring != nullptr;
     v.fingerprint = b.fingerprint;
     v.members = b.members;
     v.ring_error = b.error;
+    v.availability = b.availability;
     v.processes = read_reports(reports, layout);
     return v;
 }
