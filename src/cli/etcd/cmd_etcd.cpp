@@ -546,14 +546,26 @@ int hold_mark(Admin &a, uint64_t lease, const std::string &key) {
               << " s, kept alive)" << std::endl;
     using Clock = std::chrono::steady_clock;
     auto next = Clock::now();
+    std::string failing;  // the keepalive failure said last
     while (!g_hold_stop) {
         if (Clock::now() >= next) {
-            nlohmann::json answer = a.client().post("/v3/lease/keepalive", {{"ID", std::to_string(lease)}});
-            auto result = answer.find("result");
-            if (result == answer.end() || json_u64(*result, "TTL") == 0)
-                throw CliError("the lease of " + key + " expired (etcd unreachable for " + seconds_text(kHoldTtl) +
-                               " s?): the mark is gone");
-            next = Clock::now() + std::chrono::milliseconds(long(kHoldTtl * 1000 / 3));
+            const std::string expired = "the lease of " + key + " expired: the mark is gone";
+            try {
+                nlohmann::json answer = a.client().post("/v3/lease/keepalive", {{"ID", std::to_string(lease)}});
+                auto result = answer.find("result");
+                if (result == answer.end() || json_u64(*result, "TTL") == 0) throw CliError(expired);
+                next = Clock::now() + std::chrono::milliseconds(long(kHoldTtl * 1000 / 3));
+                if (!failing.empty()) std::cerr << "chring: etcd: keeping the mark alive again\n";
+                failing.clear();
+            } catch (const ServerError &e) {
+                if (e.not_found()) throw CliError(expired);
+                throw;
+            } catch (const TransportError &e) {
+                // etcd away for a moment: tried again every second while the lease may live
+                if (failing.empty()) std::cerr << "chring: etcd: cannot keep the mark alive (trying again): " << e.what() << '\n';
+                failing = e.what();
+                next = Clock::now() + std::chrono::seconds(1);
+            }
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
