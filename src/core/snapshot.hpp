@@ -433,6 +433,9 @@ private:
     mutable std::atomic<uint32_t> refs_{1};
     PlacementPtr placement_;
     KeyHasher key_hash_;  // of *placement_
+    // Some mark in effect (no panic): lookups test it, so it sits by the
+    // fields every lookup reads. Set by derive_availability().
+    bool routing_around_ = false;
     std::vector<Node> nodes_;
     NodeCache cache_;   // borrows nodes_' strings: nodes_ never changes after the build
     TokenIndex index_;
@@ -450,7 +453,7 @@ private:
     // only while routing_around_.
     Marks marks_;
     std::vector<uint8_t> down_slot_;
-    bool routing_around_ = false, panic_ = false;
+    bool panic_ = false;
     size_t marked_count_ = 0, eligible_up_ = 0, live_zones_up_ = 0;
     uint64_t down_weight_ = 0, availability_digest_ = 0;
     mutable std::atomic<uint64_t> fingerprint_{0};
