@@ -5,7 +5,8 @@
 // succeeds only if nothing under the prefix changed since R. Before it
 // writes, a change prints what it moves; one that breaks a guard rail
 // (guard.hpp) is written only with --force, together with the guard key
-// that lets the watchers publish it.
+// that lets the watchers publish it. The availability operations (down,
+// up, panic-threshold) are in cmd_availability.cpp.
 #include <unistd.h>
 
 #include <ctime>
@@ -16,79 +17,10 @@
 #include "../options.hpp"
 #include "../report.hpp"
 #include "../spelling.hpp"
-#include "etcd_client.hpp"
-#include "etcd_commands.hpp"
-#include "etcd_state.hpp"
-#include "fleet_report.hpp"
-#include "guard.hpp"
+#include "admin.hpp"
+#include "availability.hpp"
 
 namespace chring::cli::etcd {
-
-namespace {
-
-struct AdminFlags {
-    EtcdFlags etcd;
-    GuardFlags guard;
-    bool dry_run = false;
-    bool force = false;
-    std::string id;
-    uint32_t weight = 0;
-    std::string zone;
-    std::string file;
-    std::string format = "table";
-    double wait = 0;  // --wait[=TIMEOUT]; 0: do not wait
-};
-
-// The prefix as read at one revision.
-struct Current {
-    Header header;
-    State state;
-    std::map<std::string, uint64_t> mod_revision;  // key -> its mod_revision
-    std::map<std::string, std::string> key_of_id;  // decoded id -> key (ids that decode)
-};
-
-class Admin {
-public:
-    explicit Admin(const AdminFlags &f)
-        : f_(f), layout_(f.etcd.prefix),
-          client_(parse_endpoints(f.etcd.endpoints), f.etcd.timeout,
-                  access_from(f.etcd, "the keys under " + layout_.range_begin())) {}
-
-    Current read();
-    // The ring the state would describe; a CliError naming the key otherwise.
-    Built validate(const State &state, const std::string &change);
-    // One transaction: `ops` if nothing under the prefix changed since
-    // `cur` was read (and the `extra` compares hold). Returns the new revision.
-    uint64_t commit(const Current &cur, nlohmann::json extra_compares, nlohmann::json ops);
-    // Prints what going from `cur` to `next` moves, then decides: nullopt
-    // for --dry-run (nothing to write), else the operations to add to the
-    // change's transaction (the guard key when --force lifts a guard). A
-    // CliError when the change breaks a guard without --force.
-    std::optional<nlohmann::json> plan(const Current &cur, const Built &next, const std::string &change);
-
-    const Layout &layout() const { return layout_; }
-    const AdminFlags &flags() const { return f_; }
-    Client &client() { return client_; }
-    // The reports' reader, its messages naming P.status/.
-    Client &reports() {
-        if (!reports_)
-            reports_ = std::make_unique<Client>(parse_endpoints(f_.etcd.endpoints), f_.etcd.timeout,
-                                                access_from(f_.etcd, "the keys under " + status_dir(layout_)));
-        return *reports_;
-    }
-    // After a change: --wait for the fleet to hold its ring. The exit status.
-    int finish(const Rollout &rollout) {
-        if (f_.wait <= 0) return 0;
-        std::cout.flush();
-        return wait_for_rollout(reports(), layout_, rollout, f_.wait, std::cout);
-    }
-
-private:
-    const AdminFlags &f_;
-    Layout layout_;
-    Client client_;
-    std::unique_ptr<Client> reports_;
-};
 
 Current Admin::read() {
     RangeResult r = client_.range(layout_.range_begin(), layout_.range_end());
@@ -125,26 +57,23 @@ nlohmann::json delete_op(const std::string &key) {
     return {{"request_delete_range", {{"key", base64_encode(key)}}}};
 }
 
-// The key was last modified at `mod_revision` (and so still exists).
 nlohmann::json unchanged_compare(const std::string &key, uint64_t mod_revision) {
     return {{"key", base64_encode(key)}, {"target", "MOD"}, {"result", "EQUAL"},
             {"mod_revision", std::to_string(mod_revision)}};
 }
 
-// The key does not exist.
 nlohmann::json absent_compare(const std::string &key) {
     return {{"key", base64_encode(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
 }
 
-// A JSON array of one element. (Not `{x}`: a braced list of one json is
-// an array under GCC and a copy of `x` under clang.)
 nlohmann::json one(nlohmann::json x) { return nlohmann::json::array({std::move(x)}); }
 
-uint64_t Admin::commit(const Current &cur, nlohmann::json compares, nlohmann::json ops) {
+uint64_t Admin::commit(const Current &cur, nlohmann::json compares, nlohmann::json ops, bool whole_prefix) {
     // No key under the prefix was written after the revision read. (A key
     // that vanished is not seen by a range compare: the compares the caller
     // adds for the keys it touches cover those.)
-    compares.push_back({{"key", base64_encode(layout_.range_begin())},
+    if (whole_prefix)
+        compares.push_back({{"key", base64_encode(layout_.range_begin())},
                         {"range_end", base64_encode(layout_.range_end())},
                         {"target", "MOD"},
                         {"result", "LESS"},
@@ -160,23 +89,32 @@ uint64_t Admin::commit(const Current &cur, nlohmann::json compares, nlohmann::js
         throw CliError(what);
     }
     if (!answer.value("succeeded", false))
-        throw CliError("conflict: " + layout_.prefix() + " changed since revision " +
+        throw CliError("conflict: " + layout_.prefix() + (whole_prefix ? "" : "'s keys for this change") +
+                       " changed since revision " +
                        std::to_string(cur.header.revision) +
                        " (another writer); nothing was written: read it again and retry");
     return parse_header(answer).revision;
 }
 
-// Who lifted a guard, when and why: the guard key's value (for people;
-// the watchers read only its mod_revision).
-std::string lift_note(const std::string &change, const std::string &broken) {
+std::string where_and_when() {
     char host[256] = "";
     if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
     char when[32] = "";
     const std::time_t now = std::time(nullptr);
     std::tm utc{};
     if (gmtime_r(&now, &utc)) std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    return "lifted by chring etcd " + change + " --force on " + visible(host) + " at " + when + ": " + broken + "\n";
+    return "on " + visible(host) + " at " + when;
 }
+
+namespace {
+
+// Who lifted a guard, when and why: the guard key's value (for people;
+// the watchers read only its mod_revision).
+std::string lift_note(const std::string &change, const std::string &broken) {
+    return "lifted by chring etcd " + change + " --force " + where_and_when() + ": " + broken + "\n";
+}
+
+}  // namespace
 
 std::optional<nlohmann::json> Admin::plan(const Current &cur, const Built &next, const std::string &change) {
     Built before = build_ring(layout_, cur.state, f_.etcd.plugin_dir_or_null());
@@ -200,6 +138,8 @@ std::optional<nlohmann::json> Admin::plan(const Current &cur, const Built &next,
     return ops;
 }
 
+namespace {
+
 // The change's own operations followed by the plan's.
 nlohmann::json with(nlohmann::json ops, const nlohmann::json &more) {
     for (const nlohmann::json &op : more) ops.push_back(op);
@@ -211,12 +151,11 @@ std::string summary(uint64_t revision, const Built &b) {
            std::to_string(b.members) + (b.members == 1 ? " member" : " members");
 }
 
-// The member the id argument names, in the prefix as read now.
-struct Target {
-    std::string id;   // decoded
-    Current cur;
-    std::string key;  // its key in cur
-};
+}  // namespace
+
+Rollout rollout(uint64_t revision, const Built &b, bool written) {
+    return {revision, b.fingerprint, b.availability->info.digest, written};
+}
 
 Target find_member(Admin &a) {
     const std::string &arg = a.flags().id;
@@ -230,6 +169,8 @@ Target find_member(Admin &a) {
     t.key = it->second;
     return t;
 }
+
+namespace {
 
 int run_add(Admin &a) {
     const AdminFlags &f = a.flags();
@@ -255,7 +196,7 @@ int run_add(Admin &a) {
     uint64_t rev = a.commit(cur, one(absent_compare(key)), with(one(put_op(key, m.value)), *more));
     std::cout << "added " << printable_id(m.id) << " (weight " << m.weight
               << (m.zone.empty() ? "" : ", zone " + printable_id(m.zone)) << "): " << summary(rev, b) << '\n';
-    return a.finish({rev, b.fingerprint, true});
+    return a.finish(rollout(rev, b, true));
 }
 
 int run_remove(Admin &a) {
@@ -269,7 +210,7 @@ int run_remove(Admin &a) {
     if (!more) return 0;  // a dry run: nothing to wait for
     uint64_t rev = a.commit(cur, one(unchanged_compare(key, cur.mod_revision.at(key))), with(one(delete_op(key)), *more));
     std::cout << "removed " << printable_id(id) << ": " << summary(rev, b) << '\n';
-    return a.finish({rev, b.fingerprint, true});
+    return a.finish(rollout(rev, b, true));
 }
 
 int run_set_weight(Admin &a) {
@@ -290,7 +231,7 @@ int run_set_weight(Admin &a) {
     if (cur.state.at(key) == m.value) {
         std::cout << printable_id(id) << " already has weight " << f.weight << ": nothing written ("
                   << summary(cur.header.revision, b) << ")\n";
-        return a.finish({cur.header.revision, b.fingerprint, false});
+        return a.finish(rollout(cur.header.revision, b, false));
     }
     const std::optional<nlohmann::json> more = a.plan(cur, b, change);
     if (!more) return 0;  // a dry run: nothing to wait for
@@ -298,7 +239,7 @@ int run_set_weight(Admin &a) {
                             with(one(put_op(key, m.value)), *more));
     std::cout << printable_id(id) << ": weight " << old.weight << " -> " << m.weight << ": " << summary(rev, b)
               << '\n';
-    return a.finish({rev, b.fingerprint, true});
+    return a.finish(rollout(rev, b, true));
 }
 
 int run_apply(Admin &a) {
@@ -320,8 +261,9 @@ int run_apply(Admin &a) {
     else if (auto it = cur.state.find(options_key); it != cur.state.end())
         next[options_key] = it->second;  // a plain member list keeps the ring's options
     for (const MemberEntry &m : members) next[a.layout().member_key(m.id_field)] = m.value;
-    const std::string guard_key = a.layout().guard_key();
-    if (auto it = cur.state.find(guard_key); it != cur.state.end()) next[guard_key] = it->second;  // not the file's
+    // Not the file's: the guard and the availability keys stay as they are.
+    for (const auto &[key, value] : cur.state)
+        if (a.layout().is_kept_by_apply(key)) next[key] = value;
     Built b = a.validate(next, "apply " + f.file);
 
     // For the compatibility placements the members' order breaks ties; in
@@ -345,7 +287,6 @@ int run_apply(Admin &a) {
     size_t added = 0, removed = 0, changed = 0;
     bool options_changed = false;
     for (const auto &[key, value] : next) {
-        if (key == guard_key) continue;
         auto it = cur.state.find(key);
         if (it != cur.state.end() && it->second == value) continue;
         ops.push_back(put_op(key, value));
@@ -365,7 +306,7 @@ int run_apply(Admin &a) {
     if (ops.empty()) {
         std::cout << a.layout().prefix() << " already is " << f.file << ": nothing written ("
                   << summary(cur.header.revision, b) << ")\n";
-        return a.finish({cur.header.revision, b.fingerprint, false});
+        return a.finish(rollout(cur.header.revision, b, false));
     }
     const std::optional<nlohmann::json> more = a.plan(cur, b, "apply " + f.file);
     if (!more) return 0;  // a dry run: nothing to wait for
@@ -373,7 +314,7 @@ int run_apply(Admin &a) {
     std::cout << "applied " << f.file << ": " << added << " added, " << removed << " removed, " << changed
               << " changed, options " << (options_changed ? "changed" : "unchanged") << ": " << summary(rev, b)
               << '\n';
-    return a.finish({rev, b.fingerprint, true});
+    return a.finish(rollout(rev, b, true));
 }
 
 int run_show(Admin &a) {
@@ -401,6 +342,11 @@ int run_show(Admin &a) {
                 text_cell(options + (cur.state.count(a.layout().options_key()) ? "" : " (no options key: the defaults)")));
     t.add_field("members", "members", count_cell(b.members));
     t.add_field("tokens", "tokens", count_cell(snap.token_count()));
+    const Availability &av = *b.availability;
+    t.add_field("down", "down",
+                text_cell(av.down_text() + " (panic threshold " + std::to_string(av.threshold) + "%" +
+                          (av.info.panic ? "; panic: marks ignored)" : ")")));
+    t.add_field("digest", "digest", hex_cell(av.info.digest));
     report.tables.push_back(std::move(t));
     Table m;
     m.key = "members";
@@ -421,8 +367,8 @@ int run_status(Admin &a) {
                         a.flags().format == "json", std::cout);
 }
 
-// Every failure of these commands reads "chring: etcd: ...".
-// A verdict other than success (status, --wait) is its exit status.
+}  // namespace
+
 void guarded(const std::shared_ptr<AdminFlags> &flags, int (*run)(Admin &)) {
     int status = 0;
     try {
@@ -436,7 +382,6 @@ void guarded(const std::shared_ptr<AdminFlags> &flags, int (*run)(Admin &)) {
     if (status != 0) throw ExitStatus(status);
 }
 
-// --wait[=TIMEOUT] on each change: one flag, one implementation (Admin::finish).
 void add_wait_flag(CLI::App &cmd, AdminFlags &flags) {
     cmd.add_flag("--wait{60}", flags.wait,
                  "Then wait until every process reporting under PREFIX.status/ holds the new ring (or a later "
@@ -445,8 +390,6 @@ void add_wait_flag(CLI::App &cmd, AdminFlags &flags) {
         ->type_name("[=TIMEOUT]")
         ->check(seconds(0.1, 86400));
 }
-
-}  // namespace
 
 void add_etcd_command(CLI::App &app) {
     auto flags = std::make_shared<AdminFlags>();
@@ -488,6 +431,8 @@ void add_etcd_command(CLI::App &app) {
     apply->add_option("file", flags->file, "The ring file")->required();
     add_wait_flag(*apply, *flags);
     apply->callback([flags] { guarded(flags, run_apply); });
+
+    add_availability_commands(*etcd, flags);
 
     CLI::App *show = etcd->add_subcommand("show", "Members, revision and fingerprint of the ring in etcd");
     show->add_option("--format", flags->format,
