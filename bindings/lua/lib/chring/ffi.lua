@@ -44,7 +44,7 @@ typedef struct chr_node_ref {
     uint32_t index;
     uint32_t id_len;
     uint32_t zone_len;
-    uint32_t reserved0;
+    uint32_t flags;
     unsigned char id[256];
     unsigned char zone[64];
 } chr_node_ref;
@@ -58,7 +58,7 @@ typedef struct chr_node_view {
     uint32_t weight;
     uint32_t tokens;
     uint32_t index;
-    uint32_t reserved0;
+    uint32_t flags;
 } chr_node_view;
 typedef struct chr_change {
     uint32_t op;
