@@ -989,8 +989,10 @@ def case_availability(ctx, check):
     owners = {k: walks[k][0] for k in keys}
 
     def write(revision, down=(), extra=""):
-        write_atomically(path, ringfile_text(revision, members) + extra
-                         + "".join("%%%%down %s\n" % i for i in down))
+        # directives (%%down, %%panic-threshold) come before the members
+        write_atomically(path, ringfile_text(revision, []) + extra
+                         + "".join("%%%%down %s\n" % i for i in down)
+                         + "".join("%s %d\n" % m for m in members))
 
     write(1)
     lb = ctx.balancer()
