@@ -2,8 +2,9 @@
 # Commands and options are read from `chring --help` and `chring CMD --help`
 # (CLI11's layout: a "Subcommands:" section, option lines starting with
 # spaces and "-"), so a new command or option completes without a change
-# here; `chring etcd` completes its operations (add, ..., status) and each
-# operation's options (--wait, --format) from `chring etcd OP --help`.
+# here; `chring etcd` completes its operations (add, ..., status, down, up,
+# panic-threshold) and each operation's options (--wait, --format, --for,
+# --hold) from `chring etcd OP --help`.
 # Values: files for FILE options, commands for --exec and --confirm, the
 # known words for --format and --placement; hashers, names and numbers are
 # left to the user.
@@ -70,6 +71,9 @@ _chring() {
             return ;;
         --spill)
             COMPREPLY=($(compgen -W "replicas shuffle" -- "$cur"))
+            return ;;
+        --for)
+            COMPREPLY=($(compgen -W "30m 1h 4h 1d" -- "$cur"))
             return ;;
         --workload)
             COMPREPLY=($(compgen -W "uniform zipf:1.1" -- "$cur"))

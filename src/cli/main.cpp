@@ -87,6 +87,7 @@ int main(int argc, char **argv) {
 #ifdef CHRING_CLI_ETCD
     chring::cli::etcd::add_watch_command(app);
     chring::cli::etcd::add_etcd_command(app);
+    chring::cli::etcd::add_health_command(app);
 #endif
     // CLI11 would say only "A subcommand is required" for a misspelt one.
     if (argc > 1 && argv[1][0] != '-') {

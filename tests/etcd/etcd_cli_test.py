@@ -56,12 +56,19 @@ directory; etcd_server.py) and stops it. CASE is one of:
             --dry-run writes nothing; a mistyped --prefix and an etcd that
             is down leave an existing --out file as it is
   report, status, wait, confirm: see their functions (acknowledged rollouts)
+  health    chring health: members found down and up again after --fall
+            and --rise probes (TCP and --http), --once, the key's lease
+            (kill -9, SIGTERM); PREFIX/health/ is not part of the ring
+  down, quorum, avail-watch: see their functions (availability; they take
+            --probe, the C library's reading of the watcher's file)
 Ends with a line "N passed, N failed"; exits 77 (skipped) when openssl is
 missing for tls and token.
 """
 import argparse
+import base64
 import contextlib
 import http.client
+import http.server
 import json
 import os
 import re
@@ -1740,11 +1747,490 @@ def case_options_newline(opts):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+
+HEALTH_DIR = PREFIX + "/health/"
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that accepts and closes every connection
+    (a full backlog would make connects hang); close() and open() again on
+    the same port."""
+
+    def __init__(self, port=0):
+        self.port = port
+        self.sock = None
+        self.open()
+
+    def open(self):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", self.port))
+        s.listen(64)
+        self.port = s.getsockname()[1]
+        self.sock = s
+        threading.Thread(target=self._accept, args=(s,), daemon=True).start()
+
+    def _accept(self, s):
+        while True:
+            try:
+                conn, _ = s.accept()
+            except OSError:
+                return
+            conn.close()
+
+    def close(self):
+        self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+
+    @property
+    def id(self):
+        return "127.0.0.1:%d" % self.port
+
+
+def health_reports(etcd, prefix=PREFIX):
+    kv = etcd.client()
+    try:
+        kvs, _ = kv.get_prefix(prefix + "/health/")
+    finally:
+        kv.close()
+    return {k[len(prefix + "/health/"):].decode(): json.loads(v) for k, v in kvs.items()}
+
+
+def down_of(etcd, name, prefix=PREFIX):
+    """The checker's "down" list, None while it has no key."""
+    rep = health_reports(etcd, prefix).get(name)
+    return None if rep is None else rep.get("down")
+
+
+def health_cmd(opts, url, name, *extra, prefix=PREFIX):
+    return [opts.chring, "health", "--etcd", url, "--prefix", prefix, "--name", name,
+            "--interval", "0.2", "--probe-timeout", "0.5", "--fall", "2", "--rise", "2",
+            "--report-ttl", "2"] + list(extra)
+
+
+def case_health(opts):
+    """chring health: three TCP listeners as members; the report follows a
+    listener closed and reopened after --fall and --rise probes; --http with
+    200 then 503; --once; kill -9 leaves the key to its lease, SIGTERM
+    revokes it; build_ring accepts PREFIX/health/ and still refuses a typo."""
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    procs = []
+
+    def start(name, *extra, prefix=PREFIX):
+        log = open(os.path.join(tmp, name + ".log"), "w")
+        p = subprocess.Popen(health_cmd(opts, etcd.url, name, *extra, prefix=prefix), stdout=log, stderr=log,
+                             env=run_env())
+        procs.append(p)
+        return p
+
+    def log_of(name):
+        return read(os.path.join(tmp, name + ".log")) or ""
+
+    try:
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            listeners = [Listener() for _ in range(3)]
+            for lst in listeners:
+                c.ok("add", lst.id, "--weight", "1")
+            a, b, _ = listeners
+
+            p1 = start("checker-1")
+            check(wait_for(lambda: down_of(etcd, "checker-1") == []),
+                  "the report lists none down: %s\n%s" % (health_reports(etcd), log_of("checker-1")))
+            rep = health_reports(etcd).get("checker-1") or {}
+            check(rep.get("checker") == "checker-1" and rep.get("pid") == p1.pid and rep.get("host")
+                  and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", rep.get("updated", "")),
+                  "the report's fields: %s" % rep)
+            # A plain keepalive writes nothing: the value stays the same.
+            time.sleep(1.5)
+            check(health_reports(etcd).get("checker-1") == rep,
+                  "no write without a transition: %s, then %s" % (rep, health_reports(etcd).get("checker-1")))
+
+            r = c.run("show")
+            check(r.returncode == 0, "chring etcd show with a key under PREFIX/health/: %s" % r.stderr.strip())
+
+            b.close()
+            check(wait_for(lambda: down_of(etcd, "checker-1") == [b.id]),
+                  "a closed listener is listed down: %s\n%s" % (health_reports(etcd), log_of("checker-1")))
+            line = "chring health: %s is down (2 failed probes: connect: Connection refused)" % b.id
+            check(line in log_of("checker-1"), "the log says %r:\n%s" % (line, log_of("checker-1")))
+
+            r = subprocess.run(health_cmd(opts, etcd.url, "once-1", "--once"), capture_output=True, text=True,
+                               env=run_env(), timeout=60)
+            check(r.returncode == 3 and (b.id + " down (connect: Connection refused)") in r.stdout
+                  and (a.id + " up") in r.stdout,
+                  "--once with a member down: exit 3, each member's state: %d %r %r"
+                  % (r.returncode, r.stdout, r.stderr))
+            check("once-1" not in health_reports(etcd), "--once writes nothing: %s" % health_reports(etcd))
+
+            b.open()
+            check(wait_for(lambda: down_of(etcd, "checker-1") == []),
+                  "a reopened listener is up again: %s\n%s" % (health_reports(etcd), log_of("checker-1")))
+            check("%s is up (2 successful probes)" % b.id in log_of("checker-1"),
+                  "the log says it is up:\n%s" % log_of("checker-1"))
+            r = subprocess.run(health_cmd(opts, etcd.url, "once-2", "--once"), capture_output=True, text=True,
+                               env=run_env(), timeout=60)
+            check(r.returncode == 0 and r.stdout.count(" up\n") == 3,
+                  "--once with every member up: exit 0: %d %r %r" % (r.returncode, r.stdout, r.stderr))
+
+            # The ring accepts keys under PREFIX/health/, refuses a typo.
+            etcd.put(PREFIX + "/health/x", "{}")
+            r = c.run("show")
+            check(r.returncode == 0, "show with PREFIX/health/x: %s" % r.stderr.strip())
+            etcd.put(PREFIX + "/healt/x", "{}")
+            r = c.run("show")
+            check(r.returncode != 0 and "/healt/x: neither a member" in r.stderr,
+                  "show refuses PREFIX/healt/x: %d %s" % (r.returncode, r.stderr.strip()))
+            kv = etcd.client()
+            kv.delete(PREFIX + "/healt/x")
+            kv.delete(PREFIX + "/health/x")
+            kv.close()
+
+            # kill -9: the key stays until its lease expires (2 s).
+            p1.kill()
+            p1.wait()
+            check(down_of(etcd, "checker-1") == [], "the key outlives a killed checker for a while")
+            check(wait_for(lambda: down_of(etcd, "checker-1") is None, timeout=10),
+                  "the key of a killed checker goes with its lease: %s" % health_reports(etcd))
+
+            # SIGTERM: exit 0, the key gone at once.
+            p2 = start("checker-2")
+            check(wait_for(lambda: down_of(etcd, "checker-2") == []), "checker-2 reports: %s\n%s"
+                  % (health_reports(etcd), log_of("checker-2")))
+            code = sigterm(p2)
+            check(code == 0, "SIGTERM: exit 0, not %s\n%s" % (code, log_of("checker-2")))
+            check(down_of(etcd, "checker-2") is None, "SIGTERM: the key is gone at once: %s" % health_reports(etcd))
+
+            # --http: 200 is up, 503 (after --fall probes) down, 200 again up.
+            http_prefix = "/chring/http"
+            state = {"status": 200}
+
+            class Handler(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    code = state["status"] if self.path == "/health" else 404
+                    self.send_response(code)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+
+                def log_message(self, *args):
+                    pass
+
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            web = "127.0.0.1:%d" % server.server_address[1]
+            c.ok("add", web, "--weight", "1", prefix=http_prefix)
+            start("http-1", "--http", "/health", prefix=http_prefix)
+            check(wait_for(lambda: down_of(etcd, "http-1", http_prefix) == []),
+                  "--http: 200 is up: %s\n%s" % (health_reports(etcd, http_prefix), log_of("http-1")))
+            time.sleep(0.5)
+            check(down_of(etcd, "http-1", http_prefix) == [], "--http: still up after a few probes")
+            state["status"] = 503
+            check(wait_for(lambda: down_of(etcd, "http-1", http_prefix) == [web]),
+                  "--http: 503 is down: %s\n%s" % (health_reports(etcd, http_prefix), log_of("http-1")))
+            check("HTTP 503, expected 200" in log_of("http-1"), "--http: the log says 503:\n%s" % log_of("http-1"))
+            state["status"] = 200
+            check(wait_for(lambda: down_of(etcd, "http-1", http_prefix) == []),
+                  "--http: 200 again is up: %s\n%s" % (health_reports(etcd, http_prefix), log_of("http-1")))
+            server.shutdown()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+# -- availability --------------------------------------------------------------
+
+DOWN_DIR = PREFIX + "/down/"
+HEALTH_DIR = PREFIX + "/health/"
+
+
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+def leased_put(etcd, key, value, ttl):
+    """Puts key under a new lease of `ttl` seconds; the revision after it."""
+    kv = etcd.client()
+    try:
+        lease = kv.call("/v3/lease/grant", {"TTL": ttl})["ID"]
+        answer = kv.call("/v3/kv/put", {"key": b64(key), "value": b64(value), "lease": lease})
+        return int(answer["header"]["revision"])
+    finally:
+        kv.close()
+
+
+def checker_put(etcd, name, down, ttl=60):
+    """A checker's key as chring health writes it, under its own lease."""
+    value = json.dumps({"checker": name, "host": "test", "pid": 1, "down": down,
+                        "updated": "2026-12-07T00:00:00.000Z"})
+    return leased_put(etcd, HEALTH_DIR + name, value, ttl)
+
+
+def keys_under(etcd, prefix):
+    kv = etcd.client()
+    try:
+        kvs, _ = kv.get_prefix(prefix)
+    finally:
+        kv.close()
+    return {k.decode(): v.decode() for k, v in kvs.items()}
+
+
+def revision_of(etcd):
+    kv = etcd.client()
+    try:
+        return kv.revision()
+    finally:
+        kv.close()
+
+
+def down_lines(text):
+    """The ids of a ring file's %%down lines."""
+    return re.findall(r"^%%down (\S+)$", text or "", re.M)
+
+
+def without_revision(text):
+    return re.sub(r"^%%revision \S+\n", "", text or "", flags=re.M)
+
+
+def probe_availability(opts, path):
+    """The C library's reading of a ring file: {"digest", "panic", "threshold", "down"}."""
+    r = subprocess.run([opts.probe, "availability", path], capture_output=True, text=True, timeout=60)
+    m = re.fullmatch(r"digest (0x[0-9a-f]{16}) panic (\d+) threshold (\d+) down(.*)\n", r.stdout)
+    if r.returncode != 0 or not m:
+        return {"error": r.stdout + r.stderr}
+    return {"digest": m.group(1), "panic": int(m.group(2)), "threshold": int(m.group(3)),
+            "down": m.group(4).split()}
+
+
+def case_down(opts):
+    """chring etcd down/up/panic-threshold: an unknown member refused, --dry-run
+    writes nothing, a mark under --for expires with its lease, --hold's mark
+    goes on SIGTERM, up removes a mark (and says when there is none), the
+    panic threshold's key and the panic it causes, malformed availability
+    keys refused with the key named, a mark on a non-member ignored."""
+    with EtcdServer() as etcd:
+        c = Chring(opts.chring, etcd.url)
+        for m in ("a", "b", "c", "d"):
+            c.ok("add", m, "--weight", "1")
+
+        before = revision_of(etcd)
+        r = c.run("down", "zz")
+        check(r.returncode == 1 and "'zz' is not a member" in r.stderr,
+              "down of a non-member: refused: %d %r" % (r.returncode, r.stderr))
+        r = c.run("--dry-run", "down", "b")
+        check(r.returncode == 0 and "b's keys (" in r.stdout and "go to their next replicas" in r.stdout
+              and "dry run: nothing written" in r.stdout,
+              "down --dry-run says what the mark does: %d %r %r" % (r.returncode, r.stdout, r.stderr))
+        check(revision_of(etcd) == before and keys_under(etcd, DOWN_DIR) == {},
+              "a refused down and a dry run write nothing")
+
+        # --for: the mark lives with its lease.
+        r = c.run("down", "b", "--for", "2s", "--reason", "disk swap")
+        check(r.returncode == 0 and "marked b down for 2s" in r.stdout,
+              "down --for 2s: %d %r %r" % (r.returncode, r.stdout, r.stderr))
+        marks = keys_under(etcd, DOWN_DIR)
+        check(list(marks) == [DOWN_DIR + "b"] and "disk swap" in marks.get(DOWN_DIR + "b", ""),
+              "the mark's key and its note: %s" % marks)
+        check(down_lines(c.show()) == ["b"], "show's ring file has %%down b")
+        check(wait_for(lambda: keys_under(etcd, DOWN_DIR) == {}, timeout=20),
+              "the mark goes when its lease expires: %s" % keys_under(etcd, DOWN_DIR))
+        check(down_lines(c.show()) == [], "no %%down line once the mark expired")
+        r = c.run("down", "b", "--for", "soon")
+        check(r.returncode == 2 and "--for" in r.stderr, "a malformed --for is bad usage: %d %r"
+              % (r.returncode, r.stderr))
+
+        # --hold: the mark lives while the command runs.
+        env = run_env()
+        hold = subprocess.Popen([opts.chring, "etcd", "--etcd", etcd.url, "--prefix", PREFIX, "down", "c", "--hold"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            check(wait_for(lambda: DOWN_DIR + "c" in keys_under(etcd, DOWN_DIR)), "down --hold writes the mark")
+            hold.send_signal(signal.SIGTERM)
+            out, err = hold.communicate(timeout=30)
+            check(hold.returncode == 0 and "revoked the lease" in out,
+                  "down --hold: SIGTERM revokes the mark, exit 0: %d %r %r" % (hold.returncode, out, err))
+            check(keys_under(etcd, DOWN_DIR) == {}, "the held mark is gone at once: %s" % keys_under(etcd, DOWN_DIR))
+        finally:
+            if hold.poll() is None:
+                hold.kill()
+                hold.wait()
+
+        # up
+        r = c.run("up", "d")
+        check(r.returncode == 0 and "d has no operator's mark: nothing written" in r.stdout,
+              "up without a mark: %d %r %r" % (r.returncode, r.stdout, r.stderr))
+        r = c.run("up", "zz")
+        check(r.returncode == 1 and "neither a member" in r.stderr, "up of an unknown id: %r" % r.stderr)
+        c.ok("down", "d")
+        r = c.run("up", "d")
+        check(r.returncode == 0 and "come back to it" in r.stdout and keys_under(etcd, DOWN_DIR) == {},
+              "up removes the mark: %d %r %r" % (r.returncode, r.stdout, r.stderr))
+
+        # The panic threshold: 2 of 4 equal members down is honoured, 3 is panic.
+        c.ok("down", "a")
+        out = c.ok("down", "b")
+        check("panic" not in out, "2 of 4 down: no panic: %r" % out)
+        out = c.ok("down", "c")
+        check("the ring enters panic: 3 of 4 members' weight down (75% > 50%)" in out,
+              "the third mark says the ring enters panic: %r" % out)
+        out = c.ok("panic-threshold")
+        check(out.startswith("panic threshold 50% (default)") and "panic, marks ignored" in out,
+              "panic-threshold prints the threshold and the panic: %r" % out)
+        out = c.ok("panic-threshold", "80")
+        check("the ring leaves panic" in out and keys_under(etcd, PREFIX + "/panic-threshold") ==
+              {PREFIX + "/panic-threshold": "80"}, "panic-threshold 80: %r" % out)
+        text = c.show()
+        check(down_lines(text) == ["a", "b", "c"] and file_field(text, "panic-threshold") == "80",
+              "the ring file carries the marks and the threshold:\n%s" % text)
+        r = c.run("panic-threshold", "101")
+        check(r.returncode == 2, "a threshold over 100 is bad usage: %d" % r.returncode)
+        for m in ("a", "b", "c"):
+            c.ok("up", m)
+
+        # Malformed availability keys make the state invalid, the key named.
+        for key, value, reason in ((PREFIX + "/panic-threshold", "lots", "is not a whole percent 0..100"),
+                                   (DOWN_DIR + "a%2", "x", DOWN_DIR + "a%2"),
+                                   (DOWN_DIR + "a", "two\nlines", "raw control byte 0x0A")):
+            kv = etcd.client()
+            old = kv.get_prefix(key)[0].get(key.encode())
+            kv.put(key, value)
+            r = c.run("show")
+            check(r.returncode == 1 and reason in r.stderr, "%s = %r refused: %d %r" % (key, value, r.returncode, r.stderr))
+            if old is None:
+                kv.delete(key)
+            else:
+                kv.put(key, old)
+            kv.close()
+        c.ok("show")
+
+        # A mark on a non-member (a member removed while marked) is ignored.
+        etcd.put(DOWN_DIR + "zz", "left over")
+        text = c.show()
+        check(down_lines(text) == [], "a mark on a non-member changes nothing:\n%s" % text)
+        code, doc, err = status(c)
+        notes = json.dumps(doc)
+        check(doc is not None and doc.get("availability", {}).get("down") == "none",
+              "status: nothing down: %s %s" % (doc, err))
+        check("zz" in (c.run("status").stdout), "status names the ignored mark")
+        check(code == 4 and "ignored" in c.run("status").stdout, "status says the mark is ignored: %d %s" % (code, notes))
+
+
+def case_quorum(opts):
+    """The checkers' quorum, as chring watch publishes it: 1 of 3 checkers is
+    not enough, 2 of 3 is; a checker's key deleted or its lease expired is
+    recomputed; a malformed view is ignored and logged. The file's %%down
+    lines and %%availability are the library's own (ringfile_probe)."""
+    tmp = tempfile.mkdtemp(prefix="chring-etcd-test-")
+    watcher = None
+    try:
+        with EtcdServer() as etcd:
+            c = Chring(opts.chring, etcd.url)
+            for m in ("a", "b", "c"):
+                c.ok("add", m, "--weight", "1")
+            out = os.path.join(tmp, "ring")
+            watcher = LoggedWatcher(watch_cmd(opts, etcd.url, out), os.path.join(tmp, "watch.log"))
+
+            def settles():
+                """The file is the state etcd holds now, revision aside."""
+                return wait_for(lambda: without_revision(read(out)) == without_revision(c.show()))
+
+            check(settles(), "the first file:\n%s" % watcher.log())
+            checker_put(etcd, "k1", ["b"])
+            checker_put(etcd, "k2", [])
+            checker_put(etcd, "k3", [])
+            check(settles() and down_lines(read(out)) == [], "1 of 3 checkers: b is not down:\n%s" % read(out))
+            checker_put(etcd, "k2", ["b"])
+            check(wait_for(lambda: down_lines(read(out)) == ["b"]), "2 of 3 checkers: b is down:\n%s\n%s"
+                  % (read(out), watcher.log()))
+            text = read(out)
+            probe = probe_availability(opts, out)
+            check(probe.get("down") == ["b"] and probe.get("digest") == file_field(text, "availability"),
+                  "the library reads the file's mark and digest: %s\n%s" % (probe, text))
+            check(("chring watch: down now: b (digest %s" % probe.get("digest")) in watcher.log(),
+                  "the watcher logs the new down set:\n%s" % watcher.log())
+
+            kv = etcd.client()
+            kv.delete(HEALTH_DIR + "k1")
+            kv.close()
+            check(wait_for(lambda: down_lines(read(out)) == []), "k1 gone: 1 of 2: b is up again:\n%s" % read(out))
+            check("chring watch: down now: none" in watcher.log(), "the log says none is down:\n%s" % watcher.log())
+
+            checker_put(etcd, "k1", ["b"], ttl=2)
+            check(wait_for(lambda: down_lines(read(out)) == ["b"]), "k1 back: 2 of 3: b is down")
+            check(wait_for(lambda: down_lines(read(out)) == [], timeout=20),
+                  "k1's lease expired: 1 of 2: b is up:\n%s" % read(out))
+
+            # A view that does not read neither votes nor counts, and is logged.
+            etcd.put(HEALTH_DIR + "k4", "not json")
+            check(settles(), "a malformed view leaves the state valid")
+            check(watcher.wait_log("ignoring the health report " + HEALTH_DIR + "k4: not a JSON object"),
+                  "the watcher logs the ignored view:\n%s" % watcher.log())
+            checker_put(etcd, "k3", ["b"])
+            check(wait_for(lambda: down_lines(read(out)) == ["b"]), "k2 and k3 of 3 readable views: b down")
+            watcher.stop()
+            check(watcher.proc.returncode == 0, "the watcher exits 0")
+    finally:
+        clean_up(watcher.proc if watcher else None, None, tmp)
+
+
+def case_avail_watch(opts):
+    """A checker's write that changes no quorum is not published again (the
+    file's bytes and mtime stay; the report's seen_revision moves); a
+    change of the down set is; down/up --wait wait for the availability
+    digest; status shows the down set with why, the checkers and agreement."""
+    with reporting_run() as (tmp, watchers), EtcdServer() as etcd:
+        c = Chring(opts.chring, etcd.url)
+        for m in ("a", "b", "c"):
+            c.ok("add", m, "--weight", "1")
+        w = ReportingWatcher(opts, etcd.url, tmp, "w1")
+        watchers.append(w)
+        check(wait_for(lambda: holds_current(etcd, c, ["w1"])), "w1 holds the ring:\n%s" % w.log())
+        text, mtime = read(w.out), os.stat(w.out).st_mtime_ns
+        rev = checker_put(etcd, "k1", [])
+        check(wait_for(lambda: (report_of(etcd, "w1") or {}).get("seen_revision", 0) >= rev),
+              "the report says revision %d was seen: %s" % (rev, report_of(etcd, "w1")))
+        check(read(w.out) == text and os.stat(w.out).st_mtime_ns == mtime,
+              "a checker's write that changes nothing leaves the file as it is")
+        check(w.log().count("published revision") == 1, "published once:\n%s" % w.log())
+
+        checker_put(etcd, "k1", ["c"])
+        check(wait_for(lambda: down_lines(read(w.out)) == ["c"]), "1 of 1 checker: c is down:\n%s" % w.log())
+        r = c.run("down", "b", "--reason", "test", "--wait=30")
+        check(r.returncode == 0 and "done in" in r.stdout,
+              "down --wait: %d %r %r" % (r.returncode, r.stdout, r.stderr))
+        check(down_lines(read(w.out)) == ["b", "c"], "the file has both:\n%s" % read(w.out))
+        rep = report_of(etcd, "w1")
+        check(rep.get("availability") == file_field(read(w.out), "availability") and rep.get("panic") is False,
+              "the report's digest is the file's: %s" % rep)
+
+        code, doc, err = status(c)
+        av = (doc or {}).get("availability", {})
+        why = {d["id"]: d["why"] for d in (doc or {}).get("down", [])}
+        check(code == 0 and av.get("down") == "b, c" and av.get("digest") == rep.get("availability")
+              and (doc or {}).get("summary", {}).get("availability_agree") == 1,
+              "status: down b, c, every process agrees: %d %s %s" % (code, doc, err))
+        check(why.get("c") == "checkers 1/1" and why.get("b", "").startswith("operator mark (chring etcd down on ")
+              and why["b"].endswith(": test)"), "status says why: %s" % why)
+        checkers = (doc or {}).get("checkers", [])
+        check([ch.get("name") for ch in checkers] == ["k1"] and checkers[0].get("down") == "c",
+              "status lists the checker's view: %s" % checkers)
+        text = c.run("status").stdout
+        check("every process holds availability digest" in text and "mark expires in" in text,
+              "status in a table:\n%s" % text)
+
+        r = c.run("up", "b", "--wait=30")
+        check(r.returncode == 0 and "done in" in r.stdout, "up --wait: %d %r %r" % (r.returncode, r.stdout, r.stderr))
+        check(down_lines(read(w.out)) == ["c"], "b up again:\n%s" % read(w.out))
+        check(w.terminate() == 0, "w1 exits 0")
+
+
 CASES = {"admin": case_admin, "conflict": case_conflict, "once": case_once, "follow": case_follow,
          "catchup": case_catchup, "tls": case_tls, "token": case_token, "guard": case_guard,
          "hook-timeout": case_hook_timeout, "hook-stop": case_hook_stop, "bounded": case_bounded,
          "options-newline": case_options_newline, "report": case_report, "status": case_status,
-         "wait": case_wait, "confirm": case_confirm}
+         "wait": case_wait, "confirm": case_confirm, "health": case_health, "down": case_down,
+         "quorum": case_quorum, "avail-watch": case_avail_watch}
 
 
 def main():
@@ -1752,6 +2238,7 @@ def main():
     p.add_argument("--chring", required=True)
     p.add_argument("--plugin-path", default=os.environ.get("CHRING_PLUGIN_PATH", ""),
                    help="the build's plugin folders (a watcher without them refuses a plugin's hasher)")
+    p.add_argument("--probe", help="ringfile_probe: the C library's reading of a ring file (availability cases)")
     p.add_argument("case", choices=sorted(CASES))
     opts = p.parse_args()
     if opts.case in ("tls", "token") and shutil.which("openssl") is None:

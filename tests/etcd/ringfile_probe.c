@@ -19,6 +19,11 @@
  *       "reads N ok N bad N missing N revisions N"; the first bad text is
  *       copied to BAD_COPY and its error printed as "first-bad: MESSAGE".
  *
+ *   ringfile_probe availability FILE
+ *       Builds the ring FILE describes and prints its availability as the
+ *       library holds it: "digest 0x... panic N threshold N down ID ..."
+ *       (the ids marked down, in the ring's node order, raw bytes).
+ *
  * Exit status 0 (read-loop: also when it saw bad files; the harness
  * judges the counts), 1 when a file was refused or on an error, 2 on bad
  * usage.
@@ -39,7 +44,8 @@
 
 static int usage(void) {
     fprintf(stderr, "usage: ringfile_probe fingerprint FILE...\n"
-                    "       ringfile_probe read-loop FILE SECONDS MAX_READS BAD_COPY\n");
+                    "       ringfile_probe read-loop FILE SECONDS MAX_READS BAD_COPY\n"
+                    "       ringfile_probe availability FILE\n");
     return 2;
 }
 
@@ -69,6 +75,43 @@ static int cmd_fingerprint(int count, char **paths) {
         chr_ring_free(ring);
     }
     return failed;
+}
+
+static int cmd_availability(const char *path) {
+    chr_ring *ring = NULL;
+    chr_snapshot *snap = NULL;
+    chr_availability_info info = CHR_AVAILABILITY_INFO_INIT;
+    chr_status st = chr_ring_new_from_file(path, NULL, &ring, NULL);
+    if (st == CHR_OK) {
+        st = chr_ring_availability(ring, &info);
+    }
+    if (st == CHR_OK) {
+        st = chr_ring_snapshot(ring, &snap);
+    }
+    if (st != CHR_OK) {
+        printf("error %s: %s\n", chr_strerror(st), chr_last_error());
+        chr_ring_free(ring);
+        return 1;
+    }
+    printf("digest 0x%016" PRIx64 " panic %u threshold %u down", info.digest, (unsigned) info.panic,
+           (unsigned) info.panic_threshold);
+    size_t n = 0;
+    st = chr_snapshot_node_count(snap, &n);
+    for (size_t i = 0; i < n && st == CHR_OK; i++) {
+        uint32_t marked = 0;
+        chr_node_view view;
+        st = chr_snapshot_marked_down(snap, i, &marked);
+        if (st == CHR_OK && marked) {
+            st = chr_snapshot_node(snap, i, &view);
+            if (st == CHR_OK) {
+                printf(" %.*s", (int) view.id_len, (const char *) view.id);
+            }
+        }
+    }
+    printf("\n");
+    chr_snapshot_release(snap);
+    chr_ring_free(ring);
+    return st == CHR_OK ? 0 : 1;
 }
 
 static double now_seconds(void) {
@@ -192,6 +235,9 @@ static int cmd_read_loop(const char *path, double seconds, long max_reads, const
 int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "fingerprint") == 0) {
         return cmd_fingerprint(argc - 2, argv + 2);
+    }
+    if (argc == 3 && strcmp(argv[1], "availability") == 0) {
+        return cmd_availability(argv[2]);
     }
     if (argc == 6 && strcmp(argv[1], "read-loop") == 0) {
         double seconds = strtod(argv[3], NULL);

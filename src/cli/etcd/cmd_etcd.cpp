@@ -6,9 +6,13 @@
 // writes, a change prints what it moves; one that breaks a guard rail
 // (guard.hpp) is written only with --force, together with the guard key
 // that lets the watchers publish it.
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
 #include <ctime>
+#include <thread>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -16,6 +20,7 @@
 #include "../options.hpp"
 #include "../report.hpp"
 #include "../spelling.hpp"
+#include "availability.hpp"
 #include "etcd_client.hpp"
 #include "etcd_commands.hpp"
 #include "etcd_state.hpp"
@@ -37,7 +42,15 @@ struct AdminFlags {
     std::string file;
     std::string format = "table";
     double wait = 0;  // --wait[=TIMEOUT]; 0: do not wait
+    // down, up, panic-threshold
+    std::string for_text = "1h";  // --for DURATION
+    std::string reason;           // --reason TEXT
+    bool hold = false;            // --hold
+    int percent = -1;             // panic-threshold PERCENT; -1: print it
 };
+
+StopFlag g_hold_stop = 0;
+extern "C" void on_hold_signal(int) { g_hold_stop = 1; }
 
 // The prefix as read at one revision.
 struct Current {
@@ -59,7 +72,9 @@ public:
     Built validate(const State &state, const std::string &change);
     // One transaction: `ops` if nothing under the prefix changed since
     // `cur` was read (and the `extra` compares hold). Returns the new revision.
-    uint64_t commit(const Current &cur, nlohmann::json extra_compares, nlohmann::json ops);
+    // `whole_prefix` false: only the `extra` compares (a down mark, which a
+    // checker's write under P/health/ must not make conflict).
+    uint64_t commit(const Current &cur, nlohmann::json extra_compares, nlohmann::json ops, bool whole_prefix = true);
     // Prints what going from `cur` to `next` moves, then decides: nullopt
     // for --dry-run (nothing to write), else the operations to add to the
     // change's transaction (the guard key when --force lifts a guard). A
@@ -140,11 +155,12 @@ nlohmann::json absent_compare(const std::string &key) {
 // an array under GCC and a copy of `x` under clang.)
 nlohmann::json one(nlohmann::json x) { return nlohmann::json::array({std::move(x)}); }
 
-uint64_t Admin::commit(const Current &cur, nlohmann::json compares, nlohmann::json ops) {
+uint64_t Admin::commit(const Current &cur, nlohmann::json compares, nlohmann::json ops, bool whole_prefix) {
     // No key under the prefix was written after the revision read. (A key
     // that vanished is not seen by a range compare: the compares the caller
     // adds for the keys it touches cover those.)
-    compares.push_back({{"key", base64_encode(layout_.range_begin())},
+    if (whole_prefix)
+        compares.push_back({{"key", base64_encode(layout_.range_begin())},
                         {"range_end", base64_encode(layout_.range_end())},
                         {"target", "MOD"},
                         {"result", "LESS"},
@@ -160,22 +176,28 @@ uint64_t Admin::commit(const Current &cur, nlohmann::json compares, nlohmann::js
         throw CliError(what);
     }
     if (!answer.value("succeeded", false))
-        throw CliError("conflict: " + layout_.prefix() + " changed since revision " +
+        throw CliError("conflict: " + layout_.prefix() + (whole_prefix ? "" : "'s keys for this change") +
+                       " changed since revision " +
                        std::to_string(cur.header.revision) +
                        " (another writer); nothing was written: read it again and retry");
     return parse_header(answer).revision;
 }
 
-// Who lifted a guard, when and why: the guard key's value (for people;
-// the watchers read only its mod_revision).
-std::string lift_note(const std::string &change, const std::string &broken) {
+// "on HOST at 2026-12-07T18:51:52Z": where and when a note was written.
+std::string where_and_when() {
     char host[256] = "";
     if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
     char when[32] = "";
     const std::time_t now = std::time(nullptr);
     std::tm utc{};
     if (gmtime_r(&now, &utc)) std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    return "lifted by chring etcd " + change + " --force on " + visible(host) + " at " + when + ": " + broken + "\n";
+    return "on " + visible(host) + " at " + when;
+}
+
+// Who lifted a guard, when and why: the guard key's value (for people;
+// the watchers read only its mod_revision).
+std::string lift_note(const std::string &change, const std::string &broken) {
+    return "lifted by chring etcd " + change + " --force " + where_and_when() + ": " + broken + "\n";
 }
 
 std::optional<nlohmann::json> Admin::plan(const Current &cur, const Built &next, const std::string &change) {
@@ -209,6 +231,11 @@ nlohmann::json with(nlohmann::json ops, const nlohmann::json &more) {
 std::string summary(uint64_t revision, const Built &b) {
     return "revision " + std::to_string(revision) + ", fingerprint " + hex64(b.fingerprint) + ", " +
            std::to_string(b.members) + (b.members == 1 ? " member" : " members");
+}
+
+// What --wait waits for after a change that leaves the ring `b`.
+Rollout rollout(uint64_t revision, const Built &b, bool written) {
+    return {revision, b.fingerprint, b.availability->info.digest, written};
 }
 
 // The member the id argument names, in the prefix as read now.
@@ -255,7 +282,7 @@ int run_add(Admin &a) {
     uint64_t rev = a.commit(cur, one(absent_compare(key)), with(one(put_op(key, m.value)), *more));
     std::cout << "added " << printable_id(m.id) << " (weight " << m.weight
               << (m.zone.empty() ? "" : ", zone " + printable_id(m.zone)) << "): " << summary(rev, b) << '\n';
-    return a.finish({rev, b.fingerprint, true});
+    return a.finish(rollout(rev, b, true));
 }
 
 int run_remove(Admin &a) {
@@ -269,7 +296,7 @@ int run_remove(Admin &a) {
     if (!more) return 0;  // a dry run: nothing to wait for
     uint64_t rev = a.commit(cur, one(unchanged_compare(key, cur.mod_revision.at(key))), with(one(delete_op(key)), *more));
     std::cout << "removed " << printable_id(id) << ": " << summary(rev, b) << '\n';
-    return a.finish({rev, b.fingerprint, true});
+    return a.finish(rollout(rev, b, true));
 }
 
 int run_set_weight(Admin &a) {
@@ -290,7 +317,7 @@ int run_set_weight(Admin &a) {
     if (cur.state.at(key) == m.value) {
         std::cout << printable_id(id) << " already has weight " << f.weight << ": nothing written ("
                   << summary(cur.header.revision, b) << ")\n";
-        return a.finish({cur.header.revision, b.fingerprint, false});
+        return a.finish(rollout(cur.header.revision, b, false));
     }
     const std::optional<nlohmann::json> more = a.plan(cur, b, change);
     if (!more) return 0;  // a dry run: nothing to wait for
@@ -298,7 +325,7 @@ int run_set_weight(Admin &a) {
                             with(one(put_op(key, m.value)), *more));
     std::cout << printable_id(id) << ": weight " << old.weight << " -> " << m.weight << ": " << summary(rev, b)
               << '\n';
-    return a.finish({rev, b.fingerprint, true});
+    return a.finish(rollout(rev, b, true));
 }
 
 int run_apply(Admin &a) {
@@ -320,8 +347,9 @@ int run_apply(Admin &a) {
     else if (auto it = cur.state.find(options_key); it != cur.state.end())
         next[options_key] = it->second;  // a plain member list keeps the ring's options
     for (const MemberEntry &m : members) next[a.layout().member_key(m.id_field)] = m.value;
-    const std::string guard_key = a.layout().guard_key();
-    if (auto it = cur.state.find(guard_key); it != cur.state.end()) next[guard_key] = it->second;  // not the file's
+    // Not the file's: the guard and the availability keys stay as they are.
+    for (const auto &[key, value] : cur.state)
+        if (a.layout().is_kept_by_apply(key)) next[key] = value;
     Built b = a.validate(next, "apply " + f.file);
 
     // For the compatibility placements the members' order breaks ties; in
@@ -345,7 +373,6 @@ int run_apply(Admin &a) {
     size_t added = 0, removed = 0, changed = 0;
     bool options_changed = false;
     for (const auto &[key, value] : next) {
-        if (key == guard_key) continue;
         auto it = cur.state.find(key);
         if (it != cur.state.end() && it->second == value) continue;
         ops.push_back(put_op(key, value));
@@ -365,7 +392,7 @@ int run_apply(Admin &a) {
     if (ops.empty()) {
         std::cout << a.layout().prefix() << " already is " << f.file << ": nothing written ("
                   << summary(cur.header.revision, b) << ")\n";
-        return a.finish({cur.header.revision, b.fingerprint, false});
+        return a.finish(rollout(cur.header.revision, b, false));
     }
     const std::optional<nlohmann::json> more = a.plan(cur, b, "apply " + f.file);
     if (!more) return 0;  // a dry run: nothing to wait for
@@ -373,7 +400,7 @@ int run_apply(Admin &a) {
     std::cout << "applied " << f.file << ": " << added << " added, " << removed << " removed, " << changed
               << " changed, options " << (options_changed ? "changed" : "unchanged") << ": " << summary(rev, b)
               << '\n';
-    return a.finish({rev, b.fingerprint, true});
+    return a.finish(rollout(rev, b, true));
 }
 
 int run_show(Admin &a) {
@@ -414,6 +441,232 @@ int run_show(Admin &a) {
     report.tables.push_back(std::move(m));
     write_report(report, Format::table, std::cout);
     return 0;
+}
+
+// -- availability: down, up, panic-threshold -------------------------------------------
+
+// "1h", "30m", "90s", "90", "2d": seconds, 1 s .. 365 d.
+double parse_duration(const std::string &text) {
+    size_t end = 0;
+    double n = -1;
+    try {
+        n = std::stod(text, &end);
+    } catch (const std::exception &) {
+    }
+    const std::string unit = text.substr(std::min(end, text.size()));
+    const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : unit == "d" ? 86400 : 0;
+    const double seconds = n * scale;
+    if (end == 0 || scale == 0 || !std::isfinite(seconds) || seconds < 1 || seconds > 365 * 86400.0 ||
+        text.find_first_of(" \t") != std::string::npos)
+        throw UsageError("--for: " + quoted_bounded(text) + " is not a duration of 1s..365d (90s, 30m, 1h, 2d)");
+    return seconds;
+}
+
+// What the ring's availability becomes, from `before` (the state in etcd;
+// may be invalid) to `after`, for the member `id` (empty: none in
+// particular): printed before anything is written.
+void print_availability_change(const Built &before, const Built &after, const std::string &id,
+                               const std::string &change) {
+    const Availability &now = *after.availability;
+    const Availability *was = before.availability ? before.availability.get() : nullptr;
+    std::string share;
+    if (!id.empty())
+        for (const NodeInfo &n : after.ring->snapshot().nodes())
+            if (n.id == id) {
+                char buf[32];
+                std::snprintf(buf, sizeof buf, "%.2f%%", n.ownership * 100.0);
+                share = buf;
+            }
+    const DownMember *down_after = id.empty() ? nullptr : now.find(id);
+    const DownMember *down_before = was && !id.empty() ? was->find(id) : nullptr;
+    std::cout << change << ": ";
+    if (id.empty())
+        std::cout << "panic threshold " << (was ? std::to_string(was->threshold) + "% -> " : "") << now.threshold << "%";
+    else if (down_after && !down_before)
+        std::cout << printable_id(id) << "'s keys (" << share << " of the keys) go to their next replicas";
+    else if (!down_after && down_before)
+        std::cout << printable_id(id) << "'s keys (" << share << " of the keys) come back to it";
+    else if (down_after)
+        std::cout << printable_id(id) << " stays down (" << down_after->why() << ")";
+    else
+        std::cout << printable_id(id) << " stays up";
+    std::cout << "; down: " << (was ? was->down_text() + " -> " : "") << now.down_text() << "; " << weight_text(now.info)
+              << '\n';
+    const bool panic_before = was && was->info.panic;
+    if (now.info.panic && !panic_before)
+        std::cout << change << ": the ring enters panic: " << weight_text(now.info)
+                  << ": every mark is ignored, every member used, while it lasts\n";
+    else if (now.info.panic)
+        std::cout << change << ": the ring stays in panic (" << weight_text(now.info)
+                  << "): the marks take effect when it ends\n";
+    else if (panic_before)
+        std::cout << change << ": the ring leaves panic: the marks take effect again\n";
+}
+
+nlohmann::json put_leased_op(const std::string &key, const std::string &value, uint64_t lease) {
+    return {{"request_put",
+             {{"key", base64_encode(key)}, {"value", base64_encode(value)}, {"lease", std::to_string(lease)}}}};
+}
+
+// The lease of a mark: granted for `ttl` seconds; its id.
+uint64_t grant_lease(Client &client, double ttl) {
+    nlohmann::json answer = client.post("/v3/lease/grant", {{"TTL", int64_t(std::llround(ttl))}});
+    const uint64_t id = json_u64(answer, "ID");
+    if (id == 0 || json_u64(answer, "TTL") == 0) throw CliError("etcd granted no lease: " + answer.dump());
+    return id;
+}
+
+void revoke_lease(Client &client, uint64_t lease) {
+    try {
+        client.post("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
+    } catch (const ServerError &e) {
+        if (!e.not_found()) throw;
+    }
+}
+
+// --hold: the mark's lease is kept alive until SIGTERM or SIGINT, then revoked.
+constexpr double kHoldTtl = 10;
+
+int hold_mark(Admin &a, uint64_t lease, const std::string &key) {
+    struct sigaction sa {};
+    sa.sa_handler = on_hold_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    std::cout << "holding " << key << " until SIGTERM or SIGINT (its lease: " << seconds_text(kHoldTtl)
+              << " s, kept alive)" << std::endl;
+    using Clock = std::chrono::steady_clock;
+    auto next = Clock::now();
+    while (!g_hold_stop) {
+        if (Clock::now() >= next) {
+            nlohmann::json answer = a.client().post("/v3/lease/keepalive", {{"ID", std::to_string(lease)}});
+            auto result = answer.find("result");
+            if (result == answer.end() || json_u64(*result, "TTL") == 0)
+                throw CliError("the lease of " + key + " expired (etcd unreachable for " + seconds_text(kHoldTtl) +
+                               " s?): the mark is gone");
+            next = Clock::now() + std::chrono::milliseconds(long(kHoldTtl * 1000 / 3));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    revoke_lease(a.client(), lease);
+    std::cout << "revoked the lease of " << key << ": the mark is gone" << std::endl;
+    return 0;
+}
+
+int run_down(Admin &a) {
+    const AdminFlags &f = a.flags();
+    const double ttl = f.hold ? kHoldTtl : parse_duration(f.for_text);
+    const std::string change = "down " + visible_bounded(f.id);
+    const auto [id, cur, member_key] = find_member(a);
+    const std::string key = a.layout().down_key(canonical_field(id));
+    std::string note = "chring etcd down " + where_and_when() +
+                       (f.hold ? " while the command runs (--hold)" : " for " + f.for_text) +
+                       (f.reason.empty() ? "" : ": " + f.reason);
+    State next = cur.state;
+    if (auto it = next.find(key); it != next.end())
+        std::cout << change << ": already marked (" << visible_bounded(it->second, 128) << "): the mark is replaced\n";
+    next[key] = note;
+    const Built b = a.validate(next, change);
+    const Built before = build_ring(a.layout(), cur.state, f.etcd.plugin_dir_or_null());
+    print_availability_change(before, b, id, change);
+    if (f.dry_run) {
+        std::cout << "dry run: nothing written\n";
+        return 0;
+    }
+    const uint64_t lease = grant_lease(a.client(), ttl);
+    uint64_t rev = 0;
+    try {
+        rev = a.commit(cur, one(unchanged_compare(member_key, cur.mod_revision.at(member_key))),
+                       one(put_leased_op(key, note, lease)), false);
+    } catch (const CliError &) {
+        revoke_lease(a.client(), lease);
+        throw;
+    }
+    std::cout << "marked " << printable_id(id) << " down"
+              << (f.hold ? " while this command runs" : " for " + f.for_text + " (unless marked again)") << ": revision "
+              << rev << ", availability " << hex64(b.availability->info.digest) << '\n';
+    const int status = a.finish(rollout(rev, b, true));
+    if (status != 0 || !f.hold) return status;
+    return hold_mark(a, lease, key);
+}
+
+int run_up(Admin &a) {
+    const AdminFlags &f = a.flags();
+    const std::string change = "up " + visible_bounded(f.id);
+    const std::string id = decode_id(f.id, quoted_bounded(f.id));
+    const Current cur = a.read();
+    // Every key that marks the id, whatever its spelling.
+    std::vector<std::string> keys;
+    const std::string dir = a.layout().down_dir();
+    for (auto it = cur.state.lower_bound(dir); it != cur.state.end() && it->first.compare(0, dir.size(), dir) == 0;
+         ++it) {
+        try {
+            if (decode_id(std::string_view(it->first).substr(dir.size()), it->first) == id) keys.push_back(it->first);
+        } catch (const CliError &) {
+            // a malformed mark: the state is refused below, naming it
+        }
+    }
+    State next = cur.state;
+    for (const std::string &k : keys) next.erase(k);
+    const Built b = a.validate(next, change);
+    if (keys.empty()) {
+        if (!cur.key_of_id.count(id))
+            throw CliError(change + ": " + quoted_bounded(f.id) + " is neither a member of " + a.layout().prefix() +
+                           " nor marked down (revision " + std::to_string(cur.header.revision) + ")");
+        const DownMember *d = b.availability->find(id);
+        std::cout << printable_id(id) << " has no operator's mark: nothing written"
+                  << (d ? " (it is down: " + d->why() + ")" : "") << '\n';
+        return a.finish(rollout(cur.header.revision, b, false));
+    }
+    const Built before = build_ring(a.layout(), cur.state, f.etcd.plugin_dir_or_null());
+    print_availability_change(before, b, cur.key_of_id.count(id) ? id : "", change);
+    if (f.dry_run) {
+        std::cout << "dry run: nothing written\n";
+        return 0;
+    }
+    nlohmann::json compares = nlohmann::json::array(), ops = nlohmann::json::array();
+    for (const std::string &k : keys) {
+        compares.push_back(unchanged_compare(k, cur.mod_revision.at(k)));
+        ops.push_back(delete_op(k));
+    }
+    const uint64_t rev = a.commit(cur, compares, ops, false);
+    std::cout << "removed the mark of " << printable_id(id) << ": revision " << rev << ", availability "
+              << hex64(b.availability->info.digest) << '\n';
+    return a.finish(rollout(rev, b, true));
+}
+
+int run_panic_threshold(Admin &a) {
+    const AdminFlags &f = a.flags();
+    const Current cur = a.read();
+    const Built now = a.validate(cur.state, "panic-threshold");
+    const Availability &av = *now.availability;
+    if (f.percent < 0) {
+        std::cout << "panic threshold " << av.threshold << "%" << (av.threshold_set ? "" : " (default)") << "; "
+                  << weight_text(av.info) << (av.info.panic ? ": panic, marks ignored" : "") << '\n';
+        return 0;
+    }
+    const std::string key = a.layout().panic_threshold_key();
+    const std::string value = std::to_string(f.percent);
+    const std::string change = "panic-threshold " + value;
+    if (auto it = cur.state.find(key); it != cur.state.end() && it->second == value) {
+        std::cout << "the panic threshold already is " << value << "%: nothing written\n";
+        return a.finish(rollout(cur.header.revision, now, false));
+    }
+    State next = cur.state;
+    next[key] = value;
+    const Built b = a.validate(next, change);
+    print_availability_change(now, b, "", change);
+    if (f.dry_run) {
+        std::cout << "dry run: nothing written\n";
+        return 0;
+    }
+    auto it = cur.mod_revision.find(key);
+    const uint64_t rev = a.commit(cur, one(it == cur.mod_revision.end() ? absent_compare(key)
+                                                                       : unchanged_compare(key, it->second)),
+                                  one(put_op(key, value)), false);
+    std::cout << "panic threshold " << value << "%: revision " << rev << ", availability "
+              << hex64(b.availability->info.digest) << '\n';
+    return a.finish(rollout(rev, b, true));
 }
 
 int run_status(Admin &a) {
@@ -488,6 +741,34 @@ void add_etcd_command(CLI::App &app) {
     apply->add_option("file", flags->file, "The ring file")->required();
     add_wait_flag(*apply, *flags);
     apply->callback([flags] { guarded(flags, run_apply); });
+
+    CLI::App *down = etcd->add_subcommand(
+        "down", "Mark a member down (PREFIX/down/ID under a lease): its keys go to their next replicas, no token moves");
+    down->add_option("id", flags->id, "The member's id, as in a ring file")->required();
+    down->add_option("--for", flags->for_text,
+                     "How long the mark lives unless written again (the lease's TTL): 90s, 30m, 1h, 2d")
+        ->type_name("DURATION")
+        ->capture_default_str();
+    down->add_option("--reason", flags->reason, "Why, for people: part of the mark's note")->type_name("TEXT");
+    down->add_flag("--hold", flags->hold,
+                   "Keep the mark while this command runs (its lease kept alive), revoke it on SIGTERM or SIGINT");
+    add_wait_flag(*down, *flags);
+    down->callback([flags, down] {
+        if (flags->hold && down->count("--for")) throw UsageError("--hold and --for: give one");
+        guarded(flags, run_down);
+    });
+
+    CLI::App *up = etcd->add_subcommand("up", "Remove an operator's down mark (the checkers' view stays)");
+    up->add_option("id", flags->id, "The member's id, as in a ring file")->required();
+    add_wait_flag(*up, *flags);
+    up->callback([flags] { guarded(flags, run_up); });
+
+    CLI::App *threshold = etcd->add_subcommand(
+        "panic-threshold", "Print or set the panic threshold: the percent of the weight down beyond which marks are ignored");
+    threshold->add_option("percent", flags->percent, "The new threshold, 0..100 (100: never panic); none: print it")
+        ->check(CLI::Range(0, 100));
+    add_wait_flag(*threshold, *flags);
+    threshold->callback([flags] { guarded(flags, run_panic_threshold); });
 
     CLI::App *show = etcd->add_subcommand("show", "Members, revision and fingerprint of the ring in etcd");
     show->add_option("--format", flags->format,

@@ -11,7 +11,11 @@
 // lift, is reported and the last good file stays in place. An --out file
 // that exists at startup is that last good file until etcd answers. Each
 // publish and refusal also goes to the watcher's report in etcd
-// (PREFIX.status/NAME, fleet_report.hpp), with --confirm.
+// (PREFIX.status/NAME, fleet_report.hpp), with --confirm. The file carries
+// the ring's availability (%%down, %%panic-threshold, %%availability:
+// availability.hpp); a revision that changes neither the ring nor its
+// availability (a checker's write that moves no quorum) is not published
+// again, only reported as seen.
 #include <signal.h>
 
 #include <algorithm>
@@ -26,6 +30,7 @@
 #include "../file_io.hpp"
 #include "../options.hpp"
 #include "../spelling.hpp"
+#include "availability.hpp"
 #include "etcd_client.hpp"
 #include "etcd_commands.hpp"
 #include "etcd_state.hpp"
@@ -135,7 +140,8 @@ private:
     bool publish();
     void refuse(const std::string &reason);
     bool guard_lifted() const;
-    void run_exec(uint64_t fingerprint);
+    void log_availability(const Availability &a);
+    void run_exec(uint64_t fingerprint, uint64_t availability);
     double backoff(unsigned attempt);
 
     const WatchFlags &f_;
@@ -155,8 +161,10 @@ private:
 
     bool published_ = false;
     uint64_t published_revision_ = 0;
-    std::string published_text_;
+    std::string published_body_;  // the file without its %%revision: the ring and its availability
     std::unique_ptr<Ring> published_ring_;  // what the guard rails compare with
+    chr_availability_info published_availability_ = CHR_AVAILABILITY_INFO_INIT;
+    std::vector<std::string> ignored_views_;  // the checkers' views ignored, as logged last
 
     // The guard key's mod_revision (0: absent). It lifts the guard rails
     // when written after lift_floor_: the revision last published, or the
@@ -185,7 +193,8 @@ void Watcher::adopt_existing_file() {
     published_ = true;
     published_revision_ = info.revision;
     lift_floor_ = info.revision;
-    published_text_ = published_ring_->snapshot().export_text(CHR_EXPORT_REVISION, info.revision);
+    published_body_ = published_ring_->snapshot().export_text(0, 0);
+    check(chr_ring_availability(ring, &published_availability_), f_.out);
     log("keeping " + f_.out + " (revision " + std::to_string(info.revision) + " fingerprint " +
         hex64(info.fingerprint) + ", " + std::to_string(info.members) + (info.members == 1 ? " member" : " members") +
         ") until etcd answers");
@@ -359,9 +368,23 @@ bool Watcher::publish() {
         refuse(b.error);
         return false;
     }
+    const Availability &availability = *b.availability;
+    if (const std::vector<std::string> ignored = availability.ignored(); ignored != ignored_views_) {
+        for (const std::string &line : ignored)
+            if (std::find(ignored_views_.begin(), ignored_views_.end(), line) == ignored_views_.end())
+                log("ignoring the health report " + line + " (that checker neither votes nor counts)");
+        ignored_views_ = ignored;
+    }
     const Snapshot snap = b.ring->snapshot();
+    std::string body = snap.export_text(0, 0);
+    if (published_ && body == published_body_) {
+        // Nothing any reader would route otherwise (a checker's write that
+        // moves no quorum, a re-list): the file stays, the report says the
+        // revision was seen.
+        reporter_->seen(revision_, published_revision_, b.fingerprint, availability.info);
+        return true;
+    }
     std::string text = snap.export_text(CHR_EXPORT_REVISION, revision_);
-    if (published_ && text == published_text_) return true;  // listed again, nothing new
     const std::unique_ptr<Snapshot> before =
         published_ring_ ? std::make_unique<Snapshot>(published_ring_->snapshot()) : nullptr;
     const ChangeEffect effect = measure(before.get(), snap);
@@ -382,27 +405,45 @@ bool Watcher::publish() {
         reporter_->refused(revision_, std::string("cannot write the file: ") + e.what());
         return false;
     }
+    const bool had_file = published_;
     published_ = true;
     published_revision_ = revision_;
     lift_floor_ = std::max(lift_floor_, revision_);
-    published_text_ = std::move(text);
+    published_body_ = std::move(body);
     published_ring_ = std::move(b.ring);
     log("published revision " + std::to_string(revision_) + " fingerprint " + hex64(b.fingerprint) + " (" +
         std::to_string(b.members) + (b.members == 1 ? " member" : " members") + ") to " + f_.out);
-    reporter_->published(revision_, b.fingerprint);
-    if (!f_.exec.empty()) run_exec(b.fingerprint);
+    if (had_file || availability.info.digest != 0) log_availability(availability);
+    published_availability_ = availability.info;
+    reporter_->published(revision_, b.fingerprint, availability.info);
+    if (!f_.exec.empty()) run_exec(b.fingerprint, availability.info.digest);
     reporter_->after_hooks();
     return true;
 }
 
-// --exec: /bin/sh -c CMD with the file, revision and fingerprint in
-// CHRING_FILE, CHRING_REVISION, CHRING_FINGERPRINT, for at most
-// --hook-timeout seconds; whatever becomes of it, the watch goes on.
-void Watcher::run_exec(uint64_t fingerprint) {
+// What a publish changed of the availability, against the file before:
+// the effective down set (by its digest) and panic, one line each.
+void Watcher::log_availability(const Availability &a) {
+    const chr_availability_info &was = published_availability_, &now = a.info;
+    if (now.digest != was.digest)
+        log("down now: " + a.down_text() + " (digest " + hex64(now.digest) + ", panic threshold " +
+            std::to_string(now.panic_threshold) + "%)");
+    if (now.panic && !was.panic)
+        log("panic: " + weight_text(now) + ": marks ignored");
+    else if (!now.panic && was.panic)
+        log("panic over: " + weight_text(now) + ": marks in effect");
+}
+
+// --exec: /bin/sh -c CMD with the file, revision, fingerprint and
+// availability digest in CHRING_FILE, CHRING_REVISION, CHRING_FINGERPRINT,
+// CHRING_AVAILABILITY, for at most --hook-timeout seconds; whatever becomes
+// of it, the watch goes on.
+void Watcher::run_exec(uint64_t fingerprint, uint64_t availability) {
     const std::string revision = std::to_string(revision_);
     const HookResult r = run_hook("--exec", f_.exec,
                                   {{"CHRING_FILE", f_.out}, {"CHRING_REVISION", revision},
-                                   {"CHRING_FINGERPRINT", hex64(fingerprint)}},
+                                   {"CHRING_FINGERPRINT", hex64(fingerprint)},
+                                   {"CHRING_AVAILABILITY", hex64(availability)}},
                                   f_.hook_timeout, &g_stop, [this] { reporter_->tick(); });
     if (!r.ok)
         log("--exec command " + r.failure + " after revision " + revision + (r.stopped ? "" : "; going on"));
@@ -448,7 +489,8 @@ void add_watch_command(CLI::App &app) {
         "chring watch --etcd http://127.0.0.1:2379 --prefix /chring/cache --out /etc/chring/cache.ring", flags->etcd);
     cmd->add_option("--out", flags->out, "The ring file to publish (replaced atomically)")->type_name("FILE")->required();
     cmd->add_option("--exec", flags->exec,
-                    "Command run by /bin/sh after each publish (CHRING_FILE, CHRING_REVISION, CHRING_FINGERPRINT set)")
+                    "Command run by /bin/sh after each publish (CHRING_FILE, CHRING_REVISION, CHRING_FINGERPRINT, "
+                    "CHRING_AVAILABILITY set)")
         ->type_name("CMD");
     cmd->add_option("--hook-timeout", flags->hook_timeout,
                     "How long a hook may run: then its whole process group is killed and the watch goes on")

@@ -500,6 +500,7 @@ RangeResult Client::range(const std::string &key, const std::string &range_end, 
                 throw TransportError(endpoint() + ": a key or value in the range answer is not base64");
             out.create_revision = json_u64(kv, "create_revision");
             out.mod_revision = json_u64(kv, "mod_revision");
+            out.lease = json_u64(kv, "lease");
             r.kvs.push_back(std::move(out));
         }
     }

@@ -79,6 +79,7 @@ struct KeyValue {
     std::string value;
     uint64_t create_revision = 0;
     uint64_t mod_revision = 0;
+    uint64_t lease = 0;  // 0: none
 };
 
 struct RangeResult {

@@ -39,5 +39,6 @@ std::string seconds_text(double s);
 
 void add_watch_command(CLI::App &app);
 void add_etcd_command(CLI::App &app);
+void add_health_command(CLI::App &app);
 
 }  // namespace chring::cli::etcd

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <new>
+#include <set>
 #include <vector>
 
 #include "../options.hpp"
 #include "../spelling.hpp"
+#include "availability.hpp"
 #include "etcd_client.hpp"
 
 namespace chring::cli::etcd {
@@ -139,6 +141,11 @@ std::string Layout::range_end() const { return prefix_range_end(range_begin()); 
 
 bool Layout::is_member_key(const std::string &key) const { return starts_with(key, members_dir()); }
 
+bool Layout::is_kept_by_apply(const std::string &key) const {
+    return key == guard_key() || key == panic_threshold_key() || starts_with(key, down_dir()) ||
+           starts_with(key, health_dir());
+}
+
 std::string Layout::shown(std::string_view key) const {
     const std::string dir = members_dir(), begin = range_begin();
     const std::string &whole = starts_with(key, dir) ? dir : begin;
@@ -179,11 +186,22 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
         }
     }
     const std::string guard_key = layout.guard_key();
+    const std::string health_dir = layout.health_dir(), down_dir = layout.down_dir();
+    const std::string threshold_key = layout.panic_threshold_key();
+    auto availability = std::make_shared<Availability>();
+    if (std::string why = read_availability(layout, state, *availability); !why.empty()) {
+        b.error = why;
+        return b;
+    }
     for (const auto &[key, value] : state) {
-        if (key == options_key || key == guard_key) continue;
+        if (key == options_key || key == guard_key || key == threshold_key || starts_with(key, health_dir) ||
+            starts_with(key, down_dir))
+            continue;
         if (!starts_with(key, dir)) {
             b.error = layout.shown(key) + ": neither a member (" + layout.shown(dir) + "ID), the options (" +
-                      layout.shown(options_key) + ") nor the guard (" + layout.shown(guard_key) + ")";
+                      layout.shown(options_key) + "), the guard (" + layout.shown(guard_key) + "), a down mark (" +
+                      layout.shown(down_dir) + "ID), the panic threshold (" + layout.shown(threshold_key) +
+                      ") nor a health report (" + layout.shown(health_dir) + "NAME)";
             return b;
         }
         std::string_view field = std::string_view(key).substr(dir.size());
@@ -228,6 +246,11 @@ Built build_ring(const Layout &layout, const State &state, const char *plugin_di
     }
     b.ring = std::make_unique<Ring>(ring);
     b.fingerprint = info.fingerprint;
+    std::set<std::string> members;
+    for (const NodeInfo &n : b.ring->snapshot().nodes()) members.insert(n.id);
+    compute_down(*availability, members);
+    apply_availability(b.ring->get(), *availability);
+    b.availability = std::move(availability);
     return b;
 }
 

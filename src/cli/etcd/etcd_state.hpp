@@ -2,6 +2,9 @@
 //   <prefix>/members/<id field>  ->  "<weight> [zone field]"
 //   <prefix>/options             ->  option directive lines of a ring file
 //   <prefix>/guard               ->  an operator's lift of the guard rails
+//   <prefix>/down/<id field>     ->  an operator's down mark (availability.hpp)
+//   <prefix>/health/<checker>    ->  a health checker's list of members down
+//   <prefix>/panic-threshold     ->  the percent of the weight down that means panic
 // The keys and values are turned into one ring file's text and read by the
 // library's parser, so the watcher, the admin commands and every embedding
 // agree on what a state means.
@@ -31,10 +34,22 @@ public:
     // Not part of the ring: its mod_revision lifts the watchers' guard
     // rails for the change up to that revision (guard.hpp, docs/etcd.md).
     std::string guard_key() const { return prefix_ + "/guard"; }
+    // Not part of the ring either: each health checker's list of the
+    // members it finds down (chring health), under its lease.
+    std::string health_dir() const { return prefix_ + "/health/"; }
+    // The availability: operators' down marks and the panic threshold
+    // (availability.hpp). Marks and checkers' lists change where keys go,
+    // never the tokens.
+    std::string down_dir() const { return prefix_ + "/down/"; }
+    std::string down_key(const std::string &id_field) const { return down_dir() + id_field; }
+    std::string panic_threshold_key() const { return prefix_ + "/panic-threshold"; }
     // [range_begin, range_end) holds every key of the ring and nothing else.
     std::string range_begin() const { return prefix_ + "/"; }
     std::string range_end() const;
     bool is_member_key(const std::string &key) const;
+    // The guard and the availability keys: no ring file holds them, so
+    // chring etcd apply leaves them as they are.
+    bool is_kept_by_apply(const std::string &key) const;
     // A key as messages show it: P/ or P/members/ whole, the rest (an id
     // field) visible_bounded() to 128 bytes: an etcdctl put may have made
     // it megabytes long.
@@ -43,6 +58,8 @@ public:
 private:
     std::string prefix_;
 };
+
+struct Availability;
 
 // The prefix at one revision: key -> value, in key byte order (as etcd lists it).
 using State = std::map<std::string, std::string>;
@@ -53,10 +70,16 @@ struct Built {
     std::string error;   // "KEY: reason" (or "PREFIX: reason" for the state as a whole), keys shown()
     uint64_t fingerprint = 0;
     size_t members = 0;
+    // The availability read from the state and applied to `ring`: the
+    // effective down set, the threshold, the ring's digest and panic.
+    std::shared_ptr<const Availability> availability;
 };
 
-// Builds the ring the state describes. Refused (with the key at fault): a
-// key under the prefix that is neither a member nor the options; a member
+// Builds the ring the state describes, its availability applied
+// (availability.hpp). Refused (with the key at fault): a key under the
+// prefix that is neither a member, the options, the guard, a down mark,
+// the panic threshold nor under PREFIX/health/ (the health checkers'
+// keys); what read_availability refuses; a member
 // key whose id field is empty or holds a blank (the layout's rule: the id
 // field is one field of the member line); a member whose line "<id field>
 // <value>" the library does not read as one member line

@@ -11,6 +11,7 @@
 #include "../options.hpp"
 #include "../spelling.hpp"
 #include "etcd_commands.hpp"
+#include "leased_key.hpp"
 
 namespace chring::cli::etcd {
 
@@ -22,32 +23,12 @@ Clock::duration from_seconds(double s) {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-// Now, RFC 3339 in UTC with milliseconds: "2026-12-07T18:51:52.123Z".
-std::string utc_now() {
-    const auto now = std::chrono::system_clock::now();
-    const std::time_t t = std::chrono::system_clock::to_time_t(now);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, int(ms));
-    return buf;
-}
-
 // At most kReasonMax bytes, cut before a UTF-8 continuation byte.
 std::string bounded(const std::string &text) {
     if (text.size() <= kReasonMax) return text;
     size_t end = kReasonMax - 3;
     while (end > 0 && (uint8_t(text[end]) & 0xC0) == 0x80) --end;
     return text.substr(0, end) + "...";
-}
-
-std::string hostname() {
-    char buf[HOST_NAME_MAX + 1] = "";
-    if (gethostname(buf, sizeof buf) != 0) return "localhost";
-    buf[sizeof buf - 1] = '\0';
-    return buf;
 }
 
 std::string absolute(const std::string &path) {
@@ -71,6 +52,18 @@ bool revision_of(const nlohmann::json &j, const char *name, uint64_t &out) {
         return false;
     out = it->get<uint64_t>();
     return true;
+}
+
+// A hex64 field that may be absent or null (then 0).
+bool optional_hex(const nlohmann::json &j, const char *name, uint64_t &out) {
+    auto it = j.find(name);
+    if (it == j.end() || it->is_null()) return true;
+    return it->is_string() && parse_hex64(it->get<std::string>(), out);
+}
+
+bool optional_revision(const nlohmann::json &j, const char *name, uint64_t &out) {
+    auto it = j.find(name);
+    return it == j.end() || it->is_null() || revision_of(j, name, out);
 }
 
 template <class Json>
@@ -105,10 +98,15 @@ nlohmann::ordered_json ProcessReport::to_json() const {
         {"state", state_name(state)},
         {"revision", holds_ring ? J(revision) : J()},
         {"fingerprint", holds_ring ? J(hex64(fingerprint)) : J()},
+        {"availability", holds_ring ? J(hex64(availability)) : J()},
+        {"panic", holds_ring ? J(panic) : J()},
+        {"seen_revision", holds_ring ? J(std::max(seen_revision, revision)) : J()},
     };
     if (pending) {
         j["pending_revision"] = pending_revision;
         j["pending_fingerprint"] = hex64(pending_fingerprint);
+        j["pending_availability"] = hex64(pending_availability);
+        j["pending_panic"] = pending_panic;
     }
     if (state == ReportState::refused) {
         j["refused_revision"] = refused_revision;
@@ -145,13 +143,22 @@ bool ProcessReport::from_json(const nlohmann::json &j, ProcessReport &r, std::st
             return false;
         }
         r.holds_ring = true;
+        // Absent in a report of a chring without availability: no mark, the default threshold.
+        if (!optional_hex(j, "availability", r.availability) || !optional_revision(j, "seen_revision", r.seen_revision)) {
+            why = "its availability or seen revision is malformed";
+            return false;
+        }
+        r.panic = j.value("panic", false) == true;
+        r.seen_revision = std::max(r.seen_revision, r.revision);
     }
     if (auto fp = j.find("pending_fingerprint"); fp != j.end() && !fp->is_null()) {
         if (!fp->is_string() || !parse_hex64(fp->get<std::string>(), r.pending_fingerprint) ||
-            !revision_of(j, "pending_revision", r.pending_revision)) {
-            why = "its pending revision or fingerprint is malformed";
+            !revision_of(j, "pending_revision", r.pending_revision) ||
+            !optional_hex(j, "pending_availability", r.pending_availability)) {
+            why = "its pending revision, fingerprint or availability is malformed";
             return false;
         }
+        r.pending_panic = j.value("pending_panic", false) == true;
         r.pending = true;
     }
     if (r.state == ReportState::refused) {
@@ -177,6 +184,11 @@ struct FleetReporter::Impl {
         report.since = utc_now();
         key = status_key(layout, report.name);
         client.on_renew([this](const std::string &line) { log(line); });
+        leased = std::make_unique<LeasedKey>(
+            client, key, f.ttl,
+            LeasedKey::Names{"the report", "following the ring all the same", "give each watcher its own --name",
+                             visible(canonical_field(report.name))},
+            report.host, report.pid, log);
     }
 
     const ReportFlags &flags;
@@ -187,18 +199,7 @@ struct FleetReporter::Impl {
     std::string key;
     ProcessReport report;
     bool started = false;  // something to report (a publish or a refusal)
-    bool dirty = false;    // the report in etcd is not `report`
-
-    // The lease; 0: none granted (or it is gone).
-    uint64_t lease = 0;
-    double keepalive_every = 3.0;
-    Clock::time_point next_keepalive{};
-    // Retries of a failed write or keepalive.
-    unsigned failures = 0;
-    Clock::time_point next_try{};
-    std::string logged_cause;  // the failure logged last; "" while all is well
-    bool wrote = false;  // a put of ours went through
-    bool warned_duplicate = false;
+    std::unique_ptr<LeasedKey> leased;  // made once the key and the report's host and pid are known
 
     // --confirm
     bool confirm_due = false;
@@ -212,121 +213,11 @@ struct FleetReporter::Impl {
     void changed() {
         report.since = utc_now();
         started = true;
-        dirty = true;
-    }
-
-    void failed(const std::string &what, const CliError &e) {
-        // One line per cause: the kind of failure, not its words (a
-        // timeout's message holds the milliseconds it waited).
-        const auto *server = dynamic_cast<const ServerError *>(&e);
-        const std::string cause = what + (server ? " etcd " + std::to_string(server->code()) : " transport");
-        if (cause != logged_cause) {
-            log("cannot " + what + " the report " + key + ": " + e.what() +
-                "; following the ring all the same, and trying again");
-            logged_cause = cause;
-        }
-        ++failures;
-        next_try = Clock::now() + from_seconds(std::min(2.0, 0.1 * std::ldexp(1.0, int(std::min(failures, 8u)))));
-    }
-
-    void succeeded() {
-        if (!logged_cause.empty()) log("reporting again at " + key);
-        logged_cause.clear();
-        failures = 0;
-    }
-
-    void grant() {
-        nlohmann::json answer = client.post("/v3/lease/grant", {{"TTL", int64_t(std::lround(flags.ttl))}});
-        const uint64_t id = json_u64(answer, "ID");
-        const uint64_t ttl = json_u64(answer, "TTL");
-        if (id == 0 || ttl == 0) throw TransportError(client.endpoint() + ": etcd granted no lease: " + dump(answer));
-        lease = id;
-        keepalive_every = std::max(0.5, double(ttl) / 3.0);
-        next_keepalive = Clock::now() + from_seconds(keepalive_every);
-    }
-
-    void put() {
-        nlohmann::json body = {{"key", base64_encode(key)},
-                               {"value", base64_encode(dump(report.to_json()))},
-                               {"lease", std::to_string(lease)},
-                               {"prev_kv", true}};
-        nlohmann::json answer = client.post("/v3/kv/put", body);
-        // Another process writing under the same name: each overwrites the
-        // other's report, so the fleet's view is wrong. Said once. Before
-        // our first put the key may hold a predecessor's report (a watcher
-        // restarted under its --name): that one is no other process.
-        const bool first = !wrote;
-        wrote = true;
-        auto prev = answer.find("prev_kv");
-        if (first || warned_duplicate || prev == answer.end() || !prev->is_object()) return;
-        if (json_u64(*prev, "lease") == lease) return;
-        std::string text;
-        if (!base64_decode(prev->value("value", std::string()), text)) return;
-        nlohmann::json other = nlohmann::json::parse(text, nullptr, false);
-        if (!other.is_object()) return;
-        const std::string host = other.value("host", std::string());
-        const int64_t pid = other.value("pid", int64_t(0));
-        if (host == report.host && pid == report.pid) return;
-        log("another process reported as " + visible(canonical_field(report.name)) + " (host " + visible(host) +
-            ", pid " + std::to_string(pid) + "): give each watcher its own --name");
-        warned_duplicate = true;
-    }
-
-    void write() {
-        try {
-            if (lease == 0) grant();
-            try {
-                put();
-            } catch (const ServerError &e) {
-                if (!e.not_found()) throw;
-                lease = 0;  // it expired (etcd away longer than the TTL): a new one
-                grant();
-                put();
-            }
-            dirty = false;
-            succeeded();
-        } catch (const CliError &e) {
-            failed("write", e);
-        }
-    }
-
-    void keepalive() {
-        try {
-            nlohmann::json answer = client.post("/v3/lease/keepalive", {{"ID", std::to_string(lease)}});
-            auto result = answer.find("result");
-            const uint64_t ttl = result != answer.end() ? json_u64(*result, "TTL") : 0;
-            if (ttl == 0) {
-                // etcd no longer knows the lease: the report is gone with it.
-                log("the lease of the report " + key + " expired: writing the report again under a new one");
-                lease = 0;
-                dirty = true;
-                write();
-                return;
-            }
-            next_keepalive = Clock::now() + from_seconds(keepalive_every);
-            succeeded();
-        } catch (const ServerError &e) {
-            if (!e.not_found()) {
-                failed("keep alive", e);
-                return;
-            }
-            log("the lease of the report " + key + " expired: writing the report again under a new one");
-            lease = 0;
-            dirty = true;
-            write();
-        } catch (const CliError &e) {
-            failed("keep alive", e);
-        }
+        leased->set(dump(report.to_json()));
     }
 
     void flush() {
-        if (!reporting() || !started) return;
-        const auto now = Clock::now();
-        if (failures && now < next_try) return;
-        if (dirty)
-            write();
-        else if (lease && now >= next_keepalive)
-            keepalive();
+        if (reporting() && started) leased->flush();
     }
 
     std::vector<std::pair<std::string, std::string>> confirm_env() const {
@@ -339,6 +230,8 @@ struct FleetReporter::Impl {
         confirm_due = false;
         if (!report.pending || !run_hook) return;
         const uint64_t revision = report.pending_revision, fingerprint = report.pending_fingerprint;
+        const uint64_t availability = report.pending_availability;
+        const bool panic = report.pending_panic;
         std::string failure;
         in_hook = true;
         try {
@@ -357,6 +250,9 @@ struct FleetReporter::Impl {
             report.holds_ring = true;
             report.revision = revision;
             report.fingerprint = fingerprint;
+            report.availability = availability;
+            report.panic = panic;
+            report.seen_revision = revision;
             report.pending = false;
             report.failure.clear();
             changed();
@@ -391,7 +287,7 @@ FleetReporter::FleetReporter(const EtcdFlags &etcd, const Layout &layout, const 
 
 FleetReporter::~FleetReporter() = default;
 
-void FleetReporter::published(uint64_t revision, uint64_t fingerprint) {
+void FleetReporter::published(uint64_t revision, uint64_t fingerprint, const chr_availability_info &a) {
     Impl &m = *impl_;
     m.confirm_due = false;
     m.confirm_tries = 0;
@@ -403,14 +299,44 @@ void FleetReporter::published(uint64_t revision, uint64_t fingerprint) {
         m.report.holds_ring = true;
         m.report.revision = revision;
         m.report.fingerprint = fingerprint;
+        m.report.availability = a.digest;
+        m.report.panic = a.panic != 0;
+        m.report.seen_revision = revision;
         m.report.pending = false;
     } else {
         m.report.state = ReportState::confirming;
         m.report.pending = true;
         m.report.pending_revision = revision;
         m.report.pending_fingerprint = fingerprint;
+        m.report.pending_availability = a.digest;
+        m.report.pending_panic = a.panic != 0;
     }
     m.changed();
+}
+
+void FleetReporter::seen(uint64_t revision, uint64_t file_revision, uint64_t fingerprint,
+                         const chr_availability_info &a) {
+    Impl &m = *impl_;
+    if (!m.started) {
+        published(file_revision, fingerprint, a);
+        after_hooks();
+    }
+    bool changed = false;
+    if (m.report.state == ReportState::refused) {
+        // Back to the state the file holds (the refused key undone): the refusal is over.
+        m.report.state = m.report.pending ? ReportState::confirming : ReportState::published;
+        m.report.reason.clear();
+        m.report.refused_revision = 0;
+        changed = true;
+    }
+    // A ring still to confirm is not held: nothing seen counts for it yet.
+    if (!m.report.pending && revision > m.report.seen_revision) {
+        m.report.seen_revision = revision;
+        changed = true;
+    }
+    if (!changed) return;
+    m.changed();
+    m.flush();
 }
 
 void FleetReporter::refused(uint64_t revision, const std::string &reason) {
@@ -439,21 +365,12 @@ void FleetReporter::tick() {
 
 void FleetReporter::etcd_is_back() {
     Impl &m = *impl_;
-    if (m.failures) m.next_try = Clock::now();
-    m.flush();
+    if (m.reporting() && m.started) m.leased->retry_now();
 }
 
 void FleetReporter::stop() {
     Impl &m = *impl_;
-    if (!m.reporting() || m.lease == 0) return;
-    try {
-        m.client.post("/v3/lease/revoke", {{"ID", std::to_string(m.lease)}});
-    } catch (const ServerError &e) {
-        if (!e.not_found()) m.log("cannot revoke the lease of the report " + m.key + ": " + e.what());
-    } catch (const CliError &e) {
-        m.log("cannot revoke the lease of the report " + m.key + " (it expires by itself): " + e.what());
-    }
-    m.lease = 0;
+    if (m.reporting()) m.leased->revoke();
 }
 
 void add_report_options(CLI::App &cmd, ReportFlags &f) {
@@ -515,12 +432,29 @@ FleetView read_fleet(Client &client, Client &reports, const Layout &layout, cons
     RangeResult ring = client.range(layout.range_begin(), layout.range_end());
     v.revision = ring.header.revision;
     State state;
-    for (KeyValue &kv : ring.kvs) state.emplace(std::move(kv.key), std::move(kv.value));
+    std::map<std::string, uint64_t> mark_lease;  // down mark key -> its lease
+    for (KeyValue &kv : ring.kvs) {
+        if (kv.lease != 0 && kv.key.compare(0, layout.down_dir().size(), layout.down_dir()) == 0)
+            mark_lease[kv.key] = kv.lease;
+        state.emplace(std::move(kv.key), std::move(kv.value));
+    }
+    // How long each operator's mark has left (chring etcd down --for).
+    for (const auto &[key, lease] : mark_lease) {
+        int64_t left = -1;  // unknown: the lease just expired, or etcd did not say
+        try {
+            nlohmann::json answer = client.post("/v3/lease/timetolive", {{"ID", std::to_string(lease)}});
+            if (auto ttl = answer.find("TTL"); ttl != answer.end())
+                left = ttl->is_string() ? std::stoll(ttl->get<std::string>()) : ttl->get<int64_t>();
+        } catch (const std::exception &) {
+        }
+        v.mark_ttl[key] = left;
+    }
     Built b = build_ring(layout, state, plugin_dir);
     v.ring_valid = b.ring != nullptr;
     v.fingerprint = b.fingerprint;
     v.members = b.members;
     v.ring_error = b.error;
+    v.availability = b.availability;
     v.processes = read_reports(reports, layout);
     return v;
 }

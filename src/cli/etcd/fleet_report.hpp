@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 namespace chring::cli::etcd {
 
 struct EtcdFlags;
+struct Availability;
 
 // P.status/ and its range end.
 std::string status_dir(const Layout &layout);
@@ -41,12 +43,18 @@ struct ProcessReport {
     int64_t pid = 0;
     std::string out;   // the file it publishes
     ReportState state = ReportState::published;
-    // The ring it holds: last published (and confirmed, with --confirm).
+    // The ring it holds: last published (and confirmed, with --confirm),
+    // with its availability digest and whether that ring is in panic.
     bool holds_ring = false;
-    uint64_t revision = 0, fingerprint = 0;
+    uint64_t revision = 0, fingerprint = 0, availability = 0;
+    bool panic = false;
+    // The last revision whose state it has seen with nothing to publish
+    // (the same ring and availability as the file's): at least `revision`.
+    uint64_t seen_revision = 0;
     // confirming, unconfirmed: the ring published and not yet confirmed.
     bool pending = false;
-    uint64_t pending_revision = 0, pending_fingerprint = 0;
+    uint64_t pending_revision = 0, pending_fingerprint = 0, pending_availability = 0;
+    bool pending_panic = false;
     // refused: the revision it did not publish, and why.
     uint64_t refused_revision = 0;
     std::string reason;
@@ -94,8 +102,12 @@ public:
     FleetReporter(const FleetReporter &) = delete;
     FleetReporter &operator=(const FleetReporter &) = delete;
 
-    // The file now holds revision R, fingerprint F (before its --exec).
-    void published(uint64_t revision, uint64_t fingerprint);
+    // The file now holds revision R, fingerprint F, availability `a`
+    // (before its --exec).
+    void published(uint64_t revision, uint64_t fingerprint, const chr_availability_info &a);
+    // Revision R changed nothing the file holds: seen. Before any report
+    // (a file adopted at startup), the file's ring is reported as held.
+    void seen(uint64_t revision, uint64_t file_revision, uint64_t fingerprint, const chr_availability_info &a);
     // Revision R was not published: why.
     void refused(uint64_t revision, const std::string &reason);
     // After a publish and its --exec: the --confirm command's first try,
@@ -135,6 +147,8 @@ struct FleetView {
     uint64_t fingerprint = 0;
     size_t members = 0;
     std::string ring_error;
+    std::shared_ptr<const Availability> availability;  // when ring_valid
+    std::map<std::string, int64_t> mark_ttl;  // a down mark's key -> seconds its lease has left (-1: unknown); absent: no lease
     std::vector<FleetEntry> processes;  // in key order
 };
 // `ring` reads P/, `reports` P.status/ (each with its scope for messages).
@@ -154,10 +168,11 @@ int fleet_status(Client &ring, Client &reports, const Layout &layout, const char
                  std::ostream &out);
 
 // A change written at `revision` (or, !written, the ring as it already
-// was) whose ring has `fingerprint`.
+// was) whose ring has `fingerprint` and availability digest `availability`.
 struct Rollout {
     uint64_t revision = 0;
     uint64_t fingerprint = 0;
+    uint64_t availability = 0;
     bool written = true;
 };
 // --wait: until every reporting process holds the rollout's ring or a later

@@ -1,8 +1,9 @@
 // chring etcd status and --wait: the fleet's reports (fleet_report.hpp)
 // against the ring in etcd. A process holds a ring when its report says
-// `published` with that ring's fingerprint: fingerprints, not revisions,
-// since a ring file's %%revision is the revision its state was read at and
-// every report write moves etcd's revision.
+// `published` with that ring's fingerprint and availability digest:
+// fingerprints, not revisions, since a ring file's %%revision is the
+// revision its state was read at and every report write moves etcd's
+// revision. Equal fingerprints and digests route every key the same.
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -13,6 +14,7 @@
 
 #include "../report.hpp"
 #include "../spelling.hpp"
+#include "availability.hpp"
 #include "etcd_commands.hpp"
 #include "fleet_report.hpp"
 
@@ -61,11 +63,14 @@ Judged judge_now(const FleetEntry &e, const FleetView &v) {
     if (!e.readable) return {Verdict::lags, "unreadable report: " + e.problem};
     const ProcessReport &r = e.report;
     if (r.state == ReportState::refused) return {Verdict::refused, state_detail(r)};
-    if (r.state == ReportState::published && r.holds_ring && v.ring_valid && r.fingerprint == v.fingerprint)
-        return {Verdict::holds, ""};
+    const uint64_t digest = v.availability ? v.availability->info.digest : 0;
+    const bool same_ring = r.holds_ring && v.ring_valid && r.fingerprint == v.fingerprint;
+    if (r.state == ReportState::published && same_ring && r.availability == digest) return {Verdict::holds, ""};
     std::string detail = state_detail(r);
     if (detail.empty())
         detail = !r.holds_ring ? "holds no ring yet"
+                 : same_ring   ? "holds the ring with another availability (digest " + hex64(r.availability) +
+                                   ", etcd's " + hex64(digest) + ")"
                  : v.ring_valid ? "holds another ring (revision " + rev(r.revision) + ")"
                                 : "holds revision " + rev(r.revision) + "; etcd's state is not a valid ring";
     return {Verdict::lags, detail};
@@ -78,15 +83,17 @@ Judged judge_rollout(const FleetEntry &e, const Rollout &ro) {
     if (r.state == ReportState::refused && (!ro.written || r.refused_revision >= ro.revision))
         return {Verdict::refused, state_detail(r)};
     if (r.state == ReportState::published && r.holds_ring) {
-        // At R the ring must be ours: another fingerprint there is a
+        // At R (published there, or seen there with nothing to publish)
+        // the ring must be ours: another fingerprint or digest there is a
         // process that reads the same state otherwise.
-        const bool ok = ro.written ? r.revision > ro.revision ||
-                                         (r.revision == ro.revision && r.fingerprint == ro.fingerprint)
-                                   : r.fingerprint == ro.fingerprint;
+        const bool same = r.fingerprint == ro.fingerprint && r.availability == ro.availability;
+        const bool at = r.revision == ro.revision || (r.revision < ro.revision && r.seen_revision >= ro.revision);
+        const bool ok = ro.written ? r.revision > ro.revision || (at && same) : same;
         if (ok) return {Verdict::holds, ""};
-        if (ro.written && r.revision == ro.revision)
-            return {Verdict::lags, "holds revision " + rev(r.revision) + " with fingerprint " + hex64(r.fingerprint) +
-                                       ", not " + hex64(ro.fingerprint)};
+        if (ro.written && at)
+            return {Verdict::lags, "holds revision " + rev(r.seen_revision) + " with fingerprint " +
+                                       hex64(r.fingerprint) + " and availability " + hex64(r.availability) +
+                                       ", not " + hex64(ro.fingerprint) + " and " + hex64(ro.availability)};
     }
     std::string detail = state_detail(r);
     if (detail.empty())
@@ -124,6 +131,70 @@ std::string counts_line(size_t hold, size_t total, size_t lag, size_t refused, c
            what + "; " + std::to_string(lag) + " lag; " + std::to_string(refused) + " refused";
 }
 
+// "1 h 2 min", "45 s": a mark's lease's time left.
+std::string ttl_text(int64_t s) {
+    if (s < 0) return "expiring";
+    if (s < 120) return std::to_string(s) + " s";
+    if (s < 7200) return std::to_string(s / 60) + " min";
+    return std::to_string(s / 3600) + " h " + std::to_string(s % 3600 / 60) + " min";
+}
+
+// The availability in etcd: the threshold and panic, the effective down
+// set with why, the operators' marks and the checkers' views.
+void add_availability_tables(Report &report, const Availability &a, const FleetView &v, const Layout &layout) {
+    Table t;
+    t.key = "availability";
+    t.title = "Availability";
+    t.record = true;
+    t.add_field("down", "down", text_cell(a.down_text()));
+    t.add_field("panic_threshold", "panic threshold",
+                Cell{std::to_string(a.threshold) + "%" + (a.threshold_set ? "" : " (default)"), a.threshold});
+    t.add_field("panic", "panic", Cell{a.info.panic ? "yes: " + weight_text(a.info) + ": marks ignored" : "no (" +
+                                                   weight_text(a.info) + ")", bool(a.info.panic)});
+    t.add_field("digest", "digest", hex_cell(a.info.digest));
+    report.tables.push_back(std::move(t));
+
+    Table d;
+    d.key = "down";
+    d.title = "Down";
+    d.columns = {{"id", "id", false}, {"why", "why", false}, {"mark_ttl", "mark expires in", false},
+                 {"votes", "checkers", true, false}, {"checkers", "live checkers", true, false}};
+    for (const DownMember &m : a.down) {
+        Cell ttl = none_cell();
+        for (const OperatorMark &mark : a.marks)
+            if (m.marked && mark.id == m.id)
+                if (auto it = v.mark_ttl.find(mark.key); it != v.mark_ttl.end())
+                    ttl = Cell{ttl_text(it->second), it->second};
+        d.add_row({text_cell(printable_id(m.id)), text_cell(m.why()), ttl, count_cell(m.votes),
+                   count_cell(m.checkers)});
+    }
+    if (a.down.empty()) d.notes.push_back("No member is down.");
+    for (const OperatorMark &mark : a.marks)
+        if (!a.find(mark.id))
+            d.notes.push_back("The mark " + mark.key + " is ignored: " + printable_id(mark.id) +
+                              " is not a member.");
+    report.tables.push_back(std::move(d));
+
+    Table c;
+    c.key = "checkers";
+    c.title = "Checkers";
+    c.columns = {{"name", "name", false}, {"host", "host", false}, {"pid", "pid", true, false},
+                 {"live", "view", false}, {"down", "down", false}, {"updated", "updated", false}};
+    for (const CheckerView &cv : a.checkers) {
+        std::string down;
+        for (const std::string &id : cv.down) down += (down.empty() ? "" : ", ") + printable_id(id);
+        const std::string age = age_of(cv.updated);
+        c.add_row({text_cell(printable_id(cv.name)), cv.host.empty() ? none_cell() : text_cell(cv.host),
+                   cv.pid ? Cell{std::to_string(cv.pid), cv.pid} : none_cell(),
+                   text_cell(cv.readable ? "counts" : "ignored: " + cv.problem),
+                   text_cell(cv.readable ? (down.empty() ? "none" : down) : "-"),
+                   cv.updated.empty() ? none_cell() : Cell{age.empty() ? cv.updated : age, cv.updated}});
+    }
+    if (a.checkers.empty())
+        c.notes.push_back("No checker reports under " + layout.health_dir() + " (its key lives with its lease).");
+    report.tables.push_back(std::move(c));
+}
+
 }  // namespace
 
 int fleet_status(Client &ring, Client &reports, const Layout &layout, const char *plugin_dir, bool json,
@@ -142,6 +213,8 @@ int fleet_status(Client &ring, Client &reports, const Layout &layout, const char
     t.add_field("members", "members", v.ring_valid ? count_cell(v.members) : none_cell());
     t.add_field("reports", "reports", text_cell(status_dir(layout)));
     report.tables.push_back(std::move(t));
+    const uint64_t digest = v.availability ? v.availability->info.digest : 0;
+    if (v.availability) add_availability_tables(report, *v.availability, v, layout);
 
     Table p;
     p.key = "processes";
@@ -149,14 +222,16 @@ int fleet_status(Client &ring, Client &reports, const Layout &layout, const char
     p.columns = {{"name", "name", false},        {"host", "host", false, false},
                  {"pid", "pid", true, false},     {"out", "out", false, false},
                  {"state", "state", false},       {"revision", "revision"},
-                 {"fingerprint", "fingerprint"},  {"verdict", "current", false},
+                 {"fingerprint", "fingerprint"},  {"availability", "availability"},
+                 {"panic", "panic", false, false}, {"verdict", "current", false},
                  {"detail", "lag or reason", false}, {"since", "since", false},
                  {"pending_revision", "pending revision", true, false},
                  {"pending_fingerprint", "pending fingerprint", true, false},
                  {"refused_revision", "refused revision", true, false}};
-    size_t hold = 0, lag = 0, refused = 0;
+    size_t hold = 0, lag = 0, refused = 0, agree = 0;
     for (const FleetEntry &e : v.processes) {
         const Judged j = judge_now(e, v);
+        agree += e.readable && e.report.holds_ring && e.report.availability == digest;
         (j.verdict == Verdict::holds ? hold : j.verdict == Verdict::refused ? refused : lag)++;
         const ProcessReport &r = e.report;
         const bool ok = e.readable;
@@ -164,7 +239,9 @@ int fleet_status(Client &ring, Client &reports, const Layout &layout, const char
         p.add_row({text_cell(printable_id(e.name)), ok ? text_cell(r.host) : none_cell(),
                    ok ? Cell{std::to_string(r.pid), r.pid} : none_cell(), ok ? text_cell(r.out) : none_cell(),
                    text_cell(ok ? state_name(r.state) : "?"), opt_rev(ok && r.holds_ring, r.revision),
-                   opt_hex(ok && r.holds_ring, r.fingerprint), text_cell(verdict_name(j.verdict)),
+                   opt_hex(ok && r.holds_ring, r.fingerprint), opt_hex(ok && r.holds_ring, r.availability),
+                   ok && r.holds_ring ? Cell{r.panic ? "yes" : "no", r.panic} : none_cell(),
+                   text_cell(verdict_name(j.verdict)),
                    j.detail.empty() ? none_cell() : text_cell(j.detail),
                    ok ? Cell{age.empty() ? r.since : age, r.since} : none_cell(),
                    opt_rev(ok && r.pending, r.pending_revision), opt_hex(ok && r.pending, r.pending_fingerprint),
@@ -180,9 +257,15 @@ int fleet_status(Client &ring, Client &reports, const Layout &layout, const char
         s.add_field("hold", "hold", count_cell(hold));
         s.add_field("lag", "lag", count_cell(lag));
         s.add_field("refused", "refused", count_cell(refused));
+        s.add_field("availability_agree", "availability agree", count_cell(agree));
         report.tables.push_back(std::move(s));
     } else {
         report.footer.push_back(counts_line(hold, total, lag, refused, "the current ring"));
+        if (total && v.ring_valid)
+            report.footer.push_back(agree == total ? "every process holds availability digest " + hex64(digest)
+                                                   : std::to_string(agree) + " of " + std::to_string(total) +
+                                                         " processes hold availability digest " + hex64(digest) +
+                                                         "; the others route some keys otherwise");
     }
     write_report(report, json ? Format::json : Format::table, out);
     out.flush();
@@ -193,9 +276,10 @@ int fleet_status(Client &ring, Client &reports, const Layout &layout, const char
 int wait_for_rollout(Client &reports, const Layout &layout, const Rollout &ro, double timeout, std::ostream &out) {
     const auto start = Clock::now();
     const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout));
+    const std::string availability = ro.availability ? ", availability " + hex64(ro.availability) : "";
     const std::string target = ro.written ? "revision " + rev(ro.revision) + " (fingerprint " + hex64(ro.fingerprint) +
-                                                ") or a later ring"
-                                          : "fingerprint " + hex64(ro.fingerprint);
+                                                availability + ") or a later ring"
+                                          : "fingerprint " + hex64(ro.fingerprint) + availability;
     auto elapsed = [&] {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.2f s",
