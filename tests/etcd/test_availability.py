@@ -26,7 +26,7 @@ sending keys through both fronts the whole time.
              checkers 1 and 2 seeing them up nothing is marked down; checker
              2 killed (kill -9): its key goes with its lease, and 1 checker
              of 2 is no majority: still nothing down.
-  panic      3 of 4 marked down by `chring etcd down --hold`: more than the
+  panic      3 of 4 marked down by `chring etcd down --for`: more than the
              50% threshold, every key is routed as if nothing were marked,
              and each nginx worker logs the panic.
 
@@ -431,7 +431,7 @@ end
             m = re.search(r"^%%revision (\d+)", fh.read(), re.M)
         return int(m.group(1)) if m else 0
 
-    def settle(self, seconds=5.0):
+    def settle(self, seconds=3.0):
         """Gives the watchers time to publish what etcd holds now: until each
         file carries etcd's revision, or `seconds` (a watcher need not write
         a file again when the ring it would write is the same)."""
@@ -444,8 +444,8 @@ end
     def panic(self, owners):
         marks = self.log_marks()
         for i in self.ids[:3]:
-            r = self.chring("down", i, "--hold")
-            self.check(r.returncode == 0, "panic: chring etcd down %s --hold" % i, r.stderr)
+            r = self.chring("down", i, "--for", "120s")
+            self.check(r.returncode == 0, "panic: chring etcd down %s --for 120s" % i, r.stderr)
         self.wait_until(lambda: self.files_down() == [sorted(self.ids[:3])] * FRONTS,
                         "both files mark 3 backends down")
         self.check(True, "panic: both watchers publish the 3 marks")
