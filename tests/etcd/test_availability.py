@@ -42,8 +42,10 @@ module or wrk is missing.
 import http.client
 import json
 import os
+import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -70,6 +72,27 @@ NOTHING_DOWN = "0x0000000000000000"
 DOWN_LINE = re.compile(r"^%%down (\S+)", re.M)
 # Every membership change here is meant (etcd_cli_test.py's guard case has the guard rails)
 UNGUARDED = ["--max-moved", "100%"]
+
+
+def listen_ports(count):
+    """`count` free loopback ports below the kernel's ephemeral range: the
+    checkers' probes and the proxies open connections all the time, and a
+    port picked inside that range can be a connection's local port when a
+    front starts or a killed backend starts again (bind: address in use)."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        first_ephemeral = int(f.read().split()[0])
+    rng = random.Random()
+    ports = []
+    while len(ports) < count:
+        port = rng.randrange(10000, first_ephemeral)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        if port not in ports:
+            ports.append(port)
+    return ports
 
 
 class Test(Checks):
@@ -141,7 +164,7 @@ class Test(Checks):
         self.harness = harness
         self.etcd.start()
         self.client = EtcdClient(self.etcd.url)
-        ports = harness.free_ports(BACKENDS + FRONTS)
+        ports = listen_ports(BACKENDS + FRONTS)
         self.ids = ["127.0.0.1:%d" % p for p in ports[:BACKENDS]]
         self.front_ports = ports[BACKENDS:]
         self.workspace = harness.Workspace(self.args.nginx)
