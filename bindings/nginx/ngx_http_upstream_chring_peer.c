@@ -30,7 +30,7 @@ typedef struct {
     ngx_str_t                             key;
     ngx_uint_t                            in_backup;  /* unsigned:1 */
     ngx_pool_t                           *pool;       /* the request's */
-    /* the primary ring's availability digest when the request came */
+    /* the primary ring's availability digest at the last try's pick */
     uint64_t                              availability;
 } ngx_http_upstream_chring_peer_data_t;
 
@@ -129,6 +129,9 @@ ngx_http_upstream_get_chring_peer(ngx_peer_connection_t *pc, void *data)
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->log, 0,
                    "get chring peer, try: %ui", pc->tries);
+
+    /* a try after a failure may pick from a newer file's ring */
+    cp->availability = cp->conf->primary.availability;
 
     /* as `hash ... consistent`: no key, or nothing to choose from */
     if (cp->key.len == 0 || cp->rrp.peers->single) {
