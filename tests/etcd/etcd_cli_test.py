@@ -1302,7 +1302,7 @@ def case_status(opts):
             shown = json.loads(c.show("json"))
             check(code == 0 and verdicts(doc) == {"a": "holds", "b": "holds"}
                   and doc["ring"]["fingerprint"] == shown["fingerprint"] and doc["ring"]["valid"] is True
-                  and doc["summary"] == {"processes": 2, "hold": 2, "lag": 0, "refused": 0},
+                  and doc["summary"] == {"processes": 2, "hold": 2, "lag": 0, "refused": 0, "availability_agree": 2},
                   "every process holds the ring: exit 0: %d %s %s" % (code, doc, err))
             r = c.run("status")
             check(r.returncode == 0 and "2 of 2 processes hold the current ring; 0 lag; 0 refused" in r.stdout
@@ -1316,7 +1316,7 @@ def case_status(opts):
             lag = [p for p in (doc or {}).get("processes", []) if p["name"] == "b"]
             check(code == 3 and verdicts(doc) == {"a": "holds", "b": "lags"} and lag
                   and "holds another ring" in (lag[0]["detail"] or "")
-                  and doc["summary"] == {"processes": 2, "hold": 1, "lag": 1, "refused": 0},
+                  and doc["summary"] == {"processes": 2, "hold": 1, "lag": 1, "refused": 0, "availability_agree": 2},
                   "a stopped watcher lags: exit 3: %d %s" % (code, doc))
             r = c.run("status")
             check(r.returncode == 3 and "1 of 2 processes hold the current ring; 1 lag; 0 refused" in r.stdout,
@@ -2181,7 +2181,7 @@ def case_avail_watch(opts):
     digest; status shows the down set with why, the checkers and agreement."""
     with reporting_run() as (tmp, watchers), EtcdServer() as etcd:
         c = Chring(opts.chring, etcd.url)
-        for m in ("a", "b", "c"):
+        for m in ("a", "b", "c", "d"):
             c.ok("add", m, "--weight", "1")
         w = ReportingWatcher(opts, etcd.url, tmp, "w1")
         watchers.append(w)
@@ -2201,7 +2201,8 @@ def case_avail_watch(opts):
               "down --wait: %d %r %r" % (r.returncode, r.stdout, r.stderr))
         check(down_lines(read(w.out)) == ["b", "c"], "the file has both:\n%s" % read(w.out))
         rep = report_of(etcd, "w1")
-        check(rep.get("availability") == file_field(read(w.out), "availability") and rep.get("panic") is False,
+        check(rep.get("availability") == file_field(read(w.out), "availability") and rep.get("panic") is False
+              and rep.get("seen_revision", 0) >= rep.get("revision", 1),
               "the report's digest is the file's: %s" % rep)
 
         code, doc, err = status(c)

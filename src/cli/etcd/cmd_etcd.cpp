@@ -428,6 +428,11 @@ int run_show(Admin &a) {
                 text_cell(options + (cur.state.count(a.layout().options_key()) ? "" : " (no options key: the defaults)")));
     t.add_field("members", "members", count_cell(b.members));
     t.add_field("tokens", "tokens", count_cell(snap.token_count()));
+    const Availability &av = *b.availability;
+    t.add_field("down", "down",
+                text_cell(av.down_text() + " (panic threshold " + std::to_string(av.threshold) + "%" +
+                          (av.info.panic ? "; panic: marks ignored)" : ")")));
+    t.add_field("digest", "digest", hex_cell(av.info.digest));
     report.tables.push_back(std::move(t));
     Table m;
     m.key = "members";
@@ -527,24 +532,40 @@ void revoke_lease(Client &client, uint64_t lease) {
 // --hold: the mark's lease is kept alive until SIGTERM or SIGINT, then revoked.
 constexpr double kHoldTtl = 10;
 
-int hold_mark(Admin &a, uint64_t lease, const std::string &key) {
+// From the start of a --hold: a signal during the write or --wait ends the hold at once.
+void catch_hold_signals() {
     struct sigaction sa {};
     sa.sa_handler = on_hold_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
+}
+
+int hold_mark(Admin &a, uint64_t lease, const std::string &key) {
     std::cout << "holding " << key << " until SIGTERM or SIGINT (its lease: " << seconds_text(kHoldTtl)
               << " s, kept alive)" << std::endl;
     using Clock = std::chrono::steady_clock;
     auto next = Clock::now();
+    std::string failing;  // the keepalive failure said last
     while (!g_hold_stop) {
         if (Clock::now() >= next) {
-            nlohmann::json answer = a.client().post("/v3/lease/keepalive", {{"ID", std::to_string(lease)}});
-            auto result = answer.find("result");
-            if (result == answer.end() || json_u64(*result, "TTL") == 0)
-                throw CliError("the lease of " + key + " expired (etcd unreachable for " + seconds_text(kHoldTtl) +
-                               " s?): the mark is gone");
-            next = Clock::now() + std::chrono::milliseconds(long(kHoldTtl * 1000 / 3));
+            const std::string expired = "the lease of " + key + " expired: the mark is gone";
+            try {
+                nlohmann::json answer = a.client().post("/v3/lease/keepalive", {{"ID", std::to_string(lease)}});
+                auto result = answer.find("result");
+                if (result == answer.end() || json_u64(*result, "TTL") == 0) throw CliError(expired);
+                next = Clock::now() + std::chrono::milliseconds(long(kHoldTtl * 1000 / 3));
+                if (!failing.empty()) std::cerr << "chring: etcd: keeping the mark alive again\n";
+                failing.clear();
+            } catch (const ServerError &e) {
+                if (e.not_found()) throw CliError(expired);
+                throw;
+            } catch (const TransportError &e) {
+                // etcd away for a moment: tried again every second while the lease may live
+                if (failing.empty()) std::cerr << "chring: etcd: cannot keep the mark alive (trying again): " << e.what() << '\n';
+                failing = e.what();
+                next = Clock::now() + std::chrono::seconds(1);
+            }
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -562,6 +583,10 @@ int run_down(Admin &a) {
     std::string note = "chring etcd down " + where_and_when() +
                        (f.hold ? " while the command runs (--hold)" : " for " + f.for_text) +
                        (f.reason.empty() ? "" : ": " + f.reason);
+    if (note.size() > kNoteMax)
+        throw UsageError("--reason: " + std::to_string(f.reason.size()) + " bytes: the mark's note would be over " +
+                         std::to_string(kNoteMax));
+    if (f.hold) catch_hold_signals();
     State next = cur.state;
     if (auto it = next.find(key); it != next.end())
         std::cout << change << ": already marked (" << visible_bounded(it->second, 128) << "): the mark is replaced\n";
@@ -618,8 +643,10 @@ int run_up(Admin &a) {
                   << (d ? " (it is down: " + d->why() + ")" : "") << '\n';
         return a.finish(rollout(cur.header.revision, b, false));
     }
-    const Built before = build_ring(a.layout(), cur.state, f.etcd.plugin_dir_or_null());
-    print_availability_change(before, b, cur.key_of_id.count(id) ? id : "", change);
+    if (cur.key_of_id.count(id))
+        print_availability_change(build_ring(a.layout(), cur.state, f.etcd.plugin_dir_or_null()), b, id, change);
+    else
+        std::cout << change << ": " << printable_id(id) << " is not a member: its mark was ignored, it goes\n";
     if (f.dry_run) {
         std::cout << "dry run: nothing written\n";
         return 0;

@@ -165,6 +165,7 @@ private:
     std::unique_ptr<Ring> published_ring_;  // what the guard rails compare with
     chr_availability_info published_availability_ = CHR_AVAILABILITY_INFO_INIT;
     std::vector<std::string> ignored_views_;  // the checkers' views ignored, as logged last
+    bool refused_since_publish_ = false;      // a revision was refused after the file's
 
     // The guard key's mod_revision (0: absent). It lifts the guard rails
     // when written after lift_floor_: the revision last published, or the
@@ -359,6 +360,7 @@ bool Watcher::guard_lifted() const { return guard_revision_ != 0 && guard_revisi
 void Watcher::refuse(const std::string &reason) {
     log("refused revision " + std::to_string(revision_) + ": " + reason + "; " +
         (published_ ? "keeping revision " + std::to_string(published_revision_) : "no file written yet"));
+    refused_since_publish_ = true;
     reporter_->refused(revision_, reason);
 }
 
@@ -377,10 +379,15 @@ bool Watcher::publish() {
     }
     const Snapshot snap = b.ring->snapshot();
     std::string body = snap.export_text(0, 0);
-    if (published_ && body == published_body_) {
+    // --once writes the revision it read unless the file already has it.
+    if (published_ && body == published_body_ && f_.once && published_revision_ == revision_) return true;
+    if (published_ && body == published_body_ && !f_.once && !refused_since_publish_) {
         // Nothing any reader would route otherwise (a checker's write that
         // moves no quorum, a re-list): the file stays, the report says the
-        // revision was seen.
+        // revision was seen. A lift written meanwhile is spent, as by a
+        // publish. (After a refusal the state that ends it is published,
+        // even when it is the file's ring: the file says it is current.)
+        lift_floor_ = std::max(lift_floor_, revision_);
         reporter_->seen(revision_, published_revision_, b.fingerprint, availability.info);
         return true;
     }
@@ -407,6 +414,7 @@ bool Watcher::publish() {
     }
     const bool had_file = published_;
     published_ = true;
+    refused_since_publish_ = false;
     published_revision_ = revision_;
     lift_floor_ = std::max(lift_floor_, revision_);
     published_body_ = std::move(body);

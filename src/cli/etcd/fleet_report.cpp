@@ -440,14 +440,15 @@ FleetView read_fleet(Client &client, Client &reports, const Layout &layout, cons
     }
     // How long each operator's mark has left (chring etcd down --for).
     for (const auto &[key, lease] : mark_lease) {
-        int64_t left = -1;  // unknown: the lease just expired, or etcd did not say
         try {
             nlohmann::json answer = client.post("/v3/lease/timetolive", {{"ID", std::to_string(lease)}});
-            if (auto ttl = answer.find("TTL"); ttl != answer.end())
-                left = ttl->is_string() ? std::stoll(ttl->get<std::string>()) : ttl->get<int64_t>();
+            auto ttl = answer.find("TTL");  // -1: it just expired
+            v.mark_ttl[key] = ttl == answer.end() ? -1
+                              : ttl->is_string() ? std::stoll(ttl->get<std::string>())
+                                                 : ttl->get<int64_t>();
         } catch (const std::exception &) {
+            // not known (no permission, etcd away): shown as "-"
         }
-        v.mark_ttl[key] = left;
     }
     Built b = build_ring(layout, state, plugin_dir);
     v.ring_valid = b.ring != nullptr;
