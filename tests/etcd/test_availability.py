@@ -295,6 +295,15 @@ class Test(Checks):
             time.sleep(0.05)
         return self.check(not wrong, what, "\n    ".join(wrong[:5]))
 
+    def files_digests(self):
+        """The %%availability digest of each watcher's file (none: nothing down)."""
+        out = []
+        for f in range(FRONTS):
+            with open(self.out(f)) as fh:
+                m = re.search(r"^%%availability (0x[0-9a-f]{16})", fh.read(), re.M)
+            out.append(m.group(1) if m else NOTHING_DOWN)
+        return out
+
     def files_down(self):
         """The ids each watcher's file marks down."""
         out = []
@@ -410,10 +419,14 @@ end
                     self.results["live_moved"] += 1
                     wrong.append("worker %s %s (of %s): %s via %s" % (w, k, owners[k], body, tried))
         self.results["moved"].append(len(moved))
+        files = self.files_digests()
         self.check(not wrong and len(digests) == 1 and NOTHING_DOWN not in digests,
                    "kill %d: its %d keys on other backends, every other key on its owner, digest %s"
                    % (n + 1, len(moved), ",".join(sorted(d or "none" for d in digests))),
                    "\n    ".join(wrong[:5]))
+        self.check(files == [next(iter(digests))] * FRONTS and self.files_down() == [[dead]] * FRONTS,
+                   "kill %d: both files mark %s down, with the digest nginx answers with" % (n + 1, dead),
+                   "files: %s, marked %s" % (files, self.files_down()))
         t1 = time.monotonic()
         self.backends[victim].start(self.backend_body(victim))
         if self.wait_routed_as(owners, NOTHING_DOWN,
@@ -481,7 +494,9 @@ end
                 panic_digest = digests.pop()
                 break
             time.sleep(0.05)
-        self.check(panic_digest is not None, "panic: every worker serves the marked ring (%s)" % panic_digest)
+        self.check(panic_digest is not None and self.files_digests() == [panic_digest] * FRONTS,
+                   "panic: every worker serves the marked ring, with the files' digest (%s)" % panic_digest,
+                   "files: %s" % self.files_digests())
         wrong = self.routed_as(owners, panic_digest)
         self.check(not wrong, "panic: 3 of 4 down is more than 50%: every key on its owner as if unmarked",
                    "\n    ".join(wrong[:5]))
