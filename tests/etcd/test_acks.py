@@ -49,7 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import etcd_server  # noqa: E402
 from etcd_server import EtcdServer  # noqa: E402
-from test_etcd import Checks, escape, finish, fleet_arguments, fleet_missing, fleet_parser, log_tails, percentile, run_to_end  # noqa: E402
+from test_etcd import Checks, escape, finish, fleet_arguments, fleet_missing, fleet_parser, log_tails, percentile, run_fleet  # noqa: E402
 
 SKIP = 77
 PREFIX = "/chring-test/acks"
@@ -370,15 +370,11 @@ def main():
     p.add_argument("--plugin-path", default=os.environ.get("CHRING_PLUGIN_PATH", ""))
     args = fleet_arguments(p)
     why = fleet_missing(args, [["etcd", "status"]], {"curl": "the --confirm command"})
-    if why:
-        print("skipped: %s" % why)
+    t, seconds = run_fleet(why, lambda: Test(args))
+    if t is None:
         return SKIP
-
-    t = Test(args)
-    t0 = time.monotonic()
-    run_to_end(t)
     results = {"watchers": WATCHERS, "confirming": CONFIRMING, "changes": CHANGES,
-               "measured": len(t.times), "seconds": round(time.monotonic() - t0, 1), "faults": t.faults}
+               "measured": len(t.times), "seconds": seconds, "faults": t.faults}
     if t.times:
         results.update({"p50_ms": round(1000 * percentile(t.times, 50), 1),
                         "p99_ms": round(1000 * percentile(t.times, 99), 1),

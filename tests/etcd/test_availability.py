@@ -57,7 +57,7 @@ sys.path.insert(0, HERE)
 import etcd_server  # noqa: E402
 from etcd_server import EtcdClient, EtcdServer  # noqa: E402
 from tcp_proxy import TcpProxy  # noqa: E402
-from test_etcd import Checks, finish, fleet_arguments, fleet_missing, fleet_parser, log_tails, percentile, run_to_end  # noqa: E402
+from test_etcd import Checks, finish, fleet_arguments, fleet_missing, fleet_parser, log_tails, percentile, run_fleet  # noqa: E402
 
 SKIP = 77
 PREFIX = "/chring-test/availability"
@@ -515,14 +515,10 @@ end
 def main():
     args = fleet_arguments(fleet_parser(__doc__.split("\n")[0]))
     why = fleet_missing(args, [["health"], ["etcd", "down"]], {"wrk": "the load"})
-    if why:
-        print("skipped: %s" % why)
+    t, seconds = run_fleet(why, lambda: Test(args))
+    if t is None:
         return SKIP
-
-    t = Test(args)
-    t0 = time.monotonic()
-    run_to_end(t)
-    results = dict(t.results, seconds=round(time.monotonic() - t0, 1))
+    results = dict(t.results, seconds=seconds)
     skips = results["kill_to_skip_ms"]
     if skips:
         results.update({"kill_to_skip_p50_ms": percentile(skips, 50), "kill_to_skip_p99_ms": percentile(skips, 99)})

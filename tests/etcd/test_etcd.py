@@ -1440,6 +1440,18 @@ def fleet_missing(args, commands, programs):
     return None
 
 
+def run_fleet(why, make_test):
+    """Unless `why` (a reason to skip, printed): the test make_test() makes,
+    run to its end, and the seconds it took; else (None, None)."""
+    if why:
+        print("skipped: %s" % why)
+        return None, None
+    test = make_test()
+    t0 = time.monotonic()
+    run_to_end(test)
+    return test, round(time.monotonic() - t0, 1)
+
+
 def run_to_end(test):
     """test.run() with the fleet stopped whatever happens (test.stop());
     an exception is a failed check with the fleet's logs (test.logs_tail())."""
