@@ -1,7 +1,8 @@
 // api_ops: the input is a sequence of C API operations (rings with various
 // options and placements, adds, removes, weight changes and batches, valid
 // and not, snapshots held across later updates and across chr_ring_free,
-// lookups, replicas, batch lookups, fingerprints), run against a small
+// lookups, replicas, batch lookups, fingerprints, members marked down and
+// the panic threshold), run against a small
 // reference model. Every status is predicted by the model; every owner and
 // replica list is compared with a brute-force oracle over the model's own
 // token list (native placement: tokens H(id "#" i) sorted by value, then id
@@ -9,6 +10,10 @@
 // update must leave the fingerprint unchanged; held snapshots are re-checked
 // after every later update and after the ring is freed. Skewed test hashers
 // force ties, a single full bucket and tokens at both ends of the circle.
+// Marks route as chring.h's "Availability" says: a lookup is the first
+// member of the key's replica walk that is not down, replicas the walk's up
+// members then its down ones, flags CHR_NODE_DOWN on the down ones, all of
+// it ignored past the panic threshold.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
@@ -101,6 +106,7 @@ struct MNode {
     uint32_t weight = 0;
     std::string zone;
     uint64_t tag = 0;
+    bool marked = false;  // marked down
 };
 using Members = std::map<std::string, MNode>;  // std::string order = unsigned byte order
 
@@ -128,6 +134,7 @@ struct Expected {
     std::vector<Tok> tokens;
     size_t eligible = 0;
     uint64_t fingerprint = 0;
+    std::vector<uint8_t> down;  // by node: marked, and the mark in effect (no panic)
 };
 
 ORACLE uint64_t native_hash(const Config &c, const void *data, size_t len) {
@@ -276,21 +283,53 @@ ORACLE size_t successor(const Expected &e, uint64_t h) {
     return k == e.tokens.size() ? 0 : k;
 }
 
-ORACLE std::vector<uint32_t> oracle_replicas(const Expected &e, uint64_t h, size_t n) {
+// The marks in effect: a marked member is down unless the marked weight
+// (members with tokens) is over `threshold` percent of the whole.
+ORACLE void fill_availability(Expected &e, uint32_t threshold) {
+    uint64_t down = 0, total = 0;
+    for (size_t i = 0; i < e.nodes.size(); ++i)
+        if (e.tokens_of[i]) {
+            total += e.nodes[i].weight;
+            if (e.nodes[i].marked) down += e.nodes[i].weight;
+        }
+    const bool panic = down * 100 > total * threshold;
+    e.down.assign(e.nodes.size(), 0);
+    for (size_t i = 0; i < e.nodes.size(); ++i) e.down[i] = e.nodes[i].marked && !panic;
+}
+
+// Every distinct owner clockwise from h.
+ORACLE std::vector<uint32_t> oracle_walk(const Expected &e, uint64_t h) {
     std::vector<uint32_t> out;
-    n = std::min(n, e.eligible);
     if (e.tokens.empty()) return out;
     std::vector<bool> seen(e.nodes.size(), false);
     const size_t start = successor(e, h), T = e.tokens.size();
-    for (size_t j = 0; j < T && out.size() < n; ++j) {
+    for (size_t j = 0; j < T; ++j) {
         uint32_t o = e.tokens[(start + j) % T].node;
         if (!seen[o]) {
             seen[o] = true;
             out.push_back(o);
         }
     }
-    CHECK(out.size() == n, "oracle found %zu of %zu replicas", out.size(), n);
+    CHECK(out.size() == e.eligible, "oracle walk found %zu of %zu members", out.size(), e.eligible);
     return out;
+}
+
+// The walk's up members, then its down ones: n of them.
+ORACLE std::vector<uint32_t> oracle_replicas(const Expected &e, uint64_t h, size_t n) {
+    std::vector<uint32_t> walk = oracle_walk(e, h), out;
+    for (uint32_t o : walk)
+        if (!e.down[o]) out.push_back(o);
+    for (uint32_t o : walk)
+        if (e.down[o]) out.push_back(o);
+    out.resize(std::min(n, out.size()));
+    return out;
+}
+
+// The lookup: the first up member of the walk, or its owner when all are down.
+ORACLE uint32_t oracle_owner(const Expected &e, uint64_t h) {
+    for (uint32_t o : oracle_walk(e, h))
+        if (!e.down[o]) return o;
+    return e.tokens[successor(e, h)].node;
 }
 
 // ---- comparisons ----------------------------------------------------------
@@ -303,7 +342,8 @@ ORACLE void check_ref(const Expected &e, uint32_t i, const chr_node_ref &r, cons
           "%s: id of node %u", what, i);
     CHECK(r.zone_len == n.zone.size() && std::memcmp(r.zone, n.zone.data(), r.zone_len) == 0,
           "%s: zone of node %u", what, i);
-    CHECK(r.tag == n.tag && r.weight == n.weight && r.tokens == e.tokens_of[i] && r.flags == 0,
+    CHECK(r.tag == n.tag && r.weight == n.weight && r.tokens == e.tokens_of[i] &&
+              r.flags == (e.down[i] ? CHR_NODE_DOWN : 0u),
           "%s: node %u tag %llu/%llu weight %u/%u tokens %u/%u", what, i, (unsigned long long)r.tag,
           (unsigned long long)n.tag, r.weight, n.weight, r.tokens, e.tokens_of[i]);
     CHECK(r.ownership == e.ownership[i], "%s: ownership of node %u %.17g, want %.17g", what, i,
@@ -319,7 +359,8 @@ ORACLE void check_view(const Expected &e, uint32_t i, const chr_node_view &v, co
     CHECK(v.zone != nullptr && v.zone_len == n.zone.size() &&
               std::memcmp(v.zone, n.zone.data(), v.zone_len) == 0,
           "%s: zone of node %u", what, i);
-    CHECK(v.tag == n.tag && v.weight == n.weight && v.tokens == e.tokens_of[i] && v.flags == 0,
+    CHECK(v.tag == n.tag && v.weight == n.weight && v.tokens == e.tokens_of[i] &&
+              v.flags == (e.down[i] ? CHR_NODE_DOWN : 0u),
           "%s: node %u fields", what, i);
     CHECK(v.ownership == e.ownership[i], "%s: ownership of node %u", what, i);
 }
@@ -368,7 +409,7 @@ ORACLE void check_snapshot(const chr_snapshot *s, const Expected &e, const std::
         }
         CHECK(st == CHR_OK, "chr_snapshot_lookup: %d", st);
         const uint64_t h = key_position(e.cfg, key.data(), key.size());
-        check_view(e, e.tokens[successor(e, h)].node, out, "chr_snapshot_lookup");
+        check_view(e, oracle_owner(e, h), out, "chr_snapshot_lookup");
         size_t n = 1 + key.size() % (e.nodes.size() + 2);
         std::vector<chr_node_view> reps(n);
         size_t got = 0;
@@ -386,7 +427,7 @@ ORACLE void check_snapshot(const chr_snapshot *s, const Expected &e, const std::
         CHECK(st == CHR_OK, "chr_snapshot_lookup_batch: %d", st);
         for (size_t j = 0; j < keys.size(); ++j) {
             uint64_t h = key_position(e.cfg, keys[j].data(), keys[j].size());
-            CHECK(idx[j] == e.tokens[successor(e, h)].node, "batch key %zu: %u", j, idx[j]);
+            CHECK(idx[j] == oracle_owner(e, h), "batch key %zu: %u", j, idx[j]);
         }
     }
 }
@@ -430,6 +471,7 @@ private:
     chr_ring *ring_ = nullptr;
     Config cfg_;
     Members model_;
+    uint32_t threshold_ = CHR_PANIC_THRESHOLD_DEFAULT;  // the ring's panic threshold
     Expected current_;  // what the ring's current snapshot must show
     uint64_t fingerprint_ = 0;
     std::vector<Held> held_;
@@ -612,6 +654,7 @@ private:
     Expected expected_for(const Members &m) {
         if (cache_.size() > 64) cache_.clear();
         Expected e = cfg_.placement == CHR_PLACEMENT_NATIVE ? native_expected(cfg_, m, cache_) : compat_expected(m);
+        fill_availability(e, threshold_);
         return e;
     }
 
@@ -688,7 +731,7 @@ private:
         }
         CHECK(st == CHR_OK, "chr_ring_lookup: %d", st);
         const uint64_t h = key_position(e.cfg, key.data(), key.size());
-        check_ref(e, e.tokens[successor(e, h)].node, ref, "chr_ring_lookup");
+        check_ref(e, oracle_owner(e, h), ref, "chr_ring_lookup");
     }
 
     void replicas(const std::string &key, size_t n) {
@@ -824,6 +867,7 @@ private:
         }
         ring_ = r;
         cfg_ = c;
+        threshold_ = CHR_PANIC_THRESHOLD_DEFAULT;
         cache_.clear();
         model_.clear();
         updated();
@@ -969,8 +1013,65 @@ private:
         CHECK(chr_snapshot_lookup_batch(h.snap, nullptr, nullptr, 0, nullptr) == CHR_OK, "empty batch");
     }
 
+    // The status the model predicts for an id argument of the availability calls.
+    chr_status model_mark(const Blob &b) const {
+        if (!b.ptr() || b.len() == 0) return CHR_EINVAL;
+        if (b.len() > CHR_NODE_ID_MAX) return CHR_ERANGE;
+        return model_.count(b.data) ? CHR_OK : CHR_ENOENT;
+    }
+
+    // Marks changed in the model: the ring must show them, and nothing else moved.
+    void marks_updated() {
+        const uint64_t fp = fingerprint_;
+        current_ = expected_for(model_);
+        current_.fingerprint = fp;
+        CHECK(ring_fingerprint() == fp, "a mark changed the fingerprint");
+        verify_ring({}, false);
+        check_held(false);
+    }
+
+    void op_set_down() {
+        Blob b = id();
+        const uint32_t down = in_.ConsumeIntegralInRange<uint32_t>(0, 2);
+        chr_status want = model_mark(b);
+        chr_status st = chr_ring_set_down(ring_, b.ptr(), b.len(), down);
+        if (want != CHR_OK) return failed(st, want, "chr_ring_set_down");
+        CHECK(st == CHR_OK, "chr_ring_set_down returned %d", st);
+        model_[b.data].marked = down != 0;
+        marks_updated();
+    }
+
+    void op_set_availability() {
+        const size_t n = in_.ConsumeIntegralInRange<size_t>(0, 4);
+        std::vector<Blob> ids(n);
+        std::vector<const void *> ptrs(n);
+        std::vector<size_t> lens(n);
+        chr_status want = CHR_OK;
+        for (size_t i = 0; i < n; ++i) {
+            ids[i] = id();
+            ptrs[i] = ids[i].ptr();
+            lens[i] = ids[i].len();
+        }
+        uint8_t sel = in_.ConsumeIntegral<uint8_t>();
+        const uint32_t threshold = sel < 200 ? sel % 101 : sel < 250 ? CHR_PANIC_THRESHOLD_DEFAULT : 100u + sel % 3;
+        // The threshold is checked first, then each id's bytes, then membership.
+        if (threshold > 100) want = CHR_ERANGE;
+        for (size_t i = 0; i < n && want == CHR_OK; ++i) {
+            const chr_status w = model_mark(ids[i]);
+            if (w != CHR_OK && w != CHR_ENOENT) want = w;
+        }
+        for (size_t i = 0; i < n && want == CHR_OK; ++i) want = model_mark(ids[i]);
+        chr_status st = chr_ring_set_availability(ring_, ptrs.data(), lens.data(), n, threshold);
+        if (want != CHR_OK) return failed(st, want, "chr_ring_set_availability");
+        CHECK(st == CHR_OK, "chr_ring_set_availability returned %d", st);
+        for (auto &kv : model_) kv.second.marked = false;
+        for (const Blob &b : ids) model_[b.data].marked = true;
+        threshold_ = threshold;
+        marks_updated();
+    }
+
     void step() {
-        uint8_t op = in_.ConsumeIntegralInRange<uint8_t>(0, 15);
+        uint8_t op = in_.ConsumeIntegralInRange<uint8_t>(0, 17);
         if (!ring_ && op != 12 && op != 13) op = 0;  // most operations need a ring
         switch (op) {
         case 0: op_new(); break;
@@ -989,6 +1090,8 @@ private:
             finish_ring();
             check_held();
             break;
+        case 15: op_set_down(); break;
+        case 16: op_set_availability(); break;
         default: {  // NULL ring handles
             chr_node_ref ref;
             CHECK(chr_ring_add(nullptr, "a", 1, 1, nullptr, 0, 0) == CHR_EINVAL, "add on NULL ring");

@@ -16,6 +16,9 @@
 //     %%fingerprint that does not match), and an accepted file gives the
 //     ring the reference describes: options, members, weights, zones, tags
 //     (= position), info fields;
+//   - the availability directives (%%down, %%panic-threshold,
+//     %%availability) are read as the reference reads them, mark exactly the
+//     members named, and a %%availability that does not match is refused;
 //   - chr_ring_export writes exactly the canonical text the reference
 //     writes for that ring (directive order, member order, minimal escapes),
 //     and reading the export back gives the same fingerprint and the same
@@ -69,7 +72,10 @@ struct Ref {
     size_t line = 0;                  // the error's line (0: the file as a whole)
     std::vector<std::string> reasons;  // the message names one of these
     size_t version_line = 0, placement_line = 0, hasher_line = 0, seed_line = 0, tpw_line = 0,
-           revision_line = 0, fingerprint_line = 0;
+           revision_line = 0, fingerprint_line = 0, panic_line = 0, availability_line = 0;
+    uint32_t panic = CHR_PANIC_THRESHOLD_DEFAULT;
+    uint64_t availability = 0;
+    std::vector<Member> downs;  // %%down lines: the id and line (no weight, no zone)
     int32_t placement = CHR_PLACEMENT_NATIVE;
     std::string hasher;  // as written; "" when absent
     uint64_t seed = 0, revision = 0, fingerprint = 0;
@@ -190,10 +196,29 @@ Ref read_reference(const std::string &text) {
                 problems.push_back("without a directive name");
                 return reject(r, n, problems);
             }
+            if (name == "down") {  // repeatable: one member's id a line
+                if (f.size() != 2) problems.push_back(f.size() < 2 ? " needs a value" : " takes one id");
+                Member d;
+                d.line = n;
+                if (f.size() == 2) {
+                    d.id = decode(f[1], problems);
+                    if (problems.empty() && d.id.empty()) problems.push_back("id is empty");
+                    if (d.id.size() > CHR_NODE_ID_MAX) problems.push_back("bytes long (1..256 allowed)");
+                    for (const Member &e : r.downs)
+                        if (problems.empty() && e.id == d.id)
+                            problems.push_back("(first on line " + std::to_string(e.line) + ")");
+                }
+                if (!problems.empty()) return reject(r, n, problems);
+                r.downs.push_back(d);
+                any_directive = true;
+                continue;
+            }
             size_t *slot = name == "ring-file" ? &r.version_line : name == "placement" ? &r.placement_line
                            : name == "hasher" ? &r.hasher_line : name == "seed" ? &r.seed_line
                            : name == "tokens-per-weight" ? &r.tpw_line : name == "revision" ? &r.revision_line
-                           : name == "fingerprint" ? &r.fingerprint_line : nullptr;
+                           : name == "fingerprint" ? &r.fingerprint_line
+                           : name == "panic-threshold" ? &r.panic_line
+                           : name == "availability" ? &r.availability_line : nullptr;
             if (!slot) {
                 problems.push_back("unknown directive");
                 return reject(r, n, problems);
@@ -221,10 +246,14 @@ Ref read_reference(const std::string &text) {
                     r.tpw = uint32_t(value);
                 } else if (slot == &r.revision_line) {
                     vp = number(v, 0, UINT64_MAX, r.revision);
+                } else if (slot == &r.panic_line) {
+                    vp = number(v, 0, 100, value);
+                    r.panic = uint32_t(value);
                 } else {
                     bool good = v.size() == 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X');
                     for (size_t i = 2; good && i < v.size(); ++i) good = hex((unsigned char)v[i]) >= 0;
-                    if (good) r.fingerprint = std::strtoull(v.c_str() + 2, nullptr, 16);
+                    uint64_t &into = slot == &r.fingerprint_line ? r.fingerprint : r.availability;
+                    if (good) into = std::strtoull(v.c_str() + 2, nullptr, 16);
                     else vp.push_back("is not 0x followed by 16 hex digits");
                 }
                 problems.insert(problems.end(), vp.begin(), vp.end());
@@ -267,6 +296,8 @@ Ref read_reference(const std::string &text) {
         ids.emplace(m.id, n);
         r.members.push_back(m);
     }
+    for (const Member &d : r.downs)  // after the last line: each names a member
+        if (!ids.count(d.id)) return reject(r, d.line, {"names no member of the file"});
     return r;
 }
 
@@ -375,8 +406,16 @@ std::string canonical_field(const std::string &bytes) {
     return out;
 }
 
+// The availability part of the state a ring shows: what the canonical text
+// writes after %%fingerprint.
+struct Marks {
+    uint32_t panic = CHR_PANIC_THRESHOLD_DEFAULT;
+    std::vector<std::string> down;  // in id byte order
+    uint64_t digest = 0;
+};
+
 std::string canonical(const Options &o, std::vector<Member> members, uint64_t fingerprint, bool with_revision,
-                      uint64_t revision) {
+                      uint64_t revision, const Marks &marks) {
     char fp[32];
     std::snprintf(fp, sizeof fp, "0x%016llx", (unsigned long long)fingerprint);
     std::string t = "%%ring-file 1\n%%placement " + std::string(placement_text(o.placement)) + "\n%%hasher " +
@@ -384,6 +423,13 @@ std::string canonical(const Options &o, std::vector<Member> members, uint64_t fi
                     std::to_string(o.tpw) + "\n";
     if (with_revision) t += "%%revision " + std::to_string(revision) + "\n";
     t += "%%fingerprint " + std::string(fp) + "\n";
+    if (marks.digest) {
+        if (marks.panic != CHR_PANIC_THRESHOLD_DEFAULT) t += "%%panic-threshold " + std::to_string(marks.panic) + "\n";
+        for (const std::string &id : marks.down) t += "%%down " + canonical_field(id) + "\n";
+        char digest[32];
+        std::snprintf(digest, sizeof digest, "0x%016llx", (unsigned long long)marks.digest);
+        t += "%%availability " + std::string(digest) + "\n";
+    }
     if (o.placement == CHR_PLACEMENT_NATIVE)  // compatibility placements: file order (= tag order)
         std::sort(members.begin(), members.end(), [](const Member &a, const Member &b) { return a.id < b.id; });
     for (const Member &m : members) {
@@ -437,6 +483,12 @@ void check_parser(const std::string &text, const Ref &want) {
               f.hasher == want.hasher && f.seed == want.seed && f.tokens_per_weight == want.tpw &&
               f.revision == want.revision && f.fingerprint == want.fingerprint,
           "directive values differ");
+    CHECK(f.panic_line == want.panic_line && f.panic_threshold == want.panic &&
+              f.availability_line == want.availability_line && f.availability == want.availability &&
+              f.down.size() == want.downs.size(),
+          "availability directives differ");
+    for (size_t i = 0; i < f.down.size(); ++i)
+        CHECK(f.down[i].id == want.downs[i].id && f.down[i].line == want.downs[i].line, "%%down %zu differs", i);
     CHECK(f.members.size() == want.members.size(), "%zu members, reference %zu", f.members.size(),
           want.members.size());
     for (size_t i = 0; i < f.members.size(); ++i) {
@@ -457,10 +509,26 @@ void check_ring(const chr_ring *ring, const chr_ringfile_info &info, const Ref &
           (unsigned long long)fp, info.members, want.members.size(), info.added);
     const uint32_t flags = (want.revision_line ? CHR_RINGFILE_HAS_REVISION : 0) |
                            (want.fingerprint_line ? CHR_RINGFILE_HAS_FINGERPRINT : 0) |
-                           (want.options_line() ? CHR_RINGFILE_HAS_OPTIONS : 0);
+                           (want.options_line() ? CHR_RINGFILE_HAS_OPTIONS : 0) |
+                           (!want.downs.empty() || want.panic_line || want.availability_line
+                                ? CHR_RINGFILE_HAS_AVAILABILITY : 0);
     CHECK(info.flags == flags && info.revision == want.revision, "info flags %x, want %x; revision", info.flags,
           flags);
     if (want.fingerprint_line) CHECK(fp == want.fingerprint, "accepted a %%fingerprint that does not match");
+    // The availability state: the members named down, the threshold, the digest.
+    Marks marks;
+    marks.panic = want.panic;
+    for (const Member &d : want.downs) marks.down.push_back(d.id);
+    std::sort(marks.down.begin(), marks.down.end());
+    chr_availability_info avail = CHR_AVAILABILITY_INFO_INIT;
+    CHECK(chr_ring_availability(ring, &avail) == CHR_OK && avail.down == marks.down.size() &&
+              avail.panic_threshold == want.panic && info.availability == avail.digest &&
+              info.down == want.downs.size() && info.panic_threshold == want.panic &&
+              (avail.digest == 0) == (marks.down.empty() && want.panic == CHR_PANIC_THRESHOLD_DEFAULT),
+          "availability: %u down, threshold %u, digest %llx/%llx", avail.down, avail.panic_threshold,
+          (unsigned long long)avail.digest, (unsigned long long)info.availability);
+    marks.digest = avail.digest;
+    if (want.availability_line) CHECK(avail.digest == want.availability, "accepted an %%availability that does not match");
 
     // Members in id order, each with tag = its position in the file.
     std::vector<size_t> order(want.members.size());
@@ -470,22 +538,29 @@ void check_ring(const chr_ring *ring, const chr_ringfile_info &info, const Ref &
     size_t count = 0;
     CHECK(chr_ring_nodes(ring, refs.data(), refs.size(), &count) == CHR_OK && count == want.members.size(),
           "chr_ring_nodes: %zu nodes, want %zu", count, want.members.size());
+    chr_snapshot *snap = nullptr;
+    CHECK(chr_ring_snapshot(ring, &snap) == CHR_OK, "chr_ring_snapshot");
     for (size_t i = 0; i < count; ++i) {
         const Member &m = want.members[order[i]];
         const chr_node_ref &r = refs[i];
+        uint32_t marked = 2;
+        CHECK(chr_snapshot_marked_down(snap, i, &marked) == CHR_OK &&
+                  marked == (std::binary_search(marks.down.begin(), marks.down.end(), m.id) ? 1u : 0u),
+              "node %zu (line %zu): marked %u", i, m.line, marked);
         CHECK(std::string(reinterpret_cast<const char *>(r.id), r.id_len) == m.id && r.weight == m.weight &&
                   std::string(reinterpret_cast<const char *>(r.zone), r.zone_len) == m.zone && r.tag == order[i],
               "node %zu (line %zu) differs: weight %u/%u tag %llu/%zu", i, m.line, r.weight, m.weight,
               (unsigned long long)r.tag, order[i]);
     }
 
+    chr_snapshot_release(snap);
     // The canonical text, byte for byte; with a revision too.
     std::string text = export_text(ring, 0, 0);
-    std::string expect = canonical(o, want.members, fp, false, 0);
+    std::string expect = canonical(o, want.members, fp, false, 0, marks);
     CHECK(text == expect, "export differs from the reference's canonical text:\n%s---\n%s", text.c_str(),
           expect.c_str());
     const uint64_t rev = want.revision_line ? want.revision : fp;
-    CHECK(export_text(ring, CHR_EXPORT_REVISION, rev) == canonical(o, want.members, fp, true, rev),
+    CHECK(export_text(ring, CHR_EXPORT_REVISION, rev) == canonical(o, want.members, fp, true, rev, marks),
           "export with a revision differs");
 
     // export(parse(x)) reads back as the same ring and writes the same bytes.
@@ -498,6 +573,34 @@ void check_ring(const chr_ring *ring, const chr_ringfile_info &info, const Ref &
           "the export does not read back");
     CHECK(fingerprint_of(back) == fp && export_text(back, 0, 0) == text, "the export reads back differently");
     chr_ring_free(back);
+}
+
+// A file refused for the value on `line` (%%fingerprint, %%availability):
+// the message names the line and `reason`, and the same file with that line
+// made a comment builds a ring whose value (value_of) is not `claimed` and
+// is the one the message names.
+void check_mismatch(const std::string &text, const Ref &want, size_t line, const char *reason,
+                    const chr_options *base, uint64_t claimed,
+                    uint64_t (*value_of)(chr_ring *, const chr_ringfile_info &)) {
+    Ref as = want;
+    as.line = line;
+    as.reasons = {reason};
+    check_message(as, "chr_ring_new_from_text");
+    std::string message = chr_last_error();
+    std::string without = text;
+    size_t at = 0;
+    for (size_t l = 1; l < line; ++l) at = without.find('\n', at) + 1;
+    without[without.find("%%", at)] = '#';  // the line becomes a comment
+    chr_ring *other = nullptr;
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    CHECK(chr_ring_new_from_text(without.data(), without.size(), kName, base, &other, &info) == CHR_OK,
+          "the file without line %zu is refused", line);
+    const uint64_t value = value_of(other, info);
+    char got[24];
+    std::snprintf(got, sizeof got, "(0x%016llx)", (unsigned long long)value);
+    CHECK(value != claimed && message.find(got) != std::string::npos,
+          "the mismatch message '%s' does not name the ring's value %s", message.c_str(), got);
+    chr_ring_free(other);
 }
 
 chr_options g_bases[5];
@@ -591,28 +694,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
               info.error_line, refusals[0].status, refusals[0].line, refusals[0].reason);
         return 0;
     }
+    // A %%fingerprint or %%availability that does not match: without that
+    // line the file builds a ring with another value, the one the message names.
     if (st == CHR_EFORMAT && want.fingerprint_line && info.error_line == want.fingerprint_line) {
-        // A %%fingerprint that does not match: without that line the file
-        // builds a ring with another fingerprint, the one the message names.
         CHECK(ring == nullptr, "out set on failure");
-        Ref as = want;
-        as.line = want.fingerprint_line;
-        as.reasons = {"does not match the ring the file describes"};
-        check_message(as, "chr_ring_new_from_text");
-        std::string message = chr_last_error();
-        std::string without = text;
-        size_t at = 0;
-        for (size_t l = 1; l < want.fingerprint_line; ++l) at = without.find('\n', at) + 1;
-        without[without.find("%%", at)] = '#';  // the line becomes a comment
-        chr_ring *other = nullptr;
-        chr_ringfile_info info2 = CHR_RINGFILE_INFO_INIT;
-        CHECK(chr_ring_new_from_text(without.data(), without.size(), kName, base, &other, &info2) == CHR_OK,
-              "the file without its %%fingerprint is refused");
-        char got[24];
-        std::snprintf(got, sizeof got, "(0x%016llx)", (unsigned long long)fingerprint_of(other));
-        CHECK(fingerprint_of(other) != want.fingerprint && message.find(got) != std::string::npos,
-              "the mismatch message '%s' does not name the ring's fingerprint %s", message.c_str(), got);
-        chr_ring_free(other);
+        check_mismatch(text, want, want.fingerprint_line, "does not match the ring the file describes", base,
+                       want.fingerprint, [](chr_ring *r, const chr_ringfile_info &) { return fingerprint_of(r); });
+        return 0;
+    }
+    if (st == CHR_EFORMAT && want.availability_line && info.error_line == want.availability_line) {
+        CHECK(ring == nullptr, "out set on failure");
+        check_mismatch(text, want, want.availability_line,
+                       "does not match the availability state the file describes", base, want.availability,
+                       [](chr_ring *, const chr_ringfile_info &i) { return i.availability; });
         return 0;
     }
     CHECK(st == CHR_OK, "chr_ring_new_from_text refused (%d, line %u) a file the reference accepts", st,

@@ -149,7 +149,7 @@ pub struct chr_node_ref {
     pub index: u32,
     pub id_len: u32,
     pub zone_len: u32,
-    pub reserved0: u32,
+    pub flags: u32,
     pub id: [c_uchar; CHR_NODE_ID_MAX],
     pub zone: [c_uchar; CHR_ZONE_MAX],
 }
@@ -166,7 +166,7 @@ pub struct chr_node_view {
     pub weight: u32,
     pub tokens: u32,
     pub index: u32,
-    pub reserved0: u32,
+    pub flags: u32,
 }
 
 #[repr(C)]

@@ -105,8 +105,8 @@ macro_rules! layout {
 fn layouts() -> Vec<Layout> {
     vec![
         layout!(chr_options { version, tokens_per_weight, seed, hasher, placement, reserved0, plugin_dir }),
-        layout!(chr_node_ref { tag, ownership, weight, tokens, index, id_len, zone_len, reserved0, id, zone }),
-        layout!(chr_node_view { id, id_len, zone, zone_len, tag, ownership, weight, tokens, index, reserved0 }),
+        layout!(chr_node_ref { tag, ownership, weight, tokens, index, id_len, zone_len, flags, id, zone }),
+        layout!(chr_node_view { id, id_len, zone, zone_len, tag, ownership, weight, tokens, index, flags }),
         layout!(chr_change { op, weight, id, id_len, zone, zone_len, tag }),
         layout!(chr_hasher { abi_version, struct_size, name, description, hash64, digest_size, digest, flags }),
         layout!(chr_hasher_info { name, description, origin, digest_size, reserved0 }),
