@@ -844,6 +844,10 @@ ngx_http_upstream_chring_log_availability(
         }
     }
 
+    if (p == ids) {
+        p = ngx_cpymem(ids, "none", 4);
+    }
+
     ngx_log_error(NGX_LOG_NOTICE, log, 0,
                   "chring: upstream \"%V\": availability 0x%016xL from %s: "
                   "%uD marked down (%*s), %uL of %uL weight, panic "
