@@ -39,6 +39,14 @@ typedef struct {
     ngx_uint_t                        *node_of_index;
     /* file= (primary tier): keeps `ring` equal to the file (chr_follower) */
     chr_follower                      *follower;
+    /*
+     * file=: node -> 1 while the snapshot routes around it (CHR_NODE_DOWN:
+     * marked down, not in panic), nnodes entries; NULL without file=
+     */
+    u_char                            *node_down;
+    /* the snapshot's availability digest and panic, as last logged */
+    uint64_t                           availability;
+    ngx_uint_t                         panic;       /* unsigned:1 */
 } ngx_http_upstream_chring_tier_t;
 
 
@@ -129,6 +137,8 @@ ngx_int_t ngx_http_upstream_chring_file_state(
 /* ngx_http_upstream_chring_peer.c */
 ngx_int_t ngx_http_upstream_init_chring_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us);
+ngx_int_t ngx_http_upstream_chring_request_availability(ngx_http_request_t *r,
+    uint64_t *digest);
 
 /* ngx_http_upstream_chring_variables.c */
 ngx_int_t ngx_http_upstream_chring_add_variables(ngx_conf_t *cf);

@@ -4,8 +4,11 @@
  * request's key. The key's owner on the tier's ring if it can take the
  * request, else its next replicas in ring order (or, with balance=, the
  * first of them with room under the bound), at most once per peer and
- * within the upstream's tries; then the backup tier. Failure accounting
- * (max_fails, fail_timeout) stays with the round-robin peer_free.
+ * within the upstream's tries; then the backup tier. Members the ring
+ * file marks down (CHR_NODE_DOWN) are never tried: the ring's lookup and
+ * replica lists already put them last, and the walk skips them, unless
+ * every member of the key's walk is down. Failure accounting (max_fails,
+ * fail_timeout) stays with the round-robin peer_free.
  */
 
 
@@ -27,6 +30,8 @@ typedef struct {
     ngx_str_t                             key;
     ngx_uint_t                            in_backup;  /* unsigned:1 */
     ngx_pool_t                           *pool;       /* the request's */
+    /* the primary ring's availability digest at the last try's pick */
+    uint64_t                              availability;
 } ngx_http_upstream_chring_peer_data_t;
 
 
@@ -43,7 +48,8 @@ static ngx_uint_t ngx_http_upstream_chring_usable(
     ngx_uint_t i, time_t now);
 static ngx_http_upstream_rr_peer_t *ngx_http_upstream_chring_best_of_node(
     ngx_http_upstream_chring_peer_data_t *cp,
-    ngx_http_upstream_chring_tier_t *tier, ngx_uint_t node);
+    ngx_http_upstream_chring_tier_t *tier, ngx_uint_t node,
+    ngx_uint_t avoid_down);
 
 
 ngx_int_t
@@ -82,6 +88,31 @@ ngx_http_upstream_init_chring_peer(ngx_http_request_t *r,
 
     ngx_http_upstream_chring_file_check(ccf, r->connection->log);
 
+    cp->availability = ccf->primary.availability;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The availability digest of the ring that served request `r`, when a
+ * chring upstream chose its peer: NGX_DECLINED otherwise.
+ */
+ngx_int_t
+ngx_http_upstream_chring_request_availability(ngx_http_request_t *r,
+    uint64_t *digest)
+{
+    ngx_http_upstream_chring_peer_data_t  *cp;
+
+    if (r->upstream == NULL
+        || r->upstream->peer.get != ngx_http_upstream_get_chring_peer)
+    {
+        return NGX_DECLINED;
+    }
+
+    cp = r->upstream->peer.data;
+    *digest = cp->availability;
+
     return NGX_OK;
 }
 
@@ -98,6 +129,9 @@ ngx_http_upstream_get_chring_peer(ngx_peer_connection_t *pc, void *data)
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->log, 0,
                    "get chring peer, try: %ui", pc->tries);
+
+    /* a try after a failure may pick from a newer file's ring */
+    cp->availability = cp->conf->primary.availability;
 
     /* as `hash ... consistent`: no key, or nothing to choose from */
     if (cp->key.len == 0 || cp->rrp.peers->single) {
@@ -165,6 +199,7 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
     ngx_http_upstream_chring_tier_t *tier, ngx_log_t *log)
 {
     size_t                        i, count, seen, want;
+    ngx_uint_t                    avoid_down;
     chr_status                    rc;
     chr_node_view                 views[NGX_HTTP_CHRING_REPLICAS];
     ngx_http_upstream_rr_peer_t  *peer;
@@ -191,8 +226,15 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
                    "chring owner: \"%*s\"", views[0].id_len, views[0].id);
 
+    /*
+     * The lookup answers the first member of the walk not marked down: one
+     * marked down only when the whole walk is, and then nothing is avoided
+     */
+    avoid_down = !(views[0].flags & CHR_NODE_DOWN);
+
     peer = ngx_http_upstream_chring_best_of_node(cp, tier,
-                               ngx_http_upstream_chring_view_node(tier, &views[0]));
+                               ngx_http_upstream_chring_view_node(tier, &views[0]),
+                               0);
     if (peer) {
         return peer;
     }
@@ -219,8 +261,13 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
         }
 
         for (i = seen; i < count; i++) {
+            if (avoid_down && (views[i].flags & CHR_NODE_DOWN)) {
+                continue;   /* listed after every available member */
+            }
+
             peer = ngx_http_upstream_chring_best_of_node(cp, tier,
-                               ngx_http_upstream_chring_view_node(tier, &views[i]));
+                               ngx_http_upstream_chring_view_node(tier, &views[i]),
+                               0);
             if (peer) {
                 ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
                                "chring replica %uz: \"%V\"", i, &peer->server);
@@ -239,7 +286,8 @@ ngx_http_upstream_chring_pick(ngx_http_upstream_chring_peer_data_t *cp,
         }
     }
 
-    return ngx_http_upstream_chring_best_of_node(cp, tier, NGX_CONF_UNSET_UINT);
+    return ngx_http_upstream_chring_best_of_node(cp, tier, NGX_CONF_UNSET_UINT,
+                                                 avoid_down);
 }
 
 
@@ -325,7 +373,8 @@ ngx_http_upstream_chring_pick_bounded(ngx_http_upstream_chring_peer_data_t *cp,
                    (ngx_uint_t) res.probes);
 
     return ngx_http_upstream_chring_best_of_node(cp, tier,
-                               ngx_http_upstream_chring_view_node(tier, &view));
+                               ngx_http_upstream_chring_view_node(tier, &view),
+                               0);
 }
 
 
@@ -368,13 +417,15 @@ ngx_http_upstream_chring_usable(ngx_http_upstream_chring_peer_data_t *cp,
 
 /*
  * The best available, untried peer of ring node `node` (or of any node for
- * NGX_CONF_UNSET_UINT) by smooth weighted round robin, skipping peers that
- * are down, failed (max_fails within fail_timeout) or full (max_conns),
+ * NGX_CONF_UNSET_UINT, then with `avoid_down` none of a node the ring file
+ * marks down) by smooth weighted round robin, skipping peers that are
+ * down, failed (max_fails within fail_timeout) or full (max_conns),
  * exactly as ngx_http_upstream_get_chash_peer() does; marks it tried.
  */
 static ngx_http_upstream_rr_peer_t *
 ngx_http_upstream_chring_best_of_node(ngx_http_upstream_chring_peer_data_t *cp,
-    ngx_http_upstream_chring_tier_t *tier, ngx_uint_t node)
+    ngx_http_upstream_chring_tier_t *tier, ngx_uint_t node,
+    ngx_uint_t avoid_down)
 {
     time_t                        now;
     uintptr_t                     m;
@@ -391,6 +442,13 @@ ngx_http_upstream_chring_best_of_node(ngx_http_upstream_chring_peer_data_t *cp,
     for (peer = cp->rrp.peers->peer, i = 0; peer; peer = peer->next, i++) {
 
         if (node != NGX_CONF_UNSET_UINT && tier->node_of_peer[i] != node) {
+            continue;
+        }
+
+        if (avoid_down && tier->node_down
+            && tier->node_of_peer[i] < tier->nnodes
+            && tier->node_down[tier->node_of_peer[i]])
+        {
             continue;
         }
 

@@ -29,6 +29,9 @@ static void ngx_http_upstream_chring_fallback_try(ngx_conf_t *cf,
 static ngx_int_t ngx_http_upstream_chring_file_adopt(
     ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log,
     u_char *source);
+static void ngx_http_upstream_chring_log_availability(
+    ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log,
+    u_char *source, chr_snapshot *snap, chr_availability_info *avail);
 
 
 /* At the `chring` directive */
@@ -82,6 +85,9 @@ ngx_http_upstream_chring_cleanup(void *data)
     chr_ring_free(ccf->primary.ring);
     if (ccf->primary.node_of_index) {
         ngx_free(ccf->primary.node_of_index);
+    }
+    if (ccf->primary.node_down) {
+        ngx_free(ccf->primary.node_down);
     }
     chr_snapshot_release(ccf->backup.snapshot);
     chr_ring_free(ccf->backup.ring);
@@ -687,10 +693,12 @@ ngx_http_upstream_chring_file_adopt(ngx_http_upstream_chring_srv_conf_t *ccf,
     ngx_log_t *log, u_char *source)
 {
     size_t                             i, count;
+    u_char                            *down;
     ngx_uint_t                         k, *map;
     chr_snapshot                      *snap;
     chr_node_view                      view;
     chr_ringfile_info                 *info;
+    chr_availability_info              avail = CHR_AVAILABILITY_INFO_INIT;
     ngx_http_upstream_chring_file_t   *file;
     ngx_http_upstream_chring_tier_t   *tier;
 
@@ -710,8 +718,23 @@ ngx_http_upstream_chring_file_adopt(ngx_http_upstream_chring_srv_conf_t *ccf,
         return NGX_ERROR;
     }
 
+    if (chr_snapshot_availability(snap, &avail) != CHR_OK) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "chring: upstream \"%V\": %s", &ccf->host,
+                      chr_last_error());
+        chr_snapshot_release(snap);
+        return NGX_ERROR;
+    }
+
     map = ngx_alloc((count ? count : 1) * sizeof(ngx_uint_t), log);
     if (map == NULL) {
+        chr_snapshot_release(snap);
+        return NGX_ERROR;
+    }
+
+    down = ngx_calloc(tier->nnodes ? tier->nnodes : 1, log);
+    if (down == NULL) {
+        ngx_free(map);
         chr_snapshot_release(snap);
         return NGX_ERROR;
     }
@@ -739,6 +762,9 @@ ngx_http_upstream_chring_file_adopt(ngx_http_upstream_chring_srv_conf_t *ccf,
                           "chring: upstream \"%V\": \"%*s\" in %s matches no "
                           "server of the upstream", &ccf->host,
                           view.id_len, view.id, source);
+
+        } else if (view.flags & CHR_NODE_DOWN) {
+            down[map[i]] = 1;
         }
     }
 
@@ -746,9 +772,13 @@ ngx_http_upstream_chring_file_adopt(ngx_http_upstream_chring_srv_conf_t *ccf,
     if (tier->node_of_index) {
         ngx_free(tier->node_of_index);
     }
+    if (tier->node_down) {
+        ngx_free(tier->node_down);
+    }
 
     tier->snapshot = snap;
     tier->node_of_index = map;
+    tier->node_down = down;
     file->stale = 0;
 
     ngx_log_error(NGX_LOG_NOTICE, log, 0,
@@ -761,7 +791,78 @@ ngx_http_upstream_chring_file_adopt(ngx_http_upstream_chring_srv_conf_t *ccf,
                   info->fingerprint, count, info->added, info->removed,
                   info->reweighted, info->replaced);
 
+    if (avail.digest != tier->availability || avail.panic != tier->panic) {
+        ngx_http_upstream_chring_log_availability(ccf, log, source, snap,
+                                                  &avail);
+        tier->availability = avail.digest;
+        tier->panic = avail.panic;
+    }
+
     return NGX_OK;
+}
+
+
+/*
+ * An adopted file changed the availability (the members marked down or
+ * the panic threshold: the digest; or whether the ring is in panic): a
+ * notice with the ids marked down, and a warning while in panic, when
+ * the marks are ignored. Called once per change in each process.
+ */
+static void
+ngx_http_upstream_chring_log_availability(
+    ngx_http_upstream_chring_srv_conf_t *ccf, ngx_log_t *log, u_char *source,
+    chr_snapshot *snap, chr_availability_info *avail)
+{
+    u_char         *p, *last, ids[512];
+    size_t          i, count;
+    uint32_t        marked;
+    chr_node_view   view;
+
+    p = ids;
+    last = ids + sizeof(ids) - sizeof("...");
+
+    if (chr_snapshot_node_count(snap, &count) != CHR_OK) {
+        count = 0;
+    }
+
+    for (i = 0; i < count; i++) {
+        if (chr_snapshot_marked_down(snap, i, &marked) != CHR_OK || !marked
+            || chr_snapshot_node(snap, i, &view) != CHR_OK)
+        {
+            continue;
+        }
+
+        if (p != ids) {
+            p = ngx_slprintf(p, last, ",");
+        }
+
+        p = ngx_slprintf(p, last, "%*s", view.id_len, view.id);
+
+        if (p == last) {
+            p = ngx_cpymem(p, "...", 3);
+            break;
+        }
+    }
+
+    if (p == ids) {
+        p = ngx_cpymem(ids, "none", 4);
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "chring: upstream \"%V\": availability 0x%016xL from %s: "
+                  "%uD marked down (%*s), %uL of %uL weight, panic "
+                  "threshold %uD%%", &ccf->host, avail->digest, source,
+                  avail->down, (size_t) (p - ids), ids, avail->down_weight,
+                  avail->total_weight, avail->panic_threshold);
+
+    if (avail->panic) {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "chring: upstream \"%V\": panic: %uL of %uL weight "
+                      "is marked down, more than the threshold %uD%%; every "
+                      "member is used as if none were down", &ccf->host,
+                      avail->down_weight, avail->total_weight,
+                      avail->panic_threshold);
+    }
 }
 
 

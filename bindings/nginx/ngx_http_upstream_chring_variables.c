@@ -1,9 +1,10 @@
 
 /*
  * ngx_http_upstream_chring_variables.c — $chring_fingerprint,
- * $chring_revision, $chring_refusal, $chring_refused_revision, and the
- * same with _NAME for upstream NAME: what the worker's primary ring is
- * and, with file=, what its follower says of the ring file.
+ * $chring_revision, $chring_refusal, $chring_refused_revision,
+ * $chring_availability, $chring_down, and the same with _NAME for
+ * upstream NAME: what the worker's primary ring is and, with file=, what
+ * its follower says of the ring file.
  */
 
 
@@ -14,6 +15,8 @@
 #define NGX_HTTP_CHRING_VAR_REVISION          1
 #define NGX_HTTP_CHRING_VAR_REFUSAL           2
 #define NGX_HTTP_CHRING_VAR_REFUSED_REVISION  3
+#define NGX_HTTP_CHRING_VAR_AVAILABILITY      4
+#define NGX_HTTP_CHRING_VAR_DOWN              5
 
 
 static ngx_int_t ngx_http_upstream_chring_variable(ngx_http_request_t *r,
@@ -23,6 +26,8 @@ static ngx_int_t ngx_http_upstream_chring_named_variable(ngx_http_request_t *r,
 static ngx_int_t ngx_http_upstream_chring_value(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, ngx_http_upstream_srv_conf_t *uscf,
     uintptr_t which);
+static u_char *ngx_http_upstream_chring_down_ids(ngx_http_request_t *r,
+    chr_snapshot *snap, size_t *len);
 
 
 static ngx_http_variable_t  ngx_http_upstream_chring_vars[] = {
@@ -41,6 +46,14 @@ static ngx_http_variable_t  ngx_http_upstream_chring_vars[] = {
 
     { ngx_string("chring_refused_revision"), NULL,
       ngx_http_upstream_chring_variable, NGX_HTTP_CHRING_VAR_REFUSED_REVISION,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("chring_availability"), NULL,
+      ngx_http_upstream_chring_variable, NGX_HTTP_CHRING_VAR_AVAILABILITY,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("chring_down"), NULL,
+      ngx_http_upstream_chring_variable, NGX_HTTP_CHRING_VAR_DOWN,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     /*
@@ -66,6 +79,14 @@ static ngx_http_variable_t  ngx_http_upstream_chring_vars[] = {
       ngx_http_upstream_chring_named_variable, 0,
       NGX_HTTP_VAR_NOCACHEABLE|NGX_HTTP_VAR_PREFIX, 0 },
 
+    { ngx_string("chring_availability_"), NULL,
+      ngx_http_upstream_chring_named_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE|NGX_HTTP_VAR_PREFIX, 0 },
+
+    { ngx_string("chring_down_"), NULL,
+      ngx_http_upstream_chring_named_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE|NGX_HTTP_VAR_PREFIX, 0 },
+
       ngx_http_null_variable
 };
 
@@ -79,6 +100,8 @@ static struct {
     { ngx_string("chring_refusal_"), NGX_HTTP_CHRING_VAR_REFUSAL },
     { ngx_string("chring_refused_revision_"),
       NGX_HTTP_CHRING_VAR_REFUSED_REVISION },
+    { ngx_string("chring_availability_"), NGX_HTTP_CHRING_VAR_AVAILABILITY },
+    { ngx_string("chring_down_"), NGX_HTTP_CHRING_VAR_DOWN },
 };
 
 
@@ -103,14 +126,34 @@ ngx_http_upstream_chring_add_variables(ngx_conf_t *cf)
 
 /*
  * The variables of the request's upstream (empty when the request has no
- * chring upstream).
+ * chring upstream). $chring_availability is the digest of the ring that
+ * chose the request's peer, even if a newer file is in use by now.
  */
 static ngx_int_t
 ngx_http_upstream_chring_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
+    u_char    *p;
+    uint64_t   digest;
+
     if (r->upstream == NULL || r->upstream->upstream == NULL) {
         v->not_found = 1;
+        return NGX_OK;
+    }
+
+    if (data == NGX_HTTP_CHRING_VAR_AVAILABILITY
+        && ngx_http_upstream_chring_request_availability(r, &digest) == NGX_OK)
+    {
+        p = ngx_pnalloc(r->pool, 2 + 16);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = ngx_sprintf(p, "0x%016xL", digest) - p;
+        v->data = p;
+        v->valid = 1;
+        v->no_cacheable = 1;
+        v->not_found = 0;
         return NGX_OK;
     }
 
@@ -187,6 +230,11 @@ ngx_http_upstream_chring_named_variable(ngx_http_request_t *r,
  *   refusal           while the file as last read is refused, why: the
  *                     follower's message, chring's "file:line: reason"
  *   refused_revision  while it is refused, the %%revision it declared
+ *   availability      the ring's availability digest, "0x" and 16 hex
+ *                     digits (0 when nothing is marked down and the panic
+ *                     threshold is the default, also without file=)
+ *   down              the ids the ring marks down, comma-separated (empty
+ *                     when none), whether or not the ring is in panic
  *
  * Reading one checks the file first, as a request through the upstream
  * does.
@@ -221,11 +269,32 @@ ngx_http_upstream_chring_value(ngx_http_request_t *r,
             return NGX_OK;
         }
 
-    } else if (data != NGX_HTTP_CHRING_VAR_FINGERPRINT) {
+    } else if (data != NGX_HTTP_CHRING_VAR_FINGERPRINT
+               && data != NGX_HTTP_CHRING_VAR_AVAILABILITY
+               && data != NGX_HTTP_CHRING_VAR_DOWN)
+    {
         return NGX_OK;
     }
 
     switch (data) {
+
+    case NGX_HTTP_CHRING_VAR_AVAILABILITY:
+        p = ngx_pnalloc(r->pool, 2 + 16);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = ngx_sprintf(p, "0x%016xL", ccf->primary.availability) - p;
+        break;
+
+    case NGX_HTTP_CHRING_VAR_DOWN:
+        p = ngx_http_upstream_chring_down_ids(r, ccf->primary.snapshot, &len);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = len;
+        break;
 
     case NGX_HTTP_CHRING_VAR_FINGERPRINT:
         if (ccf->file) {
@@ -290,4 +359,53 @@ ngx_http_upstream_chring_value(ngx_http_request_t *r,
     v->not_found = 0;
 
     return NGX_OK;
+}
+
+
+/* The ids `snap` marks down, comma-separated, in the request's pool. */
+static u_char *
+ngx_http_upstream_chring_down_ids(ngx_http_request_t *r, chr_snapshot *snap,
+    size_t *len)
+{
+    u_char         *ids, *p;
+    size_t          i, count, size;
+    uint32_t        marked;
+    chr_node_view   view;
+
+    if (chr_snapshot_node_count(snap, &count) != CHR_OK) {
+        count = 0;
+    }
+
+    size = 0;
+
+    for (i = 0; i < count; i++) {
+        if (chr_snapshot_marked_down(snap, i, &marked) == CHR_OK && marked
+            && chr_snapshot_node(snap, i, &view) == CHR_OK)
+        {
+            size += view.id_len + 1;
+        }
+    }
+
+    ids = ngx_pnalloc(r->pool, size ? size : 1);
+    if (ids == NULL) {
+        return NULL;
+    }
+
+    p = ids;
+
+    for (i = 0; i < count && (size_t) (p - ids) < size; i++) {
+        if (chr_snapshot_marked_down(snap, i, &marked) == CHR_OK && marked
+            && chr_snapshot_node(snap, i, &view) == CHR_OK
+            && (size_t) (p - ids) + view.id_len + 1 <= size)
+        {
+            if (p != ids) {
+                *p++ = ',';
+            }
+            p = ngx_cpymem(p, view.id, view.id_len);
+        }
+    }
+
+    *len = p - ids;
+
+    return ids;
 }

@@ -2,6 +2,7 @@
 // marking members down and up, the panic threshold, the state a snapshot
 // holds. Each noexcept, arguments checked with validate.hpp, whatever can
 // throw run through guarded() (firewall.hpp).
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>

@@ -105,13 +105,12 @@ public:
     // walk then starts from the record the lookup already read).
     template <bool kSlots = false, class Start, class Emit>
     size_t replicas_from_token(Start k, size_t n, Emit &&emit) const {
-        if (__builtin_expect(routing_around_, 0))
-            return routed_replicas<kSlots>(position_of(k), n, ReplicaPolicy::nodes, emit);
+        if (__builtin_expect(routing_around_, 0)) return routed_replicas<kSlots>(k, n, ReplicaPolicy::nodes, emit);
         return ring_replicas_from_token<kSlots>(k, n, emit);
     }
     template <bool kSlots = false, class Start, class Emit>
     size_t replicas_from_token(Start k, size_t n, ReplicaPolicy policy, Emit &&emit) const {
-        if (__builtin_expect(routing_around_, 0)) return routed_replicas<kSlots>(position_of(k), n, policy, emit);
+        if (__builtin_expect(routing_around_, 0)) return routed_replicas<kSlots>(k, n, policy, emit);
         return ring_replicas_from_token<kSlots>(k, n, policy, emit);
     }
     // The same whatever the marks: the lists of the tokens alone (diffs and
@@ -271,10 +270,32 @@ private:
     // Replica lists while marks are in effect: the lists of the ring
     // without the down members' tokens (up to min(n, up members)), then the
     // down members in walk order up to min(n, eligible).
-    template <bool kSlots, class Emit>
-    __attribute__((noinline)) size_t routed_replicas(Pos k, size_t n, ReplicaPolicy policy, Emit &emit) const {
+    template <bool kSlots, class Start, class Emit>
+    size_t routed_replicas(Start k, size_t n, ReplicaPolicy policy, Emit &emit) const {
         n = std::min(n, eligible_);
         if (n == 0) return 0;
+        // Most keys' first n members are all up: their list is the plain
+        // walk's (for the nodes policy, and for every policy with one zone).
+        if ((policy == ReplicaPolicy::nodes || live_zones_ <= 1) && n <= kLinearScanReplicas) {
+            uint32_t chosen[kLinearScanReplicas];
+            bool any_down = false;
+            const size_t found = walk_distinct(k, n, [&](uint32_t o, size_t f) {
+                for (size_t j = 0; j < f; ++j)
+                    if (chosen[j] == o) return false;
+                chosen[f] = o;
+                any_down |= down_slot_[o] != 0;
+                return true;
+            });
+            if (!any_down) {
+                for (size_t i = 0; i < found; ++i) emit(i, as_emitted<kSlots>(chosen[i]));
+                return found;
+            }
+        }
+        return routed_replicas_walk<kSlots>(position_of(k), n, policy, emit);
+    }
+    // The lists of a key whose walk meets a down member (n <= eligible_, > 0).
+    template <bool kSlots, class Emit>
+    __attribute__((noinline)) size_t routed_replicas_walk(Pos k, size_t n, ReplicaPolicy policy, Emit &emit) const {
         const size_t want_up = std::min(n, eligible_up_);
         const size_t tokens = index_.token_count();
         const size_t N = slot_node_.size(), bit_count = N + zone_count_;

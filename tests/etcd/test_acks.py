@@ -34,12 +34,10 @@ Ends with "N passed, N failed"; exits 77 (skipped) when etcd, the CLI's etcd
 commands, nginx with the module or curl is missing.
 """
 
-import argparse
 import json
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -51,7 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import etcd_server  # noqa: E402
 from etcd_server import EtcdServer  # noqa: E402
-from test_etcd import absolute_paths, escape, log_tails, percentile, raise_on_signals  # noqa: E402
+from test_etcd import Checks, escape, finish, fleet_arguments, fleet_missing, fleet_parser, log_tails, percentile, run_fleet  # noqa: E402
 
 SKIP = 77
 PREFIX = "/chring-test/acks"
@@ -74,11 +72,10 @@ def name(i):
     return "w%02d" % i
 
 
-class Test:
+class Test(Checks):
     def __init__(self, args):
+        super().__init__()
         self.args = args
-        self.passed = 0
-        self.failed = 0
         self.root = tempfile.mkdtemp(prefix="chring-acks-")
         self.etcd = EtcdServer()
         self.watchers = {}  # index -> Popen
@@ -90,15 +87,6 @@ class Test:
         self.waits = []  # of which waiting (--wait's own "done in")
         self.faults = {}
         self.plugin_env = {"CHRING_PLUGIN_PATH": args.plugin_path} if args.plugin_path else {}
-
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-            print("ok: " + what, flush=True)
-        else:
-            self.failed += 1
-            print("FAIL: " + what + ("\n    " + detail if detail else ""), flush=True)
-        return ok
 
     # -- processes --
 
@@ -377,51 +365,16 @@ class Test:
                    "the confirming watchers confirmed against nginx: %s" % confirmed)
 
 
-def missing(args):
-    why = etcd_server.available()
-    if why:
-        return why
-    if not args.chring:
-        return "the chring CLI is not built"
-    r = subprocess.run([args.chring, "etcd", "status", "--help"], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=30)
-    if r.returncode != 0:
-        return "chring has no 'etcd status' command"
-    if not args.nginx or not args.nginx_module:
-        return "nginx or the chring module not built"
-    if shutil.which("curl") is None:
-        return "curl not found (the --confirm command)"
-    return None
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--chring", default="")
-    p.add_argument("--nginx", default="")
-    p.add_argument("--nginx-module", default="")
-    p.add_argument("--nginx-tests", required=True)
+    p = fleet_parser(__doc__.split("\n")[0])
     p.add_argument("--plugin-path", default=os.environ.get("CHRING_PLUGIN_PATH", ""))
-    p.add_argument("--results-dir", default="")
-    args = p.parse_args()
-    absolute_paths(args, ("chring", "nginx", "nginx_module"))
-    why = missing(args)
-    if why:
-        print("skipped: %s" % why)
+    args = fleet_arguments(p)
+    why = fleet_missing(args, [["etcd", "status"]], {"curl": "the --confirm command"})
+    t, seconds = run_fleet(why, lambda: Test(args))
+    if t is None:
         return SKIP
-
-    raise_on_signals()
-    t = Test(args)
-    t0 = time.monotonic()
-    try:
-        t.run()
-    except Exception as e:
-        import traceback
-        traceback.print_exc()
-        t.check(False, "the run went to its end", "%s: %s\n%s" % (type(e).__name__, e, t.logs_tail()))
-    finally:
-        t.stop()
     results = {"watchers": WATCHERS, "confirming": CONFIRMING, "changes": CHANGES,
-               "measured": len(t.times), "seconds": round(time.monotonic() - t0, 1), "faults": t.faults}
+               "measured": len(t.times), "seconds": seconds, "faults": t.faults}
     if t.times:
         results.update({"p50_ms": round(1000 * percentile(t.times, 50), 1),
                         "p99_ms": round(1000 * percentile(t.times, 99), 1),
@@ -434,16 +387,7 @@ def main():
                         "wait_max_ms": round(1000 * max(t.waits), 1)})
         print("of which --wait itself (its 'done in'): p50 %.1f ms, p99 %.1f ms, max %.1f ms"
               % (results["wait_p50_ms"], results["wait_p99_ms"], results["wait_max_ms"]))
-    if args.results_dir:
-        with open(os.path.join(args.results_dir, "RESULTS-acks.json"), "w") as f:
-            json.dump(results, f, indent=1, sort_keys=True)
-    if t.failed or os.environ.get("CHRING_ETCD_KEEP"):
-        print("files kept in %s" % t.root)
-    else:
-        shutil.rmtree(t.root, ignore_errors=True)
-    print("case acks: %.1f s" % results["seconds"])
-    print("%d passed, %d failed" % (t.passed, t.failed))
-    return 1 if t.failed else 0
+    return finish(t, "acks", results, args.results_dir)
 
 
 if __name__ == "__main__":

@@ -1386,6 +1386,105 @@ def absolute_paths(args, names):
             setattr(args, name, os.path.abspath(value))
 
 
+class Checks:
+    """A run's checks: one line each, counted in passed and failed."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, ok, what, detail=""):
+        if ok:
+            self.passed += 1
+            print("ok: " + what, flush=True)
+        else:
+            self.failed += 1
+            print("FAIL: " + what + ("\n    " + detail if detail else ""), flush=True)
+        return ok
+
+
+def fleet_parser(description):
+    """The arguments of the fleet tests with nginx (test_acks.py,
+    test_availability.py); parse with fleet_arguments()."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--chring", default="")
+    p.add_argument("--nginx", default="")
+    p.add_argument("--nginx-module", default="")
+    p.add_argument("--nginx-tests", required=True)
+    p.add_argument("--results-dir", default="")
+    return p
+
+
+def fleet_arguments(parser):
+    args = parser.parse_args()
+    absolute_paths(args, ("chring", "nginx", "nginx_module"))
+    return args
+
+
+def fleet_missing(args, commands, programs):
+    """Why a fleet test with nginx cannot run, or None: etcd, the CLI with
+    each command of `commands` (argument lists, each answering --help),
+    nginx and its module, the programs of `programs` ({name: what for})."""
+    why = etcd_server.available()
+    if why:
+        return why
+    if not args.chring:
+        return "the chring CLI is not built"
+    for command in commands:
+        r = subprocess.run([args.chring] + command + ["--help"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=30)
+        if r.returncode != 0:
+            return "chring has no '%s' command" % " ".join(command)
+    if not args.nginx or not args.nginx_module:
+        return "nginx or the chring module not built"
+    for program, what in sorted(programs.items()):
+        if shutil.which(program) is None:
+            return "%s not found (%s)" % (program, what)
+    return None
+
+
+def run_fleet(why, make_test):
+    """Unless `why` (a reason to skip, printed): the test make_test() makes,
+    run to its end, and the seconds it took; else (None, None)."""
+    if why:
+        print("skipped: %s" % why)
+        return None, None
+    test = make_test()
+    t0 = time.monotonic()
+    run_to_end(test)
+    return test, round(time.monotonic() - t0, 1)
+
+
+def run_to_end(test):
+    """test.run() with the fleet stopped whatever happens (test.stop());
+    an exception is a failed check with the fleet's logs (test.logs_tail())."""
+    raise_on_signals()
+    try:
+        test.run()
+    except Exception as e:
+        import traceback
+        traceback.print_exc()
+        test.check(False, "the run went to its end", "%s: %s\n%s" % (type(e).__name__, e, test.logs_tail()))
+    finally:
+        test.stop()
+
+
+def finish(test, case, results, results_dir):
+    """The end of a run: `results` in RESULTS-<case>.json in results_dir
+    (if given), the test's files (test.root) kept when it failed or
+    CHRING_ETCD_KEEP is set, the counts printed; the exit status."""
+    if results_dir:
+        with open(os.path.join(results_dir, "RESULTS-%s.json" % case), "w") as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+    if test.failed or os.environ.get("CHRING_ETCD_KEEP"):
+        print("files kept in %s" % test.root)
+    else:
+        shutil.rmtree(test.root, ignore_errors=True)
+    print("case %s: %.1f s" % (case, results["seconds"]))
+    print("%d passed, %d failed" % (test.passed, test.failed))
+    return 1 if test.failed else 0
+
+
 def raise_on_signals():
     """SIGTERM (meson's timeout) or SIGINT (^C) raises RuntimeError, so that
     the run's `finally` stops the fleet, whose processes run in process

@@ -575,6 +575,34 @@ void check_ring(const chr_ring *ring, const chr_ringfile_info &info, const Ref &
     chr_ring_free(back);
 }
 
+// A file refused for the value on `line` (%%fingerprint, %%availability):
+// the message names the line and `reason`, and the same file with that line
+// made a comment builds a ring whose value (value_of) is not `claimed` and
+// is the one the message names.
+void check_mismatch(const std::string &text, const Ref &want, size_t line, const char *reason,
+                    const chr_options *base, uint64_t claimed,
+                    uint64_t (*value_of)(chr_ring *, const chr_ringfile_info &)) {
+    Ref as = want;
+    as.line = line;
+    as.reasons = {reason};
+    check_message(as, "chr_ring_new_from_text");
+    std::string message = chr_last_error();
+    std::string without = text;
+    size_t at = 0;
+    for (size_t l = 1; l < line; ++l) at = without.find('\n', at) + 1;
+    without[without.find("%%", at)] = '#';  // the line becomes a comment
+    chr_ring *other = nullptr;
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    CHECK(chr_ring_new_from_text(without.data(), without.size(), kName, base, &other, &info) == CHR_OK,
+          "the file without line %zu is refused", line);
+    const uint64_t value = value_of(other, info);
+    char got[24];
+    std::snprintf(got, sizeof got, "(0x%016llx)", (unsigned long long)value);
+    CHECK(value != claimed && message.find(got) != std::string::npos,
+          "the mismatch message '%s' does not name the ring's value %s", message.c_str(), got);
+    chr_ring_free(other);
+}
+
 chr_options g_bases[5];
 
 }  // namespace
@@ -666,52 +694,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
               info.error_line, refusals[0].status, refusals[0].line, refusals[0].reason);
         return 0;
     }
+    // A %%fingerprint or %%availability that does not match: without that
+    // line the file builds a ring with another value, the one the message names.
     if (st == CHR_EFORMAT && want.fingerprint_line && info.error_line == want.fingerprint_line) {
-        // A %%fingerprint that does not match: without that line the file
-        // builds a ring with another fingerprint, the one the message names.
         CHECK(ring == nullptr, "out set on failure");
-        Ref as = want;
-        as.line = want.fingerprint_line;
-        as.reasons = {"does not match the ring the file describes"};
-        check_message(as, "chr_ring_new_from_text");
-        std::string message = chr_last_error();
-        std::string without = text;
-        size_t at = 0;
-        for (size_t l = 1; l < want.fingerprint_line; ++l) at = without.find('\n', at) + 1;
-        without[without.find("%%", at)] = '#';  // the line becomes a comment
-        chr_ring *other = nullptr;
-        chr_ringfile_info info2 = CHR_RINGFILE_INFO_INIT;
-        CHECK(chr_ring_new_from_text(without.data(), without.size(), kName, base, &other, &info2) == CHR_OK,
-              "the file without its %%fingerprint is refused");
-        char got[24];
-        std::snprintf(got, sizeof got, "(0x%016llx)", (unsigned long long)fingerprint_of(other));
-        CHECK(fingerprint_of(other) != want.fingerprint && message.find(got) != std::string::npos,
-              "the mismatch message '%s' does not name the ring's fingerprint %s", message.c_str(), got);
-        chr_ring_free(other);
+        check_mismatch(text, want, want.fingerprint_line, "does not match the ring the file describes", base,
+                       want.fingerprint, [](chr_ring *r, const chr_ringfile_info &) { return fingerprint_of(r); });
         return 0;
     }
     if (st == CHR_EFORMAT && want.availability_line && info.error_line == want.availability_line) {
-        // An %%availability that does not match: without that line the file
-        // builds a ring with another digest, the one the message names.
         CHECK(ring == nullptr, "out set on failure");
-        Ref as = want;
-        as.line = want.availability_line;
-        as.reasons = {"does not match the availability state the file describes"};
-        check_message(as, "chr_ring_new_from_text");
-        std::string message = chr_last_error();
-        std::string without = text;
-        size_t at = 0;
-        for (size_t l = 1; l < want.availability_line; ++l) at = without.find('\n', at) + 1;
-        without[without.find("%%", at)] = '#';
-        chr_ring *other = nullptr;
-        chr_ringfile_info info2 = CHR_RINGFILE_INFO_INIT;
-        CHECK(chr_ring_new_from_text(without.data(), without.size(), kName, base, &other, &info2) == CHR_OK,
-              "the file without its %%availability is refused");
-        char got[24];
-        std::snprintf(got, sizeof got, "(0x%016llx)", (unsigned long long)info2.availability);
-        CHECK(info2.availability != want.availability && message.find(got) != std::string::npos,
-              "the mismatch message '%s' does not name the ring's digest %s", message.c_str(), got);
-        chr_ring_free(other);
+        check_mismatch(text, want, want.availability_line,
+                       "does not match the availability state the file describes", base, want.availability,
+                       [](chr_ring *, const chr_ringfile_info &i) { return i.availability; });
         return 0;
     }
     CHECK(st == CHR_OK, "chr_ring_new_from_text refused (%d, line %u) a file the reference accepts", st,

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,53 @@ static void test_applies_then_unchanged(void **state) {
     assert_int_equal(st.refused, 0);
     assert_int_equal(st.applied_revision, 8);
     assert_string_equal(st.message, "");
+
+    chr_follower_free(f);
+    chr_ring_free(ring);
+    scratch_clean(&s);
+}
+
+/* A file that changes only the availability state is applied: the ring
+ * gets the marks with the same tokens, and the state records the digest;
+ * a version-1 state is filled up to its end only. */
+static void test_availability_only_change(void **state) {
+    (void)state;
+    scratch s;
+    scratch_init(&s);
+    replace(&s, kGood2);
+    chr_ring *ring = empty_ring();
+    chr_follower *f = NULL;
+    assert_chr_ok(chr_follower_new(ring, s.path, 0, &f));
+    expect_checked(f, CHR_OK, CHR_FOLLOW_APPLIED);
+    const uint64_t fp = ring_fingerprint(ring);
+    assert_int_equal(state_of(f).applied_availability, 0);
+
+    replace(&s, "%%revision 9\n%%down b\na 1\nb 2\nc 1\n");
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    int32_t outcome = -1;
+    assert_chr_ok(chr_follower_check(f, &outcome, &info));
+    assert_int_equal(outcome, CHR_FOLLOW_APPLIED);
+    assert_int_equal(info.added + info.removed + info.reweighted + info.replaced, 0);
+    assert_int_equal(info.down, 1);
+    assert_int_equal(ring_fingerprint(ring), fp);
+    chr_availability_info avail = CHR_AVAILABILITY_INFO_INIT;
+    assert_chr_ok(chr_ring_availability(ring, &avail));
+    assert_int_equal(avail.down, 1);
+    assert_true(avail.digest != 0);
+    assert_int_equal(info.availability, avail.digest);
+    chr_follow_state st = state_of(f);
+    assert_int_equal(st.applied_availability, avail.digest);
+    assert_true(st.applied_flags & CHR_RINGFILE_HAS_AVAILABILITY);
+
+    struct {
+        chr_follow_state state;
+        unsigned char guard[16];
+    } v1;
+    memset(&v1, 0xEE, sizeof v1);
+    v1.state.version = 1;
+    assert_chr_ok(chr_follower_state(f, &v1.state));
+    for (size_t i = offsetof(chr_follow_state, applied_availability); i < sizeof v1; ++i)
+        assert_int_equal(((unsigned char *)&v1)[i], 0xEE);
 
     chr_follower_free(f);
     chr_ring_free(ring);
@@ -393,6 +441,7 @@ static void test_concurrent_use(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_applies_then_unchanged),
+        cmocka_unit_test(test_availability_only_change),
         cmocka_unit_test(test_refused_keeps_last_good),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_stamp_in_place_rewrites),

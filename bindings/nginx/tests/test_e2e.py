@@ -50,6 +50,13 @@ options, key by key. Cases:
              variables, a warning naming both files), then both workers
              follow the primary once it is written; `nginx -s` still
              signals with the file missing
+  availability  (module) a ring file's `%%down` lines: a member marked
+             down gets no request (nor a retry), its keys go to the next
+             replica of their walk (also when that one is stopped), the
+             others stay; removing the line brings every key back;
+             three of four down is panic (every key as unmarked, a
+             warning); $chring_availability, $chring_down and the notice
+             logged on each change
   access     (module, as root only: skipped otherwise) workers running as
              `nobody`: a ring file only root can read, or behind a
              directory only root can search, fails nginx -t naming the
@@ -69,6 +76,7 @@ import math
 import os
 import pwd
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -188,7 +196,7 @@ class ModuleFlavor:
 
     name = "module"
     cases = ("routing", "down", "stop", "tries", "compat", "wide", "backup", "badconfig",
-             "ringfile", "zones", "balance", "fallback", "access")
+             "ringfile", "zones", "balance", "fallback", "access", "availability")
 
     def __init__(self, args):
         self.module = os.path.abspath(args.module)
@@ -793,6 +801,7 @@ class WorkerConnections:
         conn.request("GET", path)
         resp = conn.getresponse()
         body = resp.read().decode()
+        self.last = resp  # its other headers
         if resp.getheader("X-Worker") != pid:
             raise RuntimeError("connection of worker %s answered by %s"
                                % (pid, resp.getheader("X-Worker")))
@@ -963,13 +972,143 @@ def case_ringfile(ctx, check):
           "\n    ".join(stream.failures[:5]))
 
 
+# -- availability: members marked down in the ring file ------------------------
+
+
+def case_availability(ctx, check):
+    """`%%down` lines in the followed ring file route around members
+    without moving a token."""
+    backends = harness.Backends(ctx.ws, 4)
+    backends.start()
+    b = backends.ids
+    port = harness.free_ports(1)[0]
+    path = os.path.join(ctx.ws.root, "ring.txt")
+    keys = keys_for("availability", 400)
+    members = [(i, 1) for i in b]
+    walks = dict(zip(keys, ctx.predict.replicas(members, keys, len(b))))
+    owners = {k: walks[k][0] for k in keys}
+
+    def write(revision, down=(), extra=""):
+        # directives (%%down, %%panic-threshold) come before the members
+        write_atomically(path, ringfile_text(revision, []) + extra
+                         + "".join("%%%%down %s\n" % i for i in down)
+                         + "".join("%s %d\n" % m for m in members))
+
+    write(1)
+    lb = ctx.balancer()
+    lb.start("""
+  upstream ring {
+    chring $request_uri file=%s check=100ms;
+%s
+  }""" % (path, "\n".join("    server %s max_fails=0;" % i for i in b)) + followed_server(port, "ring", """
+    location = /down {  # no upstream: the named variables
+      add_header X-Worker $pid always;
+      return 200 "$chring_availability_ring $chring_down_ring";
+    }""", headers="""
+      add_header X-Availability $chring_availability always;
+      add_header X-Down $chring_down always;
+      add_header X-Upstream $upstream_addr always;"""))
+    conns = WorkerConnections(port, lb.workers)
+
+    def expected(avoid):
+        """Each key's first member of its walk not in `avoid`."""
+        return {k: next((m for m in walks[k] if m not in avoid), walks[k][0]) for k in keys}
+
+    def routes(want, revision, down_text):
+        """What differs: every worker sends every key to want[key] in one
+        try, with one availability digest; returns (wrong, digests)."""
+        wrong, digests = [], set()
+        for pid in sorted(conns.conns):
+            for key in keys:
+                body, _, got_revision = conns.get(pid, key)
+                upstream = conns.last.getheader("X-Upstream")
+                digests.add(conns.last.getheader("X-Availability"))
+                if (body, got_revision, upstream) != (want[key], str(revision), want[key]):
+                    wrong.append("worker %s %s: got %s via %s (revision %s), want %s (revision %d)"
+                                 % (pid, key, body, upstream, got_revision, want[key], revision))
+                if (conns.last.getheader("X-Down") or "") != down_text:
+                    wrong.append("worker %s %s: $chring_down %r, want %r"
+                                 % (pid, key, conns.last.getheader("X-Down"), down_text))
+        return wrong, digests
+
+    def step(what, revision, want, down):
+        down_text = ",".join(sorted(down))
+        result = wait_for(lambda: routes(want, revision, down_text), lambda r: not r[0])
+        wrong, digests = result
+        check(not wrong, "%s: every worker routes every key as predicted, in one try" % what,
+              "\n    ".join(wrong[:5]))
+        check(len(digests) == 1, "%s: one $chring_availability over the workers (%s)"
+              % (what, ", ".join(sorted(d or "none" for d in digests))))
+        digest = next(iter(digests))
+        named = set(conns.get(pid, "/down")[0] for pid in conns.conns)
+        check(named == {"%s %s" % (digest, down_text)},
+              "%s: $chring_availability_ring and $chring_down_ring agree" % what,
+              "got %s" % named)
+        return digest
+
+    none = step("nothing down", 1, owners, ())
+    check(none == "0x0000000000000000", "nothing down: the digest is 0 (%s)" % none)
+
+    # b[1] down: its keys go to their next replica, every other key stays
+    log_mark = len(lb.log_text())
+    write(2, [b[1]])
+    want = expected({b[1]})
+    moved = sum(1 for k in keys if owners[k] == b[1])
+    check(moved > 0 and all(want[k] == owners[k] for k in keys if owners[k] != b[1]),
+          "the prediction moves only %s's %d keys" % (b[1], moved))
+    one_down = step("%s down" % b[1], 2, want, [b[1]])
+    check(one_down != none and re.match(r"^0x[0-9a-f]{16}$", one_down or ""),
+          "%s down: a new digest (%s)" % (b[1], one_down))
+    notices = [l for l in lb.log_text()[log_mark:].splitlines()
+               if "availability %s from %s: 1 marked down (%s)" % (one_down, path, b[1]) in l]
+    check(len(notices) == lb.workers and all("[notice]" in l for l in notices),
+          "the change is logged once per worker, with the digest and the id",
+          "\n    ".join(notices) or lb.log_text()[log_mark:])
+
+    # b[2] stopped as well: keys whose next replica is b[2] skip b[1] on the retry
+    backends.set_alive([i for i in b if i != b[2]])
+    want2 = expected({b[1], b[2]})
+    wrong = []
+    for pid in sorted(conns.conns):
+        for key in keys:
+            body = conns.get(pid, key)[0]
+            tried = (conns.last.getheader("X-Upstream") or "").split(", ")
+            if body != want2[key] or b[1] in tried:
+                wrong.append("worker %s %s: %s via %s, want %s" % (pid, key, body, tried, want2[key]))
+    check(not wrong, "%s down and %s stopped: every key answered by its first replica "
+          "neither down nor stopped, %s never tried" % (b[1], b[2], b[1]), "\n    ".join(wrong[:5]))
+    backends.set_alive(b)
+
+    # the line removed: every key back on exactly its owner
+    write(3)
+    back = step("the mark removed", 3, owners, ())
+    check(back == none, "the mark removed: the digest is 0 again")
+
+    # three of four down is more than the default 50%: panic, marks ignored
+    log_mark = len(lb.log_text())
+    write(4, b[:3])
+    step("three of four down (panic)", 4, owners, b[:3])
+    warnings = [l for l in lb.log_text()[log_mark:].splitlines()
+                if "panic" in l and "[warn]" in l]
+    check(len(warnings) == lb.workers, "the panic is logged once per worker",
+          "\n    ".join(warnings) or lb.log_text()[log_mark:])
+
+    # with a threshold of 100 the marks hold: every key on the one left
+    write(5, b[:3], extra="%%panic-threshold 100\n")
+    step("three of four down, threshold 100", 5, expected(set(b[:3])), b[:3])
+
+    write(6)
+    step("no mark", 6, owners, ())
+    conns.close()
+
+
 # -- fallback, access: starting when the ring file cannot be used ---------------
 
 
-def followed_server(port, upstream, locations=""):
+def followed_server(port, upstream, locations="", headers=""):
     """A server proxying to `upstream` whose answers carry the chring
     variables and the worker's pid (for WorkerConnections); `locations`:
-    more location blocks for it."""
+    more location blocks for it; `headers`: more lines for its location."""
     return """
   server {
     listen 127.0.0.1:%d reuseport;
@@ -983,9 +1122,9 @@ def followed_server(port, upstream, locations=""):
       add_header X-Chring-Revision $chring_revision always;
       add_header X-Chring-Refused-Revision $chring_refused_revision always;
       add_header X-Chring-Refusal $chring_refusal always;
-      add_header X-Worker $pid always;
+      add_header X-Worker $pid always;%s
     }%s
-  }""" % (port, upstream, locations)
+  }""" % (port, upstream, headers, locations)
 
 
 def write_atomically(path, text):
@@ -1388,6 +1527,7 @@ CASES = {
     "badconfig": case_badconfig,
     "ringfile": case_ringfile,
     "balance": case_balance,
+    "availability": case_availability,
 }
 FLAVORS = {"module": ModuleFlavor, "lua": LuaFlavor}
 
