@@ -50,6 +50,10 @@ func main() {
 		ringfileMain(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "availability" {
+		availabilityMain(os.Args[2:])
+		return
+	}
 	if len(os.Args) != 3 {
 		fmt.Fprintln(os.Stderr, "usage: route-go DATA OUTPUT")
 		os.Exit(2)

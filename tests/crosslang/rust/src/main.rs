@@ -30,12 +30,16 @@ fn field<'a>(line: Option<&'a str>, index: usize) -> &'a str {
     line.and_then(|l| l.split(' ').nth(index)).expect("truncated input")
 }
 
+mod availability;
 mod ringfile;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() > 1 && args[1] == "ringfile" {
         return ringfile::main(&args[2..]);
+    }
+    if args.len() > 1 && args[1] == "availability" {
+        return availability::main(&args[2..]);
     }
     if args.len() != 3 {
         eprintln!("usage: chring-crosslang DATA OUTPUT");
