@@ -63,16 +63,7 @@ func availabilityMain(args []string) {
 		}
 		reps, err := snap.Replicas(key, members)
 		must(err)
-		out.WriteString(hexOf(owner.ID))
-		for r, n := range reps {
-			if r == 0 {
-				out.WriteByte(' ')
-			} else {
-				out.WriteByte(',')
-			}
-			out.WriteString(hexOf(n.ID))
-		}
-		out.WriteByte('\n')
+		writeRoute(out, owner.ID, reps)
 	}
 	must(out.Flush())
 	must(outFile.Close())

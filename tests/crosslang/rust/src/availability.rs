@@ -6,7 +6,7 @@ use std::io::{BufWriter, Write};
 
 use chring::{Follower, Options, Outcome, Ring};
 
-use crate::{put_hex, unhex};
+use crate::{route_line, unhex};
 
 type Res = Result<(), Box<dyn std::error::Error>>;
 
@@ -43,13 +43,7 @@ pub fn main(args: &[String]) -> Res {
         if owner.index() != batch[k] as usize {
             return Err(format!("key {}: the batch says node {}, the lookup {}", k, batch[k], owner.index()).into());
         }
-        line.clear();
-        put_hex(&mut line, owner.id());
-        for (r, node) in snap.replicas(key, members)?.iter().enumerate() {
-            line.push(if r == 0 { ' ' } else { ',' });
-            put_hex(&mut line, node.id());
-        }
-        line.push('\n');
+        route_line(&mut line, owner.id(), &snap.replicas(key, members)?);
         out.write_all(line.as_bytes())?;
     }
     out.flush()?;
