@@ -43,7 +43,7 @@ static_assert(offsetof(chr_node_ref, tag) == offsetof(NodeCache::RefFields, tag)
                   offsetof(chr_node_ref, index) == offsetof(NodeCache::RefFields, index) &&
                   offsetof(chr_node_ref, id_len) == offsetof(NodeCache::RefFields, id_len) &&
                   offsetof(chr_node_ref, zone_len) == offsetof(NodeCache::RefFields, zone_len) &&
-                  offsetof(chr_node_ref, reserved0) == offsetof(NodeCache::RefFields, reserved0) &&
+                  offsetof(chr_node_ref, flags) == offsetof(NodeCache::RefFields, flags) &&
                   offsetof(chr_node_ref, id) == offsetof(NodeCache::RefFields, short_id) &&
                   sizeof(NodeCache::RefFields) == 64,
               "RefFields mirrors the head of chr_node_ref");

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "chring.h"
 #include "base/errors.hpp"
@@ -53,6 +54,29 @@ chr_status empty_ring(const char *who);
 // "info"), or is "" when the call has only that struct.
 chr_status check_version(const char *who, const char *what, uint32_t version, uint32_t current);
 
+// Bytes of version `version` of a versioned struct (docs/compatibility.md,
+// "How structs grow"): the whole struct, but for those that grew, whose
+// older versions end where the fields a version added start.
+template <class T>
+inline size_t versioned_size(uint32_t) noexcept { return sizeof(T); }
+template <>
+inline size_t versioned_size<chr_ringfile_info>(uint32_t version) noexcept {
+    return version >= 2 ? sizeof(chr_ringfile_info) : offsetof(chr_ringfile_info, availability);
+}
+template <>
+inline size_t versioned_size<chr_follow_state>(uint32_t version) noexcept {
+    return version >= 2 ? sizeof(chr_follow_state) : offsetof(chr_follow_state, applied_availability);
+}
+
+// *out = value, but only the fields of out->version (already checked),
+// which it keeps: a caller of an older version has a shorter struct.
+template <class T>
+void write_versioned(T *out, const T &value) noexcept {
+    const uint32_t version = out->version;
+    std::memcpy(static_cast<void *>(out), &value, versioned_size<T>(version));
+    out->version = version;
+}
+
 // The body of every chr_x_init(): *out = `defaults` (the X_INIT value)
 // with the caller's `version`, after the NULL and version checks. `what`
 // names the argument in the NULL message ("opts", "info").
@@ -61,8 +85,8 @@ chr_status init_versioned(const char *who, const char *what, T *out, uint32_t ve
                           const T &defaults = T{}) {
     if (!out) return null_arg(who, what);
     if (chr_status st = check_version(who, "", version, current)) return st;
-    *out = defaults;
     out->version = version;
+    write_versioned(out, defaults);
     return CHR_OK;
 }
 

@@ -87,12 +87,10 @@ struct BoundChoice {
     uint64_t load = 0, capacity = 0;
 };
 
-// Chooses a node for key hash h of a snapshot with tokens. load(i): node i's
-// in-flight count; up(i): whether it is available, never called when all_up.
-// total_load: L, member_loads(s, load).total. Returns false when no node with tokens is available.
+// choose_bounded() with `home`, the key's owner (chr_snapshot_lookup's answer).
 template <class Load, class Up>
-bool choose_bounded(const Snapshot &s, uint64_t h, const BoundParams &p, uint64_t total_load,
-                    bool all_up, Load &&load, Up &&up, BoundChoice &c) {
+bool choose_bounded_from(const Snapshot &s, uint64_t h, uint32_t home, const BoundParams &p,
+                         uint64_t total_load, bool all_up, Load &&load, Up &&up, BoundChoice &c) {
     const size_t n = s.node_count();
     auto available = [&](uint32_t i) { return s.candidate_weight(i) > 0 && (all_up || up(i)); };
     uint64_t W = s.weight_before(n);
@@ -117,7 +115,7 @@ bool choose_bounded(const Snapshot &s, uint64_t h, const BoundParams &p, uint64_
     };
 
     c = BoundChoice{};
-    c.home = s.owner_at_hash(h);
+    c.home = home;
     bool have_best = false;
     BoundChoice best;
     auto take = [&](const BoundChoice &b, uint32_t flags) {
@@ -190,6 +188,22 @@ bool choose_bounded(const Snapshot &s, uint64_t h, const BoundParams &p, uint64_
         take(best, CHR_BOUND_OVER);
     }
     return true;
+}
+
+// Chooses a node for key hash h of a snapshot with tokens. load(i): node i's
+// in-flight count; up(i): whether it is available, never called when all_up.
+// total_load: L, member_loads(s, load).total. Returns false when no node with
+// tokens is available. The snapshot's members down now are unavailable too,
+// unless that leaves none: then its marks are as if not there.
+template <class Load, class Up>
+bool choose_bounded(const Snapshot &s, uint64_t h, const BoundParams &p, uint64_t total_load,
+                    bool all_up, Load &&load, Up &&up, BoundChoice &c) {
+    const uint32_t home = s.owner_at_hash(h);
+    if (__builtin_expect(s.routing_around(), 0)) {
+        auto up_now = [&](uint32_t i) { return !s.down_now(i) && (all_up || up(i)); };
+        if (choose_bounded_from(s, h, home, p, total_load, false, load, up_now, c)) return true;
+    }
+    return choose_bounded_from(s, h, home, p, total_load, all_up, load, up, c);
 }
 
 }  // namespace chring

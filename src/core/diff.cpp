@@ -127,7 +127,7 @@ namespace {
 // `successor` (kNoToken: the side has no token, and no list).
 size_t replica_list(const Snapshot &s, TokenIndex::Pos successor, size_t n, ReplicaPolicy policy, uint32_t *out) {
     if (successor == kNoToken) return 0;
-    return s.replicas_from_token(successor, n, policy, [&](size_t i, uint32_t node) { out[i] = node; });
+    return s.ring_replicas_from_token(successor, n, policy, [&](size_t i, uint32_t node) { out[i] = node; });
 }
 
 }  // namespace

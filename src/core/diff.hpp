@@ -91,7 +91,7 @@ public:
     }
     // The owner of position h on a side, kNoNode when it has no token.
     static uint32_t owner_at(const Snapshot &s, uint64_t h) noexcept {
-        return s.token_count() ? s.owner_at_hash(h) : kNoNode;
+        return s.token_count() ? s.token_owner_at_hash(h) : kNoNode;
     }
 
 private:

@@ -4,7 +4,8 @@
 
 namespace chring {
 
-void NodeCache::build(const std::vector<Node> &nodes, const std::vector<uint32_t> &slot_node) {
+void NodeCache::build(const std::vector<Node> &nodes, const std::vector<uint32_t> &slot_node,
+                      const std::vector<uint8_t> &down) {
     // Up to the highest slot a node holds: the owner field has room for
     // 2^O slots, up to twice the members, and the slots past the last
     // member's are never read.
@@ -23,12 +24,13 @@ void NodeCache::build(const std::vector<Node> &nodes, const std::vector<uint32_t
         }
         const Node &n = nodes[i];
         const double ownership = n.ownership();
+        const uint32_t flags = !down.empty() && down[i] ? CHR_NODE_DOWN : 0u;
         views[s].view = {reinterpret_cast<const unsigned char *>(n.id.data()), n.id.size(),
                          reinterpret_cast<const unsigned char *>(n.zone.data()), n.zone.size(),
-                         n.tag, ownership, n.weight, n.tokens, uint32_t(i), 0};
+                         n.tag, ownership, n.weight, n.tokens, uint32_t(i), flags};
         RefFields &ref = refs[s].ref;
         ref = {n.tag, ownership, n.weight, n.tokens, uint32_t(i), uint32_t(n.id.size()),
-               uint32_t(n.zone.size()), 0, {}};
+               uint32_t(n.zone.size()), flags, {}};
         if (n.id.size() <= kShortId) std::memcpy(ref.short_id, n.id.data(), n.id.size());
     }
     views_ = std::move(view_buffer);

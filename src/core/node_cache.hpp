@@ -22,7 +22,7 @@ public:
     struct RefFields {
         uint64_t tag;
         double ownership;
-        uint32_t weight, tokens, index, id_len, zone_len, reserved0;
+        uint32_t weight, tokens, index, id_len, zone_len, flags;
         unsigned char short_id[kShortId];  // valid when id_len <= kShortId
     };
 
@@ -30,8 +30,10 @@ public:
     // zeros) where that is not an index of `nodes`; none past the last
     // slot that holds a node. `nodes` must not change or move afterwards:
     // the views borrow its strings. Throws bad_alloc (the cache is then
-    // left as it was).
-    void build(const std::vector<Node> &nodes, const std::vector<uint32_t> &slot_node);
+    // left as it was). `down[i]` nonzero: node i gets CHR_NODE_DOWN (empty:
+    // no node does).
+    void build(const std::vector<Node> &nodes, const std::vector<uint32_t> &slot_node,
+               const std::vector<uint8_t> &down);
 
     const chr_node_view &view(size_t i) const noexcept { return views_.data()[i].view; }
     size_t bytes() const noexcept { return views_.size() * 2 * 64; }

@@ -79,7 +79,7 @@ chr_status Ring::apply(const void *changes, size_t count, size_t change_size,
 }
 
 chr_status Ring::apply_planned(const Plan &plan, const Check &check, size_t *failed_index,
-                               const char *who) {
+                               const char *who, const MarksById *marks) {
     std::lock_guard<std::mutex> lock(writer_);
     const Snapshot &base = *current_.load(std::memory_order_relaxed);
     std::vector<chr_change> changes;
@@ -88,7 +88,7 @@ chr_status Ring::apply_planned(const Plan &plan, const Check &check, size_t *fai
     if (failed_index) *failed_index = changes.size();
     Snapshot *next = nullptr;
     if (chr_status st = build(base, changes.data(), changes.size(), sizeof(chr_change), failed_index,
-                              who, &next))
+                              who, &next, marks))
         return st;
     chr_status st;
     try {
@@ -106,7 +106,7 @@ chr_status Ring::apply_planned(const Plan &plan, const Check &check, size_t *fai
 }
 
 chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, size_t change_size,
-                       size_t *failed_index, const char *who, Snapshot **next) {
+                       size_t *failed_index, const char *who, Snapshot **next, const MarksById *marks) {
     const Placement &placement = *base.placement();
     const PlacementOps &ops = *placement.ops;
 
@@ -267,8 +267,31 @@ chr_status Ring::build(const Snapshot &base, const void *changes, size_t count, 
     }
     d.token_bound = tokens.total();
 
+    Marks by_index;
+    if (marks) {
+        by_index.panic_threshold = marks->panic_threshold;
+        by_index.down.assign(d.nodes.size(), 0);
+        for (const std::string &id : marks->down) {
+            const size_t k = position(d.nodes, id);
+            if (k < d.nodes.size() && d.nodes[k].id == id) by_index.down[k] = 1;
+        }
+    }
     reserve_one_more(retired_);  // so publishing cannot fail after the swap
-    *next = new Snapshot(base, std::move(d));
+    *next = new Snapshot(base, std::move(d), marks ? &by_index : nullptr);
+    return CHR_OK;
+}
+
+chr_status Ring::set_marks(const MarksPlan &plan) {
+    std::lock_guard<std::mutex> lock(writer_);
+    const Snapshot &base = *current_.load(std::memory_order_relaxed);
+    Marks marks = base.marks();
+    if (marks.down.empty()) marks.down.assign(base.node_count(), 0);
+    if (chr_status st = plan(base, marks)) return st;
+    bool same = marks.panic_threshold == base.panic_threshold();
+    for (size_t i = 0; same && i < base.node_count(); ++i) same = (marks.down[i] != 0) == base.marked(i);
+    if (same) return CHR_OK;
+    reserve_one_more(retired_);  // so publishing cannot fail after the swap
+    publish(new Snapshot(base, std::move(marks)));
     return CHR_OK;
 }
 

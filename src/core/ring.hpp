@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "reclaim.hpp"
@@ -34,10 +35,24 @@ public:
     // plan(base, changes) fills the batch from the current snapshot, which
     // is then built, and published only if check(next) returns CHR_OK. No
     // other writer runs between the plan and the publish (ring files).
+    // With `marks`, the new snapshot's availability state is exactly that
+    // (ids not in the new membership are ignored: the caller checked them),
+    // instead of the base's marks carried over.
+    struct MarksById {
+        std::vector<std::string> down;
+        uint32_t panic_threshold = CHR_PANIC_THRESHOLD_DEFAULT;
+    };
     using Plan = std::function<chr_status(const Snapshot &base, std::vector<chr_change> &changes)>;
     using Check = std::function<chr_status(const Snapshot &next)>;
     chr_status apply_planned(const Plan &plan, const Check &check, size_t *failed_index,
-                             const char *who);
+                             const char *who, const MarksById *marks = nullptr);
+
+    // An availability change (chring.h, "Availability"): under the writer
+    // lock, plan(base, marks) fills the new marks (by base's node index;
+    // `marks` starts as base's), which are published with base's members and
+    // tokens unless plan fails or they equal base's (CHR_OK, no snapshot).
+    using MarksPlan = std::function<chr_status(const Snapshot &base, Marks &marks)>;
+    chr_status set_marks(const MarksPlan &plan);
 
     // Where a key lands: fixed for the ring's lifetime, so callers hash
     // before read() and no hasher (plugin code) runs inside a read section.
@@ -61,7 +76,8 @@ private:
     // The batch on top of `base` as an unpublished snapshot (under writer_).
     // `changes` holds `count` chr_change structs of `change_size` bytes each.
     chr_status build(const Snapshot &base, const void *changes, size_t count, size_t change_size,
-                     size_t *failed_index, const char *who, Snapshot **next);
+                     size_t *failed_index, const char *who, Snapshot **next,
+                     const MarksById *marks = nullptr);
     void publish(Snapshot *next);  // under writer_; cannot fail
     void collect() noexcept;       // under writer_
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/membership.hpp"
+#include "chring.h"
 #include "node_cache.hpp"
 #include "placement.hpp"
 #include "token_index.hpp"
@@ -30,6 +31,13 @@ constexpr const char *kReplicaPolicyNames[] = {"nodes", "zones-first", "nts"};
 constexpr int32_t kReplicaPolicies = int32_t(sizeof kReplicaPolicyNames / sizeof kReplicaPolicyNames[0]);
 chr_status check_replica_policy(const char *who, int32_t policy);
 
+// A ring's availability state (chring.h, "Availability"): which members are
+// marked down, by node index, and the panic threshold in percent.
+struct Marks {
+    std::vector<uint8_t> down;  // node_count() entries, or empty: none marked
+    uint32_t panic_threshold = CHR_PANIC_THRESHOLD_DEFAULT;
+};
+
 class Snapshot {
 public:
     // The empty ring.
@@ -37,8 +45,13 @@ public:
     // `base` plus `delta`. A placement with fresh_tokens (native): tokens of
     // unchanged nodes are filtered from `base` and merged with freshly
     // generated ones in O(T + d log d). Placements with all_points rebuild
-    // every point, as the systems they reproduce do.
-    Snapshot(const Snapshot &base, MembershipDelta delta);
+    // every point, as the systems they reproduce do. The marks are `marks`
+    // (by the new node table's index) when given, else the base's carried
+    // over: a removed member's mark goes, an added member is up.
+    Snapshot(const Snapshot &base, MembershipDelta delta, const Marks *marks = nullptr);
+    // `base`'s members and tokens with other marks: no token is generated
+    // again, the index shares every chunk of the base's (snapshot_marks.cpp).
+    Snapshot(const Snapshot &base, Marks marks);
     ~Snapshot();
     Snapshot(const Snapshot &) = delete;
     Snapshot &operator=(const Snapshot &) = delete;
@@ -49,8 +62,13 @@ public:
     void release() const noexcept;
 
     uint64_t hash_key(const void *key, size_t len) const noexcept { return key_hash_(key, len); }
-    // Owner (node index) of the first token >= h, wrapping. Requires token_count() > 0.
-    uint32_t owner_at_hash(uint64_t h) const noexcept { return slot_node_[index_.slot_at_hash(h)]; }
+    // Owner (node index) of the key at hash h: the first token >= h,
+    // wrapping, or, while marks are in effect and that owner is down, the
+    // first member of its walk that is up. Requires token_count() > 0.
+    uint32_t owner_at_hash(uint64_t h) const noexcept { return slot_node_[slot_at_hash(h)]; }
+    // The owner of the first token >= h whatever the marks (diffs and plans
+    // compare tokens).
+    uint32_t token_owner_at_hash(uint64_t h) const noexcept { return slot_node_[index_.slot_at_hash(h)]; }
     uint32_t owner_of(const void *key, size_t len) const noexcept {
         return owner_at_hash(hash_key(key, len));
     }
@@ -87,6 +105,19 @@ public:
     // walk then starts from the record the lookup already read).
     template <bool kSlots = false, class Start, class Emit>
     size_t replicas_from_token(Start k, size_t n, Emit &&emit) const {
+        if (__builtin_expect(routing_around_, 0))
+            return routed_replicas<kSlots>(position_of(k), n, ReplicaPolicy::nodes, emit);
+        return ring_replicas_from_token<kSlots>(k, n, emit);
+    }
+    template <bool kSlots = false, class Start, class Emit>
+    size_t replicas_from_token(Start k, size_t n, ReplicaPolicy policy, Emit &&emit) const {
+        if (__builtin_expect(routing_around_, 0)) return routed_replicas<kSlots>(position_of(k), n, policy, emit);
+        return ring_replicas_from_token<kSlots>(k, n, policy, emit);
+    }
+    // The same whatever the marks: the lists of the tokens alone (diffs and
+    // migration plans compare tokens).
+    template <bool kSlots = false, class Start, class Emit>
+    size_t ring_replicas_from_token(Start k, size_t n, Emit &&emit) const {
         n = std::min(n, eligible_);
         if (n == 0) return 0;
         if (__builtin_expect(n > kLinearScanReplicas, 0)) return replicas_by_bitmap<kSlots>(position_of(k), n, emit);
@@ -103,10 +134,10 @@ public:
         return found;
     }
     template <bool kSlots = false, class Start, class Emit>
-    size_t replicas_from_token(Start k, size_t n, ReplicaPolicy policy, Emit &&emit) const {
+    size_t ring_replicas_from_token(Start k, size_t n, ReplicaPolicy policy, Emit &&emit) const {
         // One live zone: every policy is the plain walk (firsts = the owner,
         // then the rest in walk order).
-        if (policy == ReplicaPolicy::nodes || live_zones_ <= 1) return replicas_from_token<kSlots>(k, n, emit);
+        if (policy == ReplicaPolicy::nodes || live_zones_ <= 1) return ring_replicas_from_token<kSlots>(k, n, emit);
         return zone_replicas_from_token<kSlots>(k, n, policy == ReplicaPolicy::zones_first, emit);
     }
 
@@ -146,6 +177,21 @@ public:
         return nodes_[i].tokens ? nodes_[i].weight : 0;
     }
 
+    // Availability (chring.h): whether node i is marked (in effect or not),
+    // whether marks are in effect now (some mark, no panic), and node i's
+    // effective state, which lookups route around.
+    bool marked(size_t i) const noexcept { return !marks_.down.empty() && marks_.down[i]; }
+    bool routing_around() const noexcept { return routing_around_; }
+    bool down_now(size_t i) const noexcept { return routing_around_ && marks_.down[i]; }
+    const Marks &marks() const noexcept { return marks_; }
+    // chr_availability_info's fields.
+    uint32_t panic_threshold() const noexcept { return marks_.panic_threshold; }
+    bool panic() const noexcept { return panic_; }
+    size_t marked_count() const noexcept { return marked_count_; }
+    uint64_t down_weight() const noexcept { return down_weight_; }
+    uint64_t total_weight() const noexcept { return weight_before_.back(); }
+    uint64_t availability_digest() const noexcept { return availability_digest_; }
+
     size_t token_count() const noexcept { return index_.token_count(); }
     size_t node_count() const noexcept { return nodes_.size(); }
     size_t eligible_count() const noexcept { return eligible_; }
@@ -161,7 +207,11 @@ public:
     // The same by slot, which lookups read straight from the index.
     const chr_node_view &view_of_slot(uint32_t s) const noexcept { return cache_.view(s); }
     const NodeCache::RefFields &ref_fields_of_slot(uint32_t s) const noexcept { return cache_.ref_fields(s); }
-    uint32_t slot_at_hash(uint64_t h) const noexcept { return index_.slot_at_hash(h); }
+    uint32_t slot_at_hash(uint64_t h) const noexcept {
+        const uint32_t s = index_.slot_at_hash(h);
+        if (__builtin_expect(routing_around_, 0)) return routed_slot(h, s);
+        return s;
+    }
     uint32_t slot_of_node(size_t i) const noexcept { return node_slot_[i]; }
     // Token of rank i (< token_count()): its value and owner (node index).
     uint64_t token_value(size_t i) const noexcept { return index_.token_value(index_.at_rank(i)); }
@@ -204,6 +254,64 @@ public:
     static int64_t live_count() noexcept;
 
 private:
+    // The lookup's answer when marks are in effect: slot s itself when it
+    // is up, else the first up owner clockwise from h, else s (every owner
+    // down). No bitmap: the first up token's owner is the first up member
+    // of the walk.
+    uint32_t routed_slot(uint64_t h, uint32_t s) const noexcept {
+        if (!down_slot_[s]) return s;
+        return first_up_slot(h, s);
+    }
+    __attribute__((noinline)) uint32_t first_up_slot(uint64_t h, uint32_t s) const noexcept {
+        TokenIndex::Walker w(index_, index_.locate(h));
+        for (size_t steps = index_.token_count(); steps > 0; --steps, w.next())
+            if (!down_slot_[w.slot()]) return w.slot();
+        return s;
+    }
+    // Replica lists while marks are in effect: the lists of the ring
+    // without the down members' tokens (up to min(n, up members)), then the
+    // down members in walk order up to min(n, eligible).
+    template <bool kSlots, class Emit>
+    __attribute__((noinline)) size_t routed_replicas(Pos k, size_t n, ReplicaPolicy policy, Emit &emit) const {
+        n = std::min(n, eligible_);
+        if (n == 0) return 0;
+        const size_t want_up = std::min(n, eligible_up_);
+        const size_t tokens = index_.token_count();
+        const size_t N = slot_node_.size(), bit_count = N + zone_count_;
+        uint64_t stack_bits[kStackBitmapNodes / 64];
+        uint64_t *bits = bit_count <= kStackBitmapNodes ? stack_bits : thread_bitmap(bit_count);
+        std::fill(bits, bits + (bit_count + 63) / 64, 0);
+        size_t found = 0;
+        TokenIndex::Walker w(index_, k);
+        if (policy == ReplicaPolicy::nodes || live_zones_up_ <= 1) {
+            for (size_t steps = 0; steps < tokens && found < want_up; ++steps, w.next()) {
+                const uint32_t o = w.slot();
+                if (!down_slot_[o] && test_and_set(bits, o)) emit(found++, as_emitted<kSlots>(o));
+            }
+        } else {
+            // zone_replicas_from_token's bitmap walk over the up members.
+            const bool firsts_first = policy == ReplicaPolicy::zones_first;
+            const size_t want_firsts = std::min(want_up, live_zones_up_), want_repeats = want_up - want_firsts;
+            size_t firsts = 0, repeats = 0;
+            for (size_t steps = 0; steps < tokens && found < want_up; ++steps, w.next()) {
+                const uint32_t o = w.slot();
+                if (down_slot_[o]) continue;
+                const bool first = test_and_set(bits, uint32_t(N + zone_of_slot_[o]));
+                if (!first && (repeats == want_repeats || !test_and_set(bits, o))) continue;
+                if (first) test_and_set(bits, o);
+                emit(!firsts_first ? found : first ? firsts : want_firsts + repeats, as_emitted<kSlots>(o));
+                (first ? firsts : repeats) += 1;
+                ++found;
+            }
+        }
+        TokenIndex::Walker d(index_, k);
+        for (size_t steps = 0; steps < tokens && found < n; ++steps, d.next()) {
+            const uint32_t o = d.slot();
+            if (down_slot_[o] && test_and_set(bits, o)) emit(found++, as_emitted<kSlots>(o));
+        }
+        return found;
+    }
+
     static constexpr size_t kLinearScanReplicas = 32;
     static constexpr size_t kStackBitmapNodes = 65536;  // an 8 KiB bitmap on the stack
 
@@ -318,6 +426,8 @@ private:
                       HugeArray<Token> spare);
     bool update(const Snapshot &base, const MembershipDelta &delta, const FreshTokens &fresh);
     void derive_from_nodes();
+    void derive_availability();
+    void carry_marks(const Snapshot &base, const MembershipDelta &delta, const Marks *marks);
     void number_zones();
 
     mutable std::atomic<uint32_t> refs_{1};
@@ -335,6 +445,14 @@ private:
     std::vector<uint32_t> zone_of_slot_;  // per slot: its node's zone's number (0 when free)
     size_t zone_count_ = 0;          // distinct zone labels among the members
     size_t live_zones_ = 0;          // of those, zones holding a node with tokens
+    // Availability: the marks by node index (empty: none) and what follows
+    // from them, set by derive_availability(); down_slot_ by slot, filled
+    // only while routing_around_.
+    Marks marks_;
+    std::vector<uint8_t> down_slot_;
+    bool routing_around_ = false, panic_ = false;
+    size_t marked_count_ = 0, eligible_up_ = 0, live_zones_up_ = 0;
+    uint64_t down_weight_ = 0, availability_digest_ = 0;
     mutable std::atomic<uint64_t> fingerprint_{0};
     mutable std::atomic<bool> fingerprint_known_{false};
     mutable std::atomic<const uint64_t *> member_keys_{nullptr};  // new[], see member_keys()

@@ -92,7 +92,9 @@ void Snapshot::derive_from_nodes() {
         weight_before_[i + 1] = weight_before_[i] + candidate_weight(i);
     }
     number_zones();
-    cache_.build(nodes_, slot_node_);
+    derive_availability();
+    static const std::vector<uint8_t> none;
+    cache_.build(nodes_, slot_node_, routing_around_ ? marks_.down : none);
 }
 
 // Zone numbers for the zone replica policies: distinct labels numbered
@@ -143,8 +145,9 @@ Snapshot::Snapshot(PlacementPtr placement)
     detail::live_snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 
-Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
+Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta, const Marks *marks)
     : placement_(base.placement_), key_hash_(base.key_hash_), token_bound_(delta.token_bound) {
+    carry_marks(base, delta, marks);
     const PlacementOps &ops = *placement_->ops;
     if (ops.all_points) {
         nodes_ = std::move(delta.nodes);
@@ -163,6 +166,39 @@ Snapshot::Snapshot(const Snapshot &base, MembershipDelta delta)
     nodes_ = std::move(delta.nodes);
     // fresh is not read after build_merged, which may write over it.
     if (!update(base, delta, fresh)) build_merged(base, delta, fresh, std::move(spare));
+    index_.commit();  // last: nothing below may throw
+    detail::live_snapshots.fetch_add(1, std::memory_order_relaxed);
+}
+
+Snapshot::Snapshot(const Snapshot &base, Marks marks)
+    : placement_(base.placement_), key_hash_(base.key_hash_), nodes_(base.nodes_),
+      slot_node_(base.slot_node_), node_slot_(base.node_slot_), token_bound_(base.token_bound_) {
+    marks_ = std::move(marks);
+    // The index: the base's chunks shared by an update that changes no
+    // token (O(groups), no token read); a ring too small for chunks, or
+    // not the newest of its lineage, copies its tokens instead.
+    const size_t T = base.index_.token_count();
+    bool shared = false;
+    if (T >= 2) {
+        const std::vector<uint8_t> dropped(slot_node_.size(), 0);
+        const std::vector<uint64_t> no_values;
+        const std::vector<Token> no_tokens;
+        std::vector<uint32_t> dirty;
+        std::vector<u128> arc_delta;
+        const TokenIndex::Updater::Change change{dropped, no_values, no_tokens, slot_node_};
+        shared = TokenIndex::Updater::apply(base.index_, change, index_, dirty, arc_delta);
+    }
+    if (shared) {
+        derive_from_nodes();
+    } else {
+        Builder build(*this, T);
+        base.index_.for_each_token([&](uint64_t v, uint32_t slot) { build.add(v, base.slot_node_[slot]); });
+        build.finish();
+    }
+    if (base.fingerprint_known_.load(std::memory_order_acquire)) {
+        fingerprint_.store(base.fingerprint_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        fingerprint_known_.store(true, std::memory_order_release);
+    }
     index_.commit();  // last: nothing below may throw
     detail::live_snapshots.fetch_add(1, std::memory_order_relaxed);
 }

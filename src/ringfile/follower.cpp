@@ -4,6 +4,7 @@
 #include <new>
 
 #include "base/errors.hpp"
+#include "base/validate.hpp"
 
 namespace chring {
 namespace ringfile {
@@ -59,6 +60,7 @@ void Follower::record_applied(const File &f, const Outcome &o) {
     state_.applied_flags = directive_flags(f);
     state_.applied_revision = f.revision;
     state_.applied_fingerprint = o.fingerprint;
+    state_.applied_availability = o.availability;
     state_.refused_flags = 0;
     state_.refused_revision = 0;
     state_.refused_fingerprint = 0;
@@ -80,10 +82,8 @@ void Follower::record_refused(chr_status st, const File &f, const Outcome &o) {
 }
 
 void Follower::state(chr_follow_state *out) const {
-    const uint32_t version = out->version;
     std::lock_guard<std::mutex> lock(mu_);
-    *out = state_;
-    out->version = version;
+    write_versioned(out, state_);
 }
 
 }  // namespace ringfile

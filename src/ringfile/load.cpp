@@ -179,6 +179,11 @@ chr_status apply_file(Ring &ring, const File &f, const char *who, Outcome &o, bo
     std::vector<size_t> lines;
     Outcome planned;
     size_t failed = 0;
+    // The file's availability state, always: one without directives has
+    // nothing down and the default threshold.
+    Ring::MarksById marks;
+    marks.panic_threshold = f.panic_threshold;
+    for (const File::Down &d : f.down) marks.down.push_back(d.id);
     chr_status st = ring.apply_planned(
         [&](const Snapshot &base, std::vector<chr_change> &changes) {
             if (check_options)
@@ -190,16 +195,19 @@ chr_status apply_file(Ring &ring, const File &f, const char *who, Outcome &o, bo
         [&](const Snapshot &next) {
             planned.fingerprint = next.fingerprint();
             if (f.fingerprint_line && next.fingerprint() != f.fingerprint) {
-                char want[24], got[24];
-                std::snprintf(want, sizeof want, "0x%016llx", (unsigned long long)f.fingerprint);
-                std::snprintf(got, sizeof got, "0x%016llx", (unsigned long long)next.fingerprint());
                 return at(f, who, f.fingerprint_line, planned, CHR_EFORMAT,
-                          std::string("%%fingerprint ") + want +
-                              " does not match the ring the file describes (" + got + ")");
+                          "%%fingerprint " + hex64(f.fingerprint) +
+                              " does not match the ring the file describes (" + hex64(next.fingerprint()) + ")");
             }
+            planned.availability = next.availability_digest();
+            if (f.availability_line && next.availability_digest() != f.availability)
+                return at(f, who, f.availability_line, planned, CHR_EFORMAT,
+                          "%%availability " + hex64(f.availability) +
+                              " does not match the availability state the file describes (" +
+                              hex64(next.availability_digest()) + ")");
             return CHR_OK;
         },
-        &failed, kBatch);
+        &failed, kBatch, &marks);
     if (st != CHR_OK && !planned.error_line && failed < lines.size() && st != CHR_EFORMAT &&
         st != CHR_EOPTIONS)
         st = refused(f, who, lines, failed, st, planned);
@@ -249,20 +257,23 @@ chr_status apply(Ring &ring, const File &f, const char *who, Outcome &o) {
 
 void describe(const File &f, const Outcome &o, chr_status st, chr_ringfile_info *info) {
     if (!info) return;
-    const uint32_t version = info->version;
-    *info = chr_ringfile_info{};
-    info->version = version;
-    info->error_line = uint32_t(std::min<size_t>(o.error_line, UINT32_MAX));
-    if (st != CHR_OK) return;
-    info->flags = directive_flags(f);
-    info->revision = f.revision;
-    info->fingerprint = o.fingerprint;
-    info->format_version = f.format_version;
-    info->members = uint32_t(f.members.size());
-    info->added = o.added;
-    info->removed = o.removed;
-    info->reweighted = o.reweighted;
-    info->replaced = o.replaced;
+    chr_ringfile_info d{};
+    d.error_line = uint32_t(std::min<size_t>(o.error_line, UINT32_MAX));
+    if (st == CHR_OK) {
+        d.flags = directive_flags(f);
+        d.revision = f.revision;
+        d.fingerprint = o.fingerprint;
+        d.format_version = f.format_version;
+        d.members = uint32_t(f.members.size());
+        d.added = o.added;
+        d.removed = o.removed;
+        d.reweighted = o.reweighted;
+        d.replaced = o.replaced;
+        d.availability = o.availability;
+        d.down = uint32_t(f.down.size());
+        d.panic_threshold = f.panic_threshold;
+    }
+    write_versioned(info, d);
 }
 
 }  // namespace ringfile

@@ -213,7 +213,8 @@ uint64_t directive_number(std::string_view name, std::string_view text, uint64_t
     return value;
 }
 
-uint64_t directive_fingerprint(std::string_view text, size_t line) {
+// A %%fingerprint or %%availability value: 0x and 16 hex digits.
+uint64_t directive_hex64(std::string_view name, std::string_view text, size_t line) {
     bool ok = text.size() == 18 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
     uint64_t value = 0;
     for (size_t i = 2; ok && i < text.size(); ++i) {
@@ -222,7 +223,7 @@ uint64_t directive_fingerprint(std::string_view text, size_t line) {
         value = value << 4 | uint64_t(d < 0 ? 0 : d);
     }
     if (!ok)
-        throw Bad{line, "%%fingerprint '" + visible(text) +
+        throw Bad{line, "%%" + std::string(name) + " '" + visible(text) +
                             "' is not 0x followed by 16 hex digits"};
     return value;
 }
@@ -246,7 +247,8 @@ std::string directive_hasher(std::string_view text, size_t line) {
 }
 
 constexpr const char *kDirectives =
-    "ring-file, placement, hasher, seed, tokens-per-weight, revision, fingerprint";
+    "ring-file, placement, hasher, seed, tokens-per-weight, revision, fingerprint, panic-threshold, "
+    "availability, down";
 
 class Parser {
 public:
@@ -270,6 +272,7 @@ private:
                       "directive %%" + visible(name) + " after the first member (line " +
                           std::to_string(f_.members.front().line) + "): directives come first",
                       f_.members.front().line};
+        if (name == "down") return down(fields, n);
         size_t *slot = slot_of(name);
         if (!slot)
             throw Bad{n, "unknown directive %%" + visible(name) + " (known: " + kDirectives + ")"};
@@ -304,7 +307,15 @@ private:
             return;
         }
         if (slot == &f_.fingerprint_line) {
-            f_.fingerprint = directive_fingerprint(v, n);
+            f_.fingerprint = directive_hex64(name, v, n);
+            return;
+        }
+        if (slot == &f_.availability_line) {
+            f_.availability = directive_hex64(name, v, n);
+            return;
+        }
+        if (slot == &f_.panic_line) {
+            f_.panic_threshold = uint32_t(directive_number(name, v, 0, 100, n));
             return;
         }
         if (!f_.options_line) f_.options_line = n;
@@ -322,8 +333,44 @@ private:
         if (name == "tokens-per-weight") return &f_.tokens_line;
         if (name == "revision") return &f_.revision_line;
         if (name == "fingerprint") return &f_.fingerprint_line;
+        if (name == "panic-threshold") return &f_.panic_line;
+        if (name == "availability") return &f_.availability_line;
         return nullptr;
     }
+
+    // %%down <id>: repeatable, one id a line, each once.
+    void down(const std::vector<std::string_view> &fields, size_t n) {
+        if (fields.size() != 2)
+            throw Bad{n, std::string("%%down") +
+                             (fields.size() < 2 ? " needs a value (the id of a member)"
+                                                : " takes one id, found " + std::to_string(fields.size() - 1) +
+                                                      " fields (write a space inside an id as %20)")};
+        if (!seen_any_) first_directive_ = n;
+        seen_any_ = true;
+        std::string id = decode(fields[1], "id", n);
+        if (id.empty()) throw Bad{n, "%%down: id is empty"};
+        if (id.size() > CHR_NODE_ID_MAX)
+            throw Bad{n, "%%down: id is " + std::to_string(id.size()) + " bytes long (1.." +
+                             std::to_string(CHR_NODE_ID_MAX) + " allowed)"};
+        auto [it, fresh] = down_line_.emplace(id, n);
+        if (!fresh)
+            throw Bad{n,
+                      "duplicate %%down '" + std::string(Quoted(id.data(), id.size()).c_str()) +
+                          "' (first on line " + std::to_string(it->second) + ")",
+                      it->second, id};
+        f_.down.push_back({std::move(id), n});
+    }
+
+public:
+    // After the last line: each %%down names a member of the file.
+    void finish() {
+        for (const File::Down &d : f_.down)
+            if (!first_line_.count(d.id))
+                throw Bad{d.line, "%%down '" + std::string(Quoted(d.id.data(), d.id.size()).c_str()) +
+                                      "' names no member of the file", 0, d.id};
+    }
+
+private:
 
     void member(const std::vector<std::string_view> &fields, size_t n) {
         Member m = read_member(fields, n);
@@ -342,6 +389,7 @@ private:
     bool seen_any_ = false;
     size_t first_directive_ = 0;
     std::unordered_map<std::string, size_t> first_line_;  // id -> line, for duplicates
+    std::unordered_map<std::string, size_t> down_line_;   // %%down id -> line, for duplicates
 };
 
 void parse_lines(std::string_view text, File &f) {
@@ -367,6 +415,7 @@ void parse_lines(std::string_view text, File &f) {
         p.line(line, n);
         start = end + 1;
     }
+    p.finish();
 }
 
 }  // namespace

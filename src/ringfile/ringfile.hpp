@@ -45,6 +45,18 @@ struct File {
     uint64_t fingerprint = 0;
     size_t fingerprint_line = 0;
     std::vector<Member> members;  // in file order: position = tag
+    // Availability (chring.h, "Availability"): the %%down lines (id and
+    // line, in file order), %%panic-threshold, %%availability (the digest
+    // the ring must have).
+    struct Down {
+        std::string id;
+        size_t line = 0;
+    };
+    std::vector<Down> down;
+    uint32_t panic_threshold = CHR_PANIC_THRESHOLD_DEFAULT;
+    size_t panic_line = 0;
+    uint64_t availability = 0;
+    size_t availability_line = 0;
 };
 
 // Every failure below is recorded with fail_at() (base/errors.hpp): `who`
@@ -98,6 +110,9 @@ const char *placement_name(int32_t mode) noexcept;
 std::string canonical_text(const Snapshot &s, uint32_t flags, uint64_t revision);
 std::string json_text(const Snapshot &s, uint32_t flags, uint64_t revision);
 
+// "0x" and 16 hex digits: %%fingerprint and %%availability values.
+std::string hex64(uint64_t v);
+
 // The field spelling of bytes (spell_field(), base/spelling.hpp): the
 // canonical one, or with `hidden` the C1 and bidirectional controls %XX too.
 std::string escape_field(std::string_view bytes, bool hidden = false);
@@ -110,7 +125,7 @@ bool unescape_field(std::string_view field, const char *what, std::string &out, 
 // What a load or an apply did, for chr_ringfile_info.
 struct Outcome {
     uint32_t added = 0, removed = 0, reweighted = 0, replaced = 0;
-    uint64_t fingerprint = 0;
+    uint64_t fingerprint = 0, availability = 0;
     size_t error_line = 0;
 };
 
@@ -129,7 +144,8 @@ chr_status apply(Ring &ring, const File &f, const char *who, Outcome &outcome);
 inline uint32_t directive_flags(const File &f) noexcept {
     return (f.revision_line ? CHR_RINGFILE_HAS_REVISION : 0u) |
            (f.fingerprint_line ? CHR_RINGFILE_HAS_FINGERPRINT : 0u) |
-           (f.options_line ? CHR_RINGFILE_HAS_OPTIONS : 0u);
+           (f.options_line ? CHR_RINGFILE_HAS_OPTIONS : 0u) |
+           (!f.down.empty() || f.panic_line || f.availability_line ? CHR_RINGFILE_HAS_AVAILABILITY : 0u);
 }
 
 // What a create or an apply of `f` reports in chr_ringfile_info (`info`

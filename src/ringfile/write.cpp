@@ -23,12 +23,6 @@ std::vector<size_t> member_order(const Snapshot &s) {
     return order;
 }
 
-std::string hex64(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-    return buf;
-}
-
 std::string base64(std::string_view bytes) {
     static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     std::string out;
@@ -56,7 +50,26 @@ void json_string(std::string &out, std::string_view text) {
     out.push_back('"');
 }
 
+// The availability directives after %%fingerprint: none when nothing is
+// marked and the threshold is the default (such a file is byte for byte
+// what it was before availability existed).
+template <class Out>
+void availability_lines(const Snapshot &s, Out &&line) {
+    if (s.availability_digest() == 0) return;
+    if (s.panic_threshold() != CHR_PANIC_THRESHOLD_DEFAULT)
+        line("panic-threshold", std::to_string(s.panic_threshold()));
+    for (size_t i = 0; i < s.node_count(); ++i)  // in id byte order
+        if (s.marked(i)) line("down", escape_field(s.node(i).id));
+    line("availability", hex64(s.availability_digest()));
+}
+
 }  // namespace
+
+std::string hex64(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
 
 std::string escape_field(std::string_view bytes, bool hidden) {
     std::string out;
@@ -76,6 +89,9 @@ std::string canonical_text(const Snapshot &s, uint32_t flags, uint64_t revision)
     out += "%%tokens-per-weight " + std::to_string(p.tokens_per_weight) + "\n";
     if (flags & CHR_EXPORT_REVISION) out += "%%revision " + std::to_string(revision) + "\n";
     out += "%%fingerprint " + hex64(s.fingerprint()) + "\n";
+    availability_lines(s, [&](const char *name, const std::string &value) {
+        out += "%%" + std::string(name) + " " + value + "\n";
+    });
     for (size_t i : member_order(s)) {
         const Node &n = s.node(i);
         out += escape_field(n.id);
@@ -102,6 +118,18 @@ std::string json_text(const Snapshot &s, uint32_t flags, uint64_t revision) {
     out += ",\"tokens_per_weight\":" + std::to_string(p.tokens_per_weight);
     if (flags & CHR_EXPORT_REVISION) out += ",\"revision\":\"" + std::to_string(revision) + "\"";
     out += ",\"fingerprint\":\"" + hex64(s.fingerprint()) + "\"";
+    if (s.availability_digest() != 0) {
+        out += ",\"panic_threshold\":" + std::to_string(s.panic_threshold());
+        out += ",\"down\":[";
+        bool first_down = true;
+        for (size_t i = 0; i < s.node_count(); ++i)
+            if (s.marked(i)) {
+                if (!first_down) out += ",";
+                first_down = false;
+                json_string(out, escape_field(s.node(i).id));
+            }
+        out += "],\"availability\":\"" + hex64(s.availability_digest()) + "\"";
+    }
     out += ",\"members\":[";
     bool first = true;
     for (size_t i : member_order(s)) {

@@ -39,7 +39,7 @@
     FIELD(chr_node_ref, index, 24)                   \
     FIELD(chr_node_ref, id_len, 28)                  \
     FIELD(chr_node_ref, zone_len, 32)                \
-    FIELD(chr_node_ref, reserved0, 36)               \
+    FIELD(chr_node_ref, flags, 36)               \
     FIELD(chr_node_ref, id, 40)                      \
     FIELD(chr_node_ref, zone, 296)                   \
     SIZE(chr_node_view, 64)                          \
@@ -52,7 +52,7 @@
     FIELD(chr_node_view, weight, 48)                 \
     FIELD(chr_node_view, tokens, 52)                 \
     FIELD(chr_node_view, index, 56)                  \
-    FIELD(chr_node_view, reserved0, 60)              \
+    FIELD(chr_node_view, flags, 60)              \
     SIZE(chr_hasher_info, 32)                        \
     FIELD(chr_hasher_info, name, 0)                  \
     FIELD(chr_hasher_info, description, 8)           \
@@ -76,7 +76,7 @@
     FIELD(chr_hasher, digest_size, 32)               \
     FIELD(chr_hasher, digest, 40)                    \
     FIELD(chr_hasher, flags, 48)                     \
-    SIZE(chr_ringfile_info, 56)                      \
+    SIZE(chr_ringfile_info, 72)                      \
     FIELD(chr_ringfile_info, version, 0)             \
     FIELD(chr_ringfile_info, flags, 4)               \
     FIELD(chr_ringfile_info, revision, 8)            \
@@ -89,6 +89,9 @@
     FIELD(chr_ringfile_info, replaced, 44)           \
     FIELD(chr_ringfile_info, error_line, 48)         \
     FIELD(chr_ringfile_info, reserved0, 52)          \
+    FIELD(chr_ringfile_info, availability, 56)       \
+    FIELD(chr_ringfile_info, down, 64)               \
+    FIELD(chr_ringfile_info, panic_threshold, 68)    \
     SIZE(chr_diff_range, 24)                         \
     FIELD(chr_diff_range, first, 0)                  \
     FIELD(chr_diff_range, last, 8)                   \
@@ -131,7 +134,7 @@
     FIELD(chr_plan_info, reserved0, 12)              \
     FIELD(chr_plan_info, entries, 16)                \
     FIELD(chr_plan_info, copies, 24)                 \
-    SIZE(chr_follow_state, 592)                      \
+    SIZE(chr_follow_state, 600)                      \
     FIELD(chr_follow_state, version, 0)          \
     FIELD(chr_follow_state, last_outcome, 4)     \
     FIELD(chr_follow_state, status, 8)           \
@@ -146,6 +149,15 @@
     FIELD(chr_follow_state, refused_revision, 64)\
     FIELD(chr_follow_state, refused_fingerprint, 72)\
     FIELD(chr_follow_state, message, 80)             \
+    FIELD(chr_follow_state, applied_availability, 592)\
+    SIZE(chr_availability_info, 40)                  \
+    FIELD(chr_availability_info, version, 0)         \
+    FIELD(chr_availability_info, panic, 4)           \
+    FIELD(chr_availability_info, panic_threshold, 8) \
+    FIELD(chr_availability_info, down, 12)           \
+    FIELD(chr_availability_info, down_weight, 16)    \
+    FIELD(chr_availability_info, total_weight, 24)   \
+    FIELD(chr_availability_info, digest, 32)         \
     SIZE(chr_error_info, 80)                         \
     FIELD(chr_error_info, version, 0)                \
     FIELD(chr_error_info, status, 4)                 \

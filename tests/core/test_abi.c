@@ -73,6 +73,8 @@ static void check_every_init_pair(void) {
                     CHR_PLAN_INFO_VERSION);
     CHECK_INIT_PAIR(chr_follow_state, chr_follow_state_init, CHR_FOLLOW_STATE_INIT,
                     CHR_FOLLOW_STATE_VERSION);
+    CHECK_INIT_PAIR(chr_availability_info, chr_availability_info_init, CHR_AVAILABILITY_INFO_INIT,
+                    CHR_AVAILABILITY_INFO_VERSION);
     CHECK_INIT_PAIR(chr_error_info, chr_error_info_init, CHR_ERROR_INFO_INIT,
                     CHR_ERROR_INFO_VERSION);
     CHECK_INIT_PAIR(chr_ringfile_member, chr_ringfile_member_init, CHR_RINGFILE_MEMBER_INIT,

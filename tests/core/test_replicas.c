@@ -223,7 +223,7 @@ static void assert_ref_is_view(const chr_node_ref *ref, const chr_node_view *vie
     assert_int_equal(ref->weight, view->weight);
     assert_int_equal(ref->tokens, view->tokens);
     assert_true(ref->ownership == view->ownership);
-    assert_int_equal(ref->reserved0, 0);
+    assert_int_equal(ref->flags, 0);
     assert_int_equal(ref->id_len, view->id_len);
     assert_memory_equal(ref->id, view->id, view->id_len);
     assert_int_equal(ref->zone_len, view->zone_len);

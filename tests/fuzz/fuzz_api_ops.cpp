@@ -303,7 +303,7 @@ ORACLE void check_ref(const Expected &e, uint32_t i, const chr_node_ref &r, cons
           "%s: id of node %u", what, i);
     CHECK(r.zone_len == n.zone.size() && std::memcmp(r.zone, n.zone.data(), r.zone_len) == 0,
           "%s: zone of node %u", what, i);
-    CHECK(r.tag == n.tag && r.weight == n.weight && r.tokens == e.tokens_of[i] && r.reserved0 == 0,
+    CHECK(r.tag == n.tag && r.weight == n.weight && r.tokens == e.tokens_of[i] && r.flags == 0,
           "%s: node %u tag %llu/%llu weight %u/%u tokens %u/%u", what, i, (unsigned long long)r.tag,
           (unsigned long long)n.tag, r.weight, n.weight, r.tokens, e.tokens_of[i]);
     CHECK(r.ownership == e.ownership[i], "%s: ownership of node %u %.17g, want %.17g", what, i,
@@ -319,7 +319,7 @@ ORACLE void check_view(const Expected &e, uint32_t i, const chr_node_view &v, co
     CHECK(v.zone != nullptr && v.zone_len == n.zone.size() &&
               std::memcmp(v.zone, n.zone.data(), v.zone_len) == 0,
           "%s: zone of node %u", what, i);
-    CHECK(v.tag == n.tag && v.weight == n.weight && v.tokens == e.tokens_of[i] && v.reserved0 == 0,
+    CHECK(v.tag == n.tag && v.weight == n.weight && v.tokens == e.tokens_of[i] && v.flags == 0,
           "%s: node %u fields", what, i);
     CHECK(v.ownership == e.ownership[i], "%s: ownership of node %u", what, i);
 }

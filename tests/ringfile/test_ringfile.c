@@ -281,7 +281,7 @@ typedef struct bad_file {
     const char *message;
 } bad_file;
 
-#define KNOWN "(known: ring-file, placement, hasher, seed, tokens-per-weight, revision, fingerprint)"
+#define KNOWN "(known: ring-file, placement, hasher, seed, tokens-per-weight, revision, fingerprint, panic-threshold, availability, down)"
 
 static const bad_file bad_files[] = {
     {"\xEF\xBB\xBF" "a 1\n", 0, CHR_EFORMAT, 1,
@@ -310,6 +310,18 @@ static const bad_file bad_files[] = {
      "bad.ring:1: zone 'eu%4': '%' at byte 3 is not followed by two hex digits (write a literal '%' as %25)"},
     {"a 1\nb 1\na 2\n", 0, CHR_EFORMAT, 3, "bad.ring:3: duplicate id 'a' (first on line 1)"},
     {"%%colour blue\n", 0, CHR_EFORMAT, 1, "bad.ring:1: unknown directive %%colour " KNOWN},
+    {"%%down x\na 1\n", 0, CHR_EFORMAT, 1, "bad.ring:1: %%down 'x' names no member of the file"},
+    {"%%down a\n%%down a\na 1\n", 0, CHR_EFORMAT, 2, "bad.ring:2: duplicate %%down 'a' (first on line 1)"},
+    {"%%down\na 1\n", 0, CHR_EFORMAT, 1, "bad.ring:1: %%down needs a value (the id of a member)"},
+    {"%%panic-threshold 101\na 1\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: %%panic-threshold '101' is out of range (0..100)"},
+    {"%%availability 0x1\na 1\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: %%availability '0x1' is not 0x followed by 16 hex digits"},
+    {"%%availability 0x0000000000000001\na 1\n", 0, CHR_EFORMAT, 1,
+     "bad.ring:1: %%availability 0x0000000000000001 does not match the availability state the file "
+     "describes (0x0000000000000000)"},
+    {"a 1\n%%down a\n", 0, CHR_EFORMAT, 2,
+     "bad.ring:2: directive %%down after the first member (line 1): directives come first"},
     {"%% seed\n", 0, CHR_EFORMAT, 1, "bad.ring:1: '%%' without a directive name " KNOWN},
     {"a 1\n%%seed 1\n", 0, CHR_EFORMAT, 2,
      "bad.ring:2: directive %%seed after the first member (line 1): directives come first"},
@@ -440,6 +452,71 @@ static void test_fingerprint_mismatch(void **state) {
     chr_ring *ring = load(good, strlen(good), &info);
     assert_true(info.flags & CHR_RINGFILE_HAS_FINGERPRINT);
     assert_int_equal(info.fingerprint, real);
+    chr_ring_free(ring);
+}
+
+/* Availability directives: the export writes them after %%fingerprint
+ * (none when nothing is marked and the threshold is the default), a file
+ * read back gives the same state, and applying a file that changes only
+ * the availability publishes it with the same tokens. */
+static void test_availability_directives(void **state) {
+    (void)state;
+    chr_ring *ring = load_str("a 1\nb 1\nc 1\nd%20e 1\n");
+    char *plain = export_ring(ring, 0, 0, NULL);
+    assert_null(strstr(plain, "%%down"));
+    assert_chr_ok(chr_ring_set_down(ring, "d e", 3, 1));
+    assert_chr_ok(chr_ring_set_down(ring, "b", 1, 1));
+    char *marked = export_ring(ring, 0, 0, NULL);
+    chr_availability_info avail = CHR_AVAILABILITY_INFO_INIT;
+    assert_chr_ok(chr_ring_availability(ring, &avail));
+    char tail[200];
+    snprintf(tail, sizeof tail, "%%%%down b\n%%%%down d%%20e\n%%%%availability 0x%016llx\na 1\n",
+             (unsigned long long)avail.digest);
+    assert_non_null(strstr(marked, tail));
+    /* Same text without the marks: only the availability lines differ. */
+    char *fp = strstr(marked, "%%down");
+    assert_non_null(fp);
+    assert_int_equal(strncmp(marked, plain, (size_t)(fp - marked)), 0);
+
+    chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
+    chr_ring *copy = load(marked, strlen(marked), &info);
+    assert_true(info.flags & CHR_RINGFILE_HAS_AVAILABILITY);
+    assert_int_equal(info.down, 2);
+    assert_int_equal(info.panic_threshold, CHR_PANIC_THRESHOLD_DEFAULT);
+    assert_int_equal(info.availability, avail.digest);
+    char *again = export_ring(copy, 0, 0, NULL);
+    assert_string_equal(again, marked);
+
+    /* Applying the plain file: membership unchanged, marks gone. */
+    assert_chr_ok(chr_ring_apply_text(copy, plain, strlen(plain), "plain.ring", &info));
+    assert_int_equal(info.flags & CHR_RINGFILE_HAS_AVAILABILITY, 0);
+    assert_int_equal(info.availability, 0);
+    assert_int_equal(info.added + info.removed + info.reweighted + info.replaced, 0);
+    chr_availability_info now = CHR_AVAILABILITY_INFO_INIT;
+    assert_chr_ok(chr_ring_availability(copy, &now));
+    assert_int_equal(now.down, 0);
+    /* And back, with a threshold; a version-1 info is filled up to its end only. */
+    const char *with_threshold = "%%panic-threshold 30\n%%down c\na 1\nb 1\nc 1\nd%20e 1\n";
+    struct {
+        chr_ringfile_info info;
+        unsigned char guard[16];
+    } v1;
+    memset(&v1, 0xEE, sizeof v1);
+    v1.info.version = 1;
+    assert_chr_ok(chr_ring_apply_text(copy, with_threshold, strlen(with_threshold), "t.ring", &v1.info));
+    for (size_t i = offsetof(chr_ringfile_info, availability); i < sizeof v1; ++i)
+        assert_int_equal(((unsigned char *)&v1)[i], 0xEE);
+    assert_chr_ok(chr_ring_availability(copy, &now));
+    assert_int_equal(now.down, 1);
+    assert_int_equal(now.panic_threshold, 30);
+    char *exported = export_ring(copy, 0, 0, NULL);
+    assert_non_null(strstr(exported, "%%panic-threshold 30\n%%down c\n%%availability 0x"));
+    assert_int_equal(ring_fingerprint(copy), ring_fingerprint(ring));
+    free(exported);
+    free(again);
+    free(marked);
+    free(plain);
+    chr_ring_free(copy);
     chr_ring_free(ring);
 }
 
@@ -955,7 +1032,7 @@ static void test_info_and_arguments(void **state) {
     assert_chr_ok(chr_ringfile_info_init(&from_function, CHR_RINGFILE_INFO_VERSION));
     assert_memory_equal(&from_macro, &from_function, sizeof from_macro);
     assert_chr_error(chr_ringfile_info_init(NULL, 1), CHR_EINVAL, "chr_ringfile_info_init");
-    assert_chr_error(chr_ringfile_info_init(&from_function, 2), CHR_EVERSION, "chr_ringfile_info_init");
+    assert_chr_error(chr_ringfile_info_init(&from_function, CHR_RINGFILE_INFO_VERSION + 1), CHR_EVERSION, "chr_ringfile_info_init");
 
     chr_ring *ring = NULL;
     chr_ringfile_info info = CHR_RINGFILE_INFO_INIT;
@@ -1439,6 +1516,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_duplicate_id_spelling),
         cmocka_unit_test(test_overlong_fields),
         cmocka_unit_test(test_fingerprint_mismatch),
+        cmocka_unit_test(test_availability_directives),
         cmocka_unit_test(test_file_checks),
         cmocka_unit_test(test_empty_file),
         cmocka_unit_test(test_crlf_same_as_lf),
