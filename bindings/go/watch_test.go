@@ -440,10 +440,10 @@ func TestWatchFileFollowsLikeC(t *testing.T) {
 		{"add two", "%%ring-file 1\n%%seed 11\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n", false},
 		// Availability: the same members, keys of the down ones served by
 		// their next replica; then unmarked; then panic (the marks ignored).
-		{"mark down", "%%ring-file 1\n%%seed 11\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n%%down " + id(5) + "\n", false},
-		{"mark two", "%%ring-file 1\n%%seed 11\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n%%down " + id(5) + "\n%%down " + id(3) + "\n%%panic-threshold 80\n", false},
+		{"mark down", "%%ring-file 1\n%%seed 11\n%%down " + id(5) + "\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n", false},
+		{"mark two", "%%ring-file 1\n%%seed 11\n%%down " + id(5) + "\n%%down " + id(3) + "\n%%panic-threshold 80\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n", false},
 		{"unmark", "%%ring-file 1\n%%seed 11\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n", false},
-		{"panic", "%%ring-file 1\n%%seed 11\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n%%down " + id(0) + "\n%%down " + id(2) + "\n", false},
+		{"panic", "%%ring-file 1\n%%seed 11\n%%down " + id(0) + "\n%%down " + id(2) + "\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n", false},
 	}
 	downIn := map[string][]int{"mark down": {5}, "mark two": {5, 3}} // the ids no key may go to
 	replaceFile(t, path, versions[0].text)

@@ -35,10 +35,11 @@ def field(member_id):
 
 
 def ring_file(members, down, threshold):
-    lines = [f"{field(i)} {w}" for i, w in members]
-    lines += [f"%%down {field(i)}" for i in down]
+    """Directives first, then the members."""
+    lines = [f"%%down {field(i)}" for i in down]
     if threshold is not None:
         lines.append(f"%%panic-threshold {threshold}")
+    lines += [f"{field(i)} {w}" for i, w in members]
     return "\n".join(lines) + "\n"
 
 
