@@ -95,12 +95,7 @@ def main():
             f.write(bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 24))).hex() + "\n")
 
     programs = Programs(args)
-    tools = {
-        "c": ([args.availability_c], programs.env),
-        "go": ([programs.go, "availability"], programs.env),
-        "rust": ([programs.rust, "availability"], programs.env),
-        "lua": ([args.luajit, args.lua_script], programs.lua_env),
-    }
+    tools = programs.commands(args, args.availability_c, "availability")
     failed = []
     digests = set()
     for name, members, down, threshold, panic in CASES:
