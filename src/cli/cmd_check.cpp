@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "availability.hpp"
 #include "commands.hpp"
 #include "options.hpp"
 
@@ -43,6 +44,7 @@ Table file_table(const std::string &name, const LoadedRing &loaded, const Snapsh
     t.add_field("members", "members", count_cell(loaded.members.size()));
     t.add_field("members_with_tokens", "members with tokens", count_cell(with_tokens));
     t.add_field("tokens", "tokens", count_cell(snap.token_count()));
+    add_availability_fields(t, snap.availability());
     return t;
 }
 
@@ -54,9 +56,15 @@ Table members_table(const std::vector<NodeInfo> &members) {
     t.title = "Members (in file order)";
     t.columns = {{"position", "#"}, {"node", "node", false}, {"zone", "zone", false, zones},
                  {"weight", "weight"}, {"tokens", "tokens"}};
-    for (const NodeInfo &n : members)
-        t.add_row({count_cell(n.tag), text_cell(printable_id(n.id)), text_cell(n.zone.empty() ? "" : printable_id(n.zone)),
-                   count_cell(n.weight), count_cell(n.tokens)});
+    const bool marks = any_marked(members);
+    if (marks) t.columns.push_back({"state", "state", false});
+    for (const NodeInfo &n : members) {
+        std::vector<Cell> row = {count_cell(n.tag), text_cell(printable_id(n.id)),
+                                 text_cell(n.zone.empty() ? "" : printable_id(n.zone)), count_cell(n.weight),
+                                 count_cell(n.tokens)};
+        if (marks) row.push_back(state_cell(n));
+        t.add_row(std::move(row));
+    }
     return t;
 }
 

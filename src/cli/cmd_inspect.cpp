@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "availability.hpp"
 #include "commands.hpp"
 #include "options.hpp"
 #include "picture.hpp"
@@ -46,6 +47,7 @@ Table summary_table(const InspectFlags &f, const RingConfig &config, const Snaps
     t.add_field("tokens_per_weight", "tokens per weight", count_cell(config.tokens_per_weight));
     t.add_field("seed", "seed", count_cell(config.seed));
     t.add_field("fingerprint", "fingerprint", hex_cell(snap.fingerprint()));
+    add_availability_fields(t, snap.availability());
     return t;
 }
 
@@ -62,12 +64,19 @@ Table nodes_table(const std::vector<NodeInfo> &nodes) {
                  {"ownership_pct", "owns"},
                  {"fair_pct", "fair share"},
                  {"load", "owns / fair"}};
+    const bool marks = any_marked(nodes);
+    if (marks) t.columns.push_back({"state", "state", false});
     for (const NodeInfo &n : nodes) {
         double fair = total_weight ? double(n.weight) / double(total_weight) : 0;
-        t.add_row({text_cell(printable_id(n.id)), text_cell(n.zone.empty() ? "" : printable_id(n.zone)),
-                   count_cell(n.weight), count_cell(n.tokens), percent_cell(n.ownership, 2),
-                   percent_cell(fair, 2), fair > 0 ? ratio_cell(n.ownership / fair, 3) : none_cell()});
+        std::vector<Cell> row = {text_cell(printable_id(n.id)), text_cell(n.zone.empty() ? "" : printable_id(n.zone)),
+                                 count_cell(n.weight), count_cell(n.tokens), percent_cell(n.ownership, 2),
+                                 percent_cell(fair, 2), fair > 0 ? ratio_cell(n.ownership / fair, 3) : none_cell()};
+        if (marks) row.push_back(state_cell(n));
+        t.add_row(std::move(row));
     }
+    if (marks)
+        t.notes.push_back("'owns' counts tokens: the keys of a member marked down go to the next available "
+                          "member of each key's replica walk while it is down.");
     t.notes.push_back("'owns' is the exact fraction of the 2^64 circle whose keys go to the node; "
                       "'fair share' is its weight over the total weight.");
     return t;

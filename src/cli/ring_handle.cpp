@@ -81,8 +81,18 @@ std::vector<NodeInfo> Snapshot::nodes() const {
         n.tokens = v.tokens;
         n.ownership = v.ownership;
         n.tag = v.tag;
+        n.down = (v.flags & CHR_NODE_DOWN) != 0;
+        uint32_t marked = 0;
+        check(chr_snapshot_marked_down(snap_, i, &marked), "");
+        n.marked = marked != 0;
     }
     return out;
+}
+
+chr_availability_info Snapshot::availability() const {
+    chr_availability_info a = CHR_AVAILABILITY_INFO_INIT;
+    check(chr_snapshot_availability(snap_, &a), "");
+    return a;
 }
 
 std::string Snapshot::export_text(uint32_t flags, uint64_t revision) const {

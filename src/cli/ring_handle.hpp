@@ -87,6 +87,8 @@ struct NodeInfo {
     uint32_t tokens = 0;
     double ownership = 0.0;  // fraction of the circle, 0..1
     uint64_t tag = 0;        // from a ring file: the member's position in it
+    bool marked = false;     // marked down (chr_snapshot_marked_down), in effect or not
+    bool down = false;       // marked, and lookups route around it now (CHR_NODE_DOWN)
 };
 
 // A released-on-destruction chr_snapshot.
@@ -102,6 +104,7 @@ public:
     size_t node_count() const;
     size_t token_count() const;
     uint64_t fingerprint() const;
+    chr_availability_info availability() const;
     std::vector<NodeInfo> nodes() const;  // index order = ids in byte order
     // Token `index` of the sorted token array: value and owner node index.
     void token(size_t index, uint64_t &value, uint32_t &owner) const;

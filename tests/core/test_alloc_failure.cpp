@@ -96,7 +96,7 @@ const chr_hasher identity_hasher = {CHR_PLUGIN_ABI_VERSION, sizeof(chr_hasher), 
 
 // Everything a caller can observe of a ring.
 struct RingState {
-    uint64_t fingerprint = 0;
+    uint64_t fingerprint = 0, availability = 0;
     size_t nodes = 0, tokens = 0;
     std::vector<chr_node_ref> members;  // zero-filled, so whole structs compare
     std::vector<uint64_t> owners;       // tag of each sample key's owner
@@ -105,7 +105,7 @@ struct RingState {
     std::vector<uint64_t> token_values, token_owners, at_tokens;
 
     bool operator==(const RingState &o) const {
-        return fingerprint == o.fingerprint && nodes == o.nodes && tokens == o.tokens &&
+        return fingerprint == o.fingerprint && availability == o.availability && nodes == o.nodes && tokens == o.tokens &&
                owners == o.owners && token_values == o.token_values && token_owners == o.token_owners &&
                at_tokens == o.at_tokens && members.size() == o.members.size() &&
                std::memcmp(members.data(), o.members.data(), members.size() * sizeof members[0]) == 0;
@@ -115,6 +115,9 @@ struct RingState {
 RingState capture(const chr_ring *ring) {
     RingState s;
     assert_chr_ok(chr_ring_fingerprint(ring, &s.fingerprint));
+    chr_availability_info availability = CHR_AVAILABILITY_INFO_INIT;
+    assert_chr_ok(chr_ring_availability(ring, &availability));
+    s.availability = availability.digest;
     assert_chr_ok(chr_ring_node_count(ring, &s.nodes));
     assert_chr_ok(chr_ring_token_count(ring, &s.tokens));
     s.members.resize(s.nodes);
@@ -489,6 +492,34 @@ void test_apply_batch(void **) {
         // Out of memory is a batch-wide error: failed_index must be the count.
         return st == CHR_ENOMEM && failed_index != 6 ? CHR_EINTERNAL : st;
     });
+    countdown_both_modes(s);
+}
+
+// ---- availability: a new snapshot of the same tokens ------------------------------
+
+// Two members down on the small fixture (its tokens copied) and on the
+// update fixture (its index's chunks shared).
+chr_status mark_two_down(chr_ring *r) {
+    std::string a = member_id(3), b = member_id(8);
+    const void *ids[] = {a.data(), b.data()};
+    const size_t lens[] = {a.size(), b.size()};
+    return chr_ring_set_availability(r, ids, lens, 2, 70);
+}
+
+void test_set_availability(void **) {
+    auto s = update("chr_ring_set_availability", mark_two_down);
+    countdown_both_modes(s);
+}
+
+void test_set_availability_sharing_the_index(void **) {
+    auto s = update("chr_ring_set_availability", mark_two_down, update_fixture_ring);
+    countdown_both_modes(s);
+}
+
+void test_set_down(void **) {
+    auto s = update("chr_ring_set_down", [](chr_ring *r) {
+        return chr_ring_set_down(r, "pad-owner", 9, 1);
+    }, update_fixture_ring);
     countdown_both_modes(s);
 }
 
@@ -921,6 +952,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_remove),
         cmocka_unit_test(test_set_weight),
         cmocka_unit_test(test_apply_batch),
+        cmocka_unit_test(test_set_availability),
+        cmocka_unit_test(test_set_availability_sharing_the_index),
+        cmocka_unit_test(test_set_down),
         cmocka_unit_test(test_update_path_add),
         cmocka_unit_test(test_update_path_remove),
         cmocka_unit_test(test_update_path_set_weight),
