@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -235,4 +236,48 @@ func TestAvailabilityDigestAndFiles(t *testing.T) {
 			t.Fatalf("key:%d: %s by calls, %s by file", i, x.ID, y.ID)
 		}
 	}
+}
+
+// Lookups racing a writer that flips a mark never return a member whose
+// mark is in effect (the Ring's node table and the C lookup agree on the
+// marks as they agree on the membership), and every key is on one of its
+// two possible owners.
+func TestLookupsWhileMarksFlip(t *testing.T) {
+	r := newRing(t, &Options{Seed: 4}, 4)
+	before, err := r.Snapshot()
+	mustOK(t, err)
+	defer before.Close()
+	var readers sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for i := 0; i < 3000; i++ {
+				key := keyOf(i % 500)
+				n, err := r.Lookup(key)
+				if err != nil || n.Down {
+					t.Errorf("key %s: %s down=%v, %v", key, n.ID, n.Down, err)
+					return
+				}
+				walk, _ := before.Replicas(key, 2)
+				if !bytes.Equal(n.ID, walk[0].ID) && !bytes.Equal(n.ID, walk[1].ID) {
+					t.Errorf("key %s on %s, not on its owner or next replica", key, n.ID)
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { readers.Wait(); close(done) }()
+	flips := 0
+	for running := true; running; flips++ {
+		select {
+		case <-done:
+			running = false
+		default:
+			mustOK(t, r.SetDown(nodeID(2), flips%2 == 0))
+		}
+	}
+	mustOK(t, r.SetDown(nodeID(2), false))
+	t.Logf("%d flips during the lookups", flips)
 }
