@@ -49,6 +49,7 @@ type FollowState struct {
 	AppliedHasFingerprint bool   // it has a %%fingerprint (checked: it matched)
 	AppliedHasOptions     bool   // it has an option directive
 	AppliedFingerprint    uint64 // the ring's fingerprint right after that apply
+	AppliedAvailability   uint64 // the ring's availability digest right after that apply
 
 	// Err is nil when the file as last read is the one applied (or no
 	// check ran yet); otherwise why it was refused: an *Error with its
@@ -196,6 +197,7 @@ func followState(st *C.chr_follow_state) FollowState {
 		AppliedHasFingerprint: st.applied_flags&C.CHR_RINGFILE_HAS_FINGERPRINT != 0,
 		AppliedHasOptions:     st.applied_flags&C.CHR_RINGFILE_HAS_OPTIONS != 0,
 		AppliedFingerprint:    uint64(st.applied_fingerprint),
+		AppliedAvailability:   uint64(st.applied_availability),
 		RefusedHasRevision:    st.refused_flags&C.CHR_RINGFILE_HAS_REVISION != 0,
 		RefusedRevision:       uint64(st.refused_revision),
 		RefusedHasFingerprint: st.refused_flags&C.CHR_RINGFILE_HAS_FINGERPRINT != 0,

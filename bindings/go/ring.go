@@ -84,6 +84,10 @@ type Node struct {
 	Tokens    uint32  // tokens placed for it: Weight * TokensPerWeight
 	Index     int     // position in the node table, ids in byte order
 	Ownership float64 // fraction of the circle it owns, 0..1
+	// Down: the member is marked down and lookups route around it now (the
+	// ring is not in panic; CHR_NODE_DOWN). Snapshot.MarkedDown tells a
+	// mark that panic suspends.
+	Down bool
 }
 
 // Ring is a consistent-hashing ring. All methods may be called from any
@@ -557,6 +561,7 @@ func nodeFromRef(ref *C.chr_node_ref) Node {
 		Tokens:    uint32(ref.tokens),
 		Index:     int(ref.index),
 		Ownership: float64(ref.ownership),
+		Down:      ref.flags&C.CHR_NODE_DOWN != 0,
 	}
 	if zoneLen > 0 {
 		node.Zone = buf[idLen:]

@@ -39,6 +39,12 @@ type FileInfo struct {
 	Removed        int    // members removed
 	Reweighted     int    // members whose weight changed
 	Replaced       int    // members removed and added again (zone or position changed)
+	// The availability the file carried (%%down, %%panic-threshold,
+	// %%availability) and the ring's state after the call.
+	HasAvailability bool   // the file has one of those directives
+	Down            int    // %%down lines in the file
+	PanicThreshold  uint32 // the %%panic-threshold value (PanicThresholdDefault when absent)
+	Availability    uint64 // the ring's availability digest after the call
 }
 
 func newCInfo() (*C.chr_ringfile_info, error) {
@@ -74,6 +80,11 @@ func fileResult(res C.gochr_result, info *C.chr_ringfile_info) (FileInfo, error)
 		Removed:        int(info.removed),
 		Reweighted:     int(info.reweighted),
 		Replaced:       int(info.replaced),
+
+		HasAvailability: info.flags&C.CHR_RINGFILE_HAS_AVAILABILITY != 0,
+		Down:            int(info.down),
+		PanicThreshold:  uint32(info.panic_threshold),
+		Availability:    uint64(info.availability),
 	}, nil
 }
 

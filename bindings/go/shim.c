@@ -137,6 +137,12 @@ WRAP(ring_export,
 WRAP(snapshot_export,
      (const void *snap, uint32_t flags, uint64_t revision, void *buf, size_t capacity, size_t *len),
      (snap, flags, revision, buf, capacity, len))
+WRAP(ring_set_down, (void *ring, const void *id, size_t id_len, uint32_t down),
+     (ring, id, id_len, down))
+WRAP(ring_availability, (const void *ring, chr_availability_info *info), (ring, info))
+WRAP(snapshot_availability, (const void *snap, chr_availability_info *info), (snap, info))
+WRAP(snapshot_marked_down, (const void *snap, size_t index, uint32_t *marked),
+     (snap, index, marked))
 WRAP(follower_new, (void *ring, const char *path, chr_follower **out), (ring, path, 0, out))
 WRAP(follower_check, (void *follower, int32_t *outcome, chr_ringfile_info *info),
      (follower, outcome, info))
@@ -252,4 +258,24 @@ gochr_result gochr_snapshot_lookup_packed(const void *snap, const void *data, co
         done += chunk;
     } while (done < n);
     return finish(CHR_OK);
+}
+
+/* chr_ring_set_availability over ids packed end to end in `data` (as
+ * gochr_snapshot_lookup_packed's keys); the pointer array is malloc'd here,
+ * the set being one call. */
+gochr_result gochr_ring_set_availability_packed(void *ring, const void *data, const size_t *lens,
+                                               size_t count, uint32_t panic_threshold) {
+    const void **ptrs = count ? malloc(count * sizeof *ptrs) : NULL;
+    if (count && !ptrs) {
+        gochr_result r = {CHR_ENOMEM, failure_saying("SetAvailability: out of memory")};
+        return r;
+    }
+    const unsigned char *at = data;
+    for (size_t i = 0; i < count; i++) {
+        ptrs[i] = lens[i] ? at : NULL;
+        at += lens[i];
+    }
+    gochr_result r = finish(chr_ring_set_availability(ring, ptrs, lens, count, panic_threshold));
+    free(ptrs);
+    return r;
 }

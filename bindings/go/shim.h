@@ -112,6 +112,14 @@ gochr_result gochr_follower_new(void *ring, const char *path, chr_follower **out
 gochr_result gochr_follower_check(void *follower, int32_t *outcome, chr_ringfile_info *info);
 gochr_result gochr_follower_state(const void *follower, chr_follow_state *state);
 
+/* Availability (chring.h, "Availability"). */
+gochr_result gochr_ring_set_down(void *ring, const void *id, size_t id_len, uint32_t down);
+gochr_result gochr_ring_set_availability_packed(void *ring, const void *data, const size_t *lens,
+                                               size_t count, uint32_t panic_threshold);
+gochr_result gochr_ring_availability(const void *ring, chr_availability_info *info);
+gochr_result gochr_snapshot_availability(const void *snap, chr_availability_info *info);
+gochr_result gochr_snapshot_marked_down(const void *snap, size_t index, uint32_t *marked);
+
 /* Bounded loads and the tracker (chring.h, "Bounded loads and availability"). */
 gochr_result gochr_snapshot_lookup_bounded(const void *snap, const void *key, size_t key_len,
                                            const uint64_t *loads, const unsigned char *available,

@@ -95,6 +95,7 @@ func buildTable(p *C.chr_snapshot) ([]Node, error) {
 			Tokens:    uint32(v.tokens),
 			Index:     int(v.index),
 			Ownership: float64(v.ownership),
+			Down:      v.flags&C.CHR_NODE_DOWN != 0,
 		}, unsafe.Slice((*byte)(v.id), int(v.id_len)), unsafe.Slice((*byte)(v.zone), int(v.zone_len))
 	}).nodes, nil
 }

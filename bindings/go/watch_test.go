@@ -415,8 +415,9 @@ func cOwners(t *testing.T, prog, path string, keys int) (string, []string) {
 }
 
 // A long-running program following a file that is rewritten several times
-// (add, remove, reweight, zone change, a bad file) routes, after each
-// change, every key to the owner the C library computes for that file.
+// (add, remove, reweight, zone change, a bad file, members marked down,
+// unmarked, panic) routes, after each change, every key to the owner the C
+// library computes for that file, with its availability digest.
 func TestWatchFileFollowsLikeC(t *testing.T) {
 	prog := os.Getenv("CHRING_OWNERS_C")
 	if prog == "" {
@@ -437,7 +438,14 @@ func TestWatchFileFollowsLikeC(t *testing.T) {
 		{"zone", "%%ring-file 1\n%%seed 11\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n", false},
 		{"other options", "%%ring-file 1\n%%seed 12\n" + id(0) + " 5\n", true},
 		{"add two", "%%ring-file 1\n%%seed 11\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n", false},
+		// Availability: the same members, keys of the down ones served by
+		// their next replica; then unmarked; then panic (the marks ignored).
+		{"mark down", "%%ring-file 1\n%%seed 11\n%%down " + id(5) + "\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n", false},
+		{"mark two", "%%ring-file 1\n%%seed 11\n%%down " + id(5) + "\n%%down " + id(3) + "\n%%panic-threshold 80\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n", false},
+		{"unmark", "%%ring-file 1\n%%seed 11\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n", false},
+		{"panic", "%%ring-file 1\n%%seed 11\n%%down " + id(0) + "\n%%down " + id(2) + "\n" + id(0) + " 5\n" + id(2) + " 2 y\n" + id(3) + " 1 z\n" + id(4) + " 1\n" + id(5) + " 3\n", false},
 	}
+	downIn := map[string][]int{"mark down": {5}, "mark two": {5, 3}} // the ids no key may go to
 	replaceFile(t, path, versions[0].text)
 	r, _, err := NewRingFromFile(path, nil)
 	mustOK(t, err)
@@ -461,10 +469,19 @@ func TestWatchFileFollowsLikeC(t *testing.T) {
 			// The fingerprint does not cover zones: converged is the same
 			// fingerprint and the same canonical file.
 			waitFor(t, v.what+" applied", func() bool {
-				fp, _ := r.Fingerprint()
 				text, _ := r.Export(ExportOptions{})
-				return fmt.Sprintf("%016x", fp) == wantFP && bytes.Equal(text, fresh)
+				return ringState(r) == wantFP && bytes.Equal(text, fresh)
 			})
+		}
+		for _, down := range downIn[v.what] {
+			for i, owner := range wantOwners {
+				if owner == fmt.Sprintf("7372762d%02x2d%x", 0x80+down, fmt.Sprint(down)) { // "srv-" byte "-" i
+					t.Fatalf("%s: C routes key:%d to %s, marked down", v.what, i, id(down))
+				}
+			}
+		}
+		if a, err := r.Availability(); err != nil || a.Panic != (v.what == "panic") {
+			t.Fatalf("%s: availability %+v, %v", v.what, a, err)
 		}
 		for i := 0; i < keys; i++ {
 			node, err := r.Lookup(keyOf(i))
@@ -473,10 +490,18 @@ func TestWatchFileFollowsLikeC(t *testing.T) {
 				t.Fatalf("%s: key:%d goes to %s, C says %s", v.what, i, got, wantOwners[i])
 			}
 		}
-		if fp, _ := r.Fingerprint(); fmt.Sprintf("%016x", fp) != wantFP {
-			t.Fatalf("%s: fingerprint %016x, C says %s", v.what, fp, wantFP)
+		if got := ringState(r); got != wantFP {
+			t.Fatalf("%s: fingerprint and availability digest %s, C says %s", v.what, got, wantFP)
 		}
 	}
+}
+
+// ringState is the ring's fingerprint and availability digest as owners_c
+// prints them.
+func ringState(r *Ring) string {
+	fp, _ := r.Fingerprint()
+	a, _ := r.Availability()
+	return fmt.Sprintf("%016x %016x", fp, a.Digest)
 }
 
 func mustExport(t *testing.T, path string) []byte {

@@ -40,6 +40,7 @@ build = {
       ["chring.follow"] = "lib/chring/follow.lua",
       ["chring.diff"] = "lib/chring/diff.lua",
       ["chring.bounded"] = "lib/chring/bounded.lua",
+      ["chring.availability"] = "lib/chring/availability.lua",
       ["resty.chring"] = "lib/resty/chring.lua",
    },
 }

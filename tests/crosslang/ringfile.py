@@ -67,12 +67,7 @@ def main():
                 f.write(f"node {hexed(node_id)} {weight} {hexed(zone)}\n")
 
     programs = Programs(args)
-    tools = {
-        "c": ([args.ringfile_c], programs.env),
-        "go": ([programs.go, "ringfile"], programs.env),
-        "rust": ([programs.rust, "ringfile"], programs.env),
-        "lua": ([args.luajit, args.lua_script], programs.lua_env),
-    }
+    tools = programs.commands(args, args.ringfile_c, "ringfile")
     for lang, (cmd, e) in tools.items():
         run(f"{lang} build", cmd + ["build", spec, work, lang], env=e)
 

@@ -54,3 +54,14 @@ class Programs:
         self.rust = os.path.join(target, "release", "chring-crosslang")
         self.lua_env = dict(self.env, CHRING_LIB=os.path.join(libdir, "libchring.so"),
                             LUA_PATH=os.path.join(args.lua_lib, "?.lua") + ";;")
+
+    def commands(self, args, c_program, mode):
+        """The command (and environment) of each language's side of a check
+        that has a mode of the Go and Rust programs: C's own program, then
+        `route-go MODE`, `chring-crosslang MODE`, `luajit LUA_SCRIPT`."""
+        return {
+            "c": ([c_program], self.env),
+            "go": ([self.go, mode], self.env),
+            "rust": ([self.rust, mode], self.env),
+            "lua": ([args.luajit, args.lua_script], self.lua_env),
+        }

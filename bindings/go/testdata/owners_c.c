@@ -1,7 +1,7 @@
 /*
  * The C reference for the Go binding's file-following test: loads a ring
  * file with the C library alone and prints
- *   <fingerprint, 16 hex digits>
+ *   <fingerprint, 16 hex digits> <availability digest, 16 hex digits>
  *   <owner id as hex>            (one line per key "key:<i>", i < COUNT)
  * Usage: owners_c RINGFILE COUNT
  */
@@ -17,12 +17,13 @@ int main(int argc, char **argv)
     }
     chr_ring *ring = NULL;
     uint64_t fp = 0;
+    chr_availability_info avail = CHR_AVAILABILITY_INFO_INIT;
     if (chr_ring_new_from_file(argv[1], NULL, &ring, NULL) != CHR_OK ||
-        chr_ring_fingerprint(ring, &fp) != CHR_OK) {
+        chr_ring_fingerprint(ring, &fp) != CHR_OK || chr_ring_availability(ring, &avail) != CHR_OK) {
         fprintf(stderr, "owners_c: %s\n", chr_last_error());
         return 1;
     }
-    printf("%016llx\n", (unsigned long long)fp);
+    printf("%016llx %016llx\n", (unsigned long long)fp, (unsigned long long)avail.digest);
     long count = strtol(argv[2], NULL, 10);
     for (long i = 0; i < count; ++i) {
         char key[32];

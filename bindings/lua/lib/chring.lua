@@ -31,6 +31,7 @@
 --   chring.follow     watch_file: following a ring file
 --   chring.diff       diffs and replica plans
 --   chring.bounded    bounded loads and the tracker
+--   chring.availability  members marked down: set_down, set_availability
 local base = require "chring.ffi"
 base.internal()
 local errors = require "chring.errors"
@@ -40,6 +41,7 @@ local ringfile = require "chring.ringfile"
 local follow = require "chring.follow"
 local diff = require "chring.diff"
 local bounded = require "chring.bounded"
+local availability = require "chring.availability"
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -83,5 +85,9 @@ _M.diff = diff.diff
 _M.spill = bounded.spill
 _M.bound_capacities = bounded.bound_capacities
 _M.tracker = bounded.tracker
+
+-- Availability: ring:set_down, ring:set_availability, ring:availability,
+-- snapshot:availability, snapshot:marked_down; the default panic threshold.
+_M.PANIC_THRESHOLD_DEFAULT = availability.PANIC_THRESHOLD_DEFAULT
 
 return _M

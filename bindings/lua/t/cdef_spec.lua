@@ -51,7 +51,7 @@ local function generated_c(cdef, ctype_of)
             out[#out + 1] = ("_Static_assert(sizeof(%s) == %d, \"sizeof %s\");"):format(name, ffi.sizeof(ctype), name)
             for field in body:gmatch("([%w_]+)%s*%[?%d*%]?;") do
                 out[#out + 1] = ("_Static_assert(offsetof(%s, %s) == %d, \"offset of %s.%s\");")
-                    :format(name, field, ffi.offsetof(ctype, field), name, field)
+                    :format(name, field, ffi.offsetof(ctype, field) or -1, name, field)  -- -1: a field ctype lacks
             end
         elseif d:match("^typedef") then
             out[#out + 1] = d .. ";"
@@ -110,6 +110,19 @@ return {
             return name == "chr_options" and "chring_test_options_shifted" or name
         end))
         T.ok(not ok, "a wrong struct layout compiled")
+    end },
+
+    { "the check rejects a version-1 struct", function()
+        if skip_without_headers() then return end
+        -- chr_follow_state as version 1 laid it out: no applied_availability.
+        local body = chring._cdef:match("typedef struct chr_follow_state (%b{}) chr_follow_state;")
+        local v1, found = body:gsub("uint64_t applied_availability;", "", 1)
+        T.eq(found, 1, "applied_availability in the cdef")
+        ffi.cdef("typedef struct " .. v1 .. " chring_test_follow_state_v1;")
+        local ok = compile(generated_c(chring._cdef, function(name)
+            return name == "chr_follow_state" and "chring_test_follow_state_v1" or name
+        end))
+        T.ok(not ok, "chr_follow_state without its version-2 field compiled")
     end },
 
     { "every header function and integer constant is declared", function()

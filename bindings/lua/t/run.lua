@@ -5,7 +5,7 @@
 local specs = { ... }
 if #specs == 0 then
     local dir = (arg and arg[0] or "t/run.lua"):match("^(.*)/[^/]*$") or "."
-    for _, name in ipairs { "ring", "snapshot", "bad_input", "coroutines", "plugin", "cdef", "ringfile", "follow", "zones", "diff", "bounded", "layout" } do
+    for _, name in ipairs { "ring", "snapshot", "bad_input", "coroutines", "plugin", "cdef", "ringfile", "follow", "zones", "diff", "bounded", "availability", "layout" } do
         specs[#specs + 1] = dir .. "/" .. name .. "_spec.lua"
     end
 end

@@ -52,6 +52,9 @@ pub struct FollowState {
     /// The ring's fingerprint right after the file applied last; `None`
     /// before the first apply.
     pub applied_fingerprint: Option<u64>,
+    /// The ring's availability digest right after the file applied last;
+    /// `None` before the first apply.
+    pub applied_availability: Option<u64>,
     /// Why the file as last read was refused: its status
     /// ([`crate::ErrorKind::Format`], `Options`, `Io`, `NoHasher`,
     /// `OutOfMemory`), message ("file:line: reason") and [`Error::line`],
@@ -83,6 +86,7 @@ impl FollowState {
             refused: st.refused,
             applied_revision: has(st.applied_flags, sys::CHR_RINGFILE_HAS_REVISION, st.applied_revision),
             applied_fingerprint: (st.applied > 0).then_some(st.applied_fingerprint),
+            applied_availability: (st.applied > 0).then_some(st.applied_availability),
             error,
             refused_revision: has(st.refused_flags, sys::CHR_RINGFILE_HAS_REVISION, st.refused_revision),
             refused_fingerprint: has(st.refused_flags, sys::CHR_RINGFILE_HAS_FINGERPRINT, st.refused_fingerprint),

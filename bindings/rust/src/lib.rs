@@ -43,6 +43,7 @@ macro_rules! debug_by_counts {
 }
 pub(crate) use debug_by_counts;
 
+mod availability;
 mod bounded;
 mod diff;
 mod error;
@@ -57,6 +58,7 @@ mod zones;
 /// The raw C declarations: the `chring-sys` crate.
 pub use chring_sys as sys;
 
+pub use availability::{Availability, PANIC_THRESHOLD_DEFAULT};
 pub use bounded::{bound_capacities, BoundOptions, BoundResult, Guard, Spill, Tracker};
 pub use diff::{Cell, Diff, DiffInfo, PlanRange, Range, Side, Transition};
 pub use error::{Error, ErrorKind, Result};
@@ -82,9 +84,7 @@ pub fn version() -> u32 {
 /// The version of the loaded libchring as text, "MAJOR.MINOR.PATCH".
 pub fn version_string() -> &'static str {
     // SAFETY: a NUL-terminated string in static storage, never NULL.
-    unsafe { std::ffi::CStr::from_ptr(sys::chr_version_string()) }
-        .to_str()
-        .expect("chr_version_string is ASCII")
+    unsafe { std::ffi::CStr::from_ptr(sys::chr_version_string()) }.to_str().expect("chr_version_string is ASCII")
 }
 
 /// (pointer, length) of a byte string for the C API, which accepts NULL

@@ -28,6 +28,12 @@ macro_rules! plain_accessors {
         pub fn ownership(&self) -> f64 {
             self.raw.ownership
         }
+        /// The member is marked down and lookups route around it now (the
+        /// ring is not in panic; `CHR_NODE_DOWN`). A replica list holds such
+        /// a member only after every available one.
+        pub fn down(&self) -> bool {
+            self.raw.flags & crate::sys::CHR_NODE_DOWN != 0
+        }
     };
 }
 

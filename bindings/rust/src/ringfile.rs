@@ -35,6 +35,14 @@ pub struct FileInfo {
     pub reweighted: u32,
     /// Members removed and added again (zone or position changed).
     pub replaced: u32,
+    /// The file has `%%down`, `%%panic-threshold` or `%%availability`.
+    pub has_availability: bool,
+    /// `%%down` lines in the file.
+    pub down: u32,
+    /// The `%%panic-threshold` value ([`crate::PANIC_THRESHOLD_DEFAULT`] when absent).
+    pub panic_threshold: u32,
+    /// The ring's availability digest after the call.
+    pub availability: u64,
 }
 
 /// What [`Ring::export`] writes: the canonical text (the default) or its
@@ -83,6 +91,10 @@ pub(crate) fn finish(status: sys::chr_status, info: &sys::chr_ringfile_info) -> 
         removed: info.removed,
         reweighted: info.reweighted,
         replaced: info.replaced,
+        has_availability: info.flags & sys::CHR_RINGFILE_HAS_AVAILABILITY != 0,
+        down: info.down,
+        panic_threshold: info.panic_threshold,
+        availability: info.availability,
     })
 }
 

@@ -50,6 +50,10 @@ func main() {
 		ringfileMain(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "availability" {
+		availabilityMain(os.Args[2:])
+		return
+	}
 	if len(os.Args) != 3 {
 		fmt.Fprintln(os.Stderr, "usage: route-go DATA OUTPUT")
 		os.Exit(2)
@@ -111,17 +115,22 @@ func main() {
 		must(err)
 		reps, err := ring.Replicas(key, replicas)
 		must(err)
-		out.WriteString(hexOf(owner.ID))
-		for r, n := range reps {
-			if r == 0 {
-				out.WriteByte(' ')
-			} else {
-				out.WriteByte(',')
-			}
-			out.WriteString(hexOf(n.ID))
-		}
-		out.WriteByte('\n')
+		writeRoute(out, owner.ID, reps)
 	}
 	must(out.Flush())
 	must(outFile.Close())
+}
+
+// writeRoute writes one key's line: its owner's id, then its replicas' ids.
+func writeRoute(out *bufio.Writer, owner []byte, reps []chring.Node) {
+	out.WriteString(hexOf(owner))
+	for r, n := range reps {
+		if r == 0 {
+			out.WriteByte(' ')
+		} else {
+			out.WriteByte(',')
+		}
+		out.WriteString(hexOf(n.ID))
+	}
+	out.WriteByte('\n')
 }

@@ -98,6 +98,9 @@ typedef struct chr_ringfile_info {
     uint32_t replaced;
     uint32_t error_line;
     uint32_t reserved0;
+    uint64_t availability;
+    uint32_t down;
+    uint32_t panic_threshold;
 } chr_ringfile_info;
 typedef struct chr_ringfile_member {
     uint32_t version;
@@ -275,18 +278,34 @@ typedef struct chr_follow_state {
     uint64_t refused_revision;
     uint64_t refused_fingerprint;
     char message[512];
+    uint64_t applied_availability;
 } chr_follow_state;
 chr_status chr_follow_state_init(chr_follow_state *state, uint32_t version);
 chr_status chr_follower_new(chr_ring *ring, const char *path, uint32_t flags, chr_follower **out);
 void chr_follower_free(chr_follower *follower);
 chr_status chr_follower_check(chr_follower *follower, int32_t *outcome, chr_ringfile_info *info);
 chr_status chr_follower_state(const chr_follower *follower, chr_follow_state *state);
+typedef struct chr_availability_info {
+    uint32_t version;
+    uint32_t panic;
+    uint32_t panic_threshold;
+    uint32_t down;
+    uint64_t down_weight;
+    uint64_t total_weight;
+    uint64_t digest;
+} chr_availability_info;
+chr_status chr_availability_info_init(chr_availability_info *info, uint32_t version);
+chr_status chr_ring_set_down(chr_ring *ring, const void *id, size_t id_len, uint32_t down);
+chr_status chr_ring_set_availability(chr_ring *ring, const void *const *ids, const size_t *id_lens, size_t count, uint32_t panic_threshold);
+chr_status chr_ring_availability(const chr_ring *ring, chr_availability_info *info);
+chr_status chr_snapshot_availability(const chr_snapshot *snap, chr_availability_info *info);
+chr_status chr_snapshot_marked_down(const chr_snapshot *snap, size_t index, uint32_t *marked);
 ]]
 M.cdef = cdef
 
 -- Another copy of this module in the same VM (a reload in nginx) has
 -- declared them already; ffi.cdef refuses a second definition.
-if not pcall(ffi.typeof, "chr_follow_state") then
+if not pcall(ffi.typeof, "chr_availability_info") then
     ffi.cdef(cdef)
 end
 
@@ -304,7 +323,8 @@ local K = {
     CHR_PLACEMENT_INFO_VERSION = 1, CHR_PLACEMENT_SEEDED = 1,
     CHR_RINGFILE_FORMAT_VERSION = 1, CHR_RINGFILE_LINE_MAX = 65536, CHR_RINGFILE_SIZE_MAX = 268435456,
     CHR_RINGFILE_HAS_REVISION = 1, CHR_RINGFILE_HAS_FINGERPRINT = 2, CHR_RINGFILE_HAS_OPTIONS = 4,
-    CHR_RINGFILE_INFO_VERSION = 1, CHR_RINGFILE_MEMBER_VERSION = 1,
+    CHR_RINGFILE_HAS_AVAILABILITY = 8,
+    CHR_RINGFILE_INFO_VERSION = 2, CHR_RINGFILE_MEMBER_VERSION = 1,
     CHR_EXPORT_REVISION = 1, CHR_EXPORT_JSON = 2, CHR_ESCAPE_HIDDEN = 1,
     CHR_NODE_ID_MAX = 256, CHR_ZONE_MAX = 64, CHR_WEIGHT_MAX = 1000000,
     CHR_TOKENS_PER_WEIGHT_MAX = 65536, CHR_TOKENS_MAX = 16777216, CHR_NODES_MAX = 1048576,
@@ -321,7 +341,8 @@ local K = {
     CHR_BALANCE_FACTOR_MAX = 100000, CHR_LOAD_MAX = 1099511627776, CHR_BOUND_OPTIONS_VERSION = 1,
     CHR_BOUND_SPILLED = 1, CHR_BOUND_OVER = 2, CHR_TRACKER_NODES_DEFAULT = 4096,
     CHR_FOLLOW_UNCHANGED = 0, CHR_FOLLOW_APPLIED = 1, CHR_FOLLOW_REFUSED = 2,
-    CHR_FOLLOW_STATE_VERSION = 1, CHR_FOLLOW_MESSAGE_MAX = 512,
+    CHR_FOLLOW_STATE_VERSION = 2, CHR_FOLLOW_MESSAGE_MAX = 512,
+    CHR_NODE_DOWN = 1, CHR_PANIC_THRESHOLD_DEFAULT = 50, CHR_AVAILABILITY_INFO_VERSION = 1,
 }
 M.K = K
 

@@ -80,6 +80,7 @@ local outcome_names = {
 --   last_outcome               "unchanged", "applied" or "refused": the latest step
 --   applied_revision           the %%revision of the file applied last (nil: none)
 --   applied_fingerprint        the ring's fingerprint after that apply (nil: none yet)
+--   applied_availability       the ring's availability digest after that apply (nil: none yet)
 --   status, line, message      why the file as last read was refused (0, 0, ""
 --                              when it is the one applied)
 --   refused_revision, refused_fingerprint   the %%revision and %%fingerprint the
@@ -98,6 +99,7 @@ function Watcher:state()
         applied_revision = band(s.applied_flags, K.CHR_RINGFILE_HAS_REVISION) ~= 0
             and tonumber(s.applied_revision) or nil,
         applied_fingerprint = applied > 0 and hex64(s.applied_fingerprint) or nil,
+        applied_availability = applied > 0 and hex64(s.applied_availability) or nil,
         status = tonumber(s.status), line = tonumber(s.error_line), message = ffi_string(s.message),
         refused_revision = band(refused_flags, K.CHR_RINGFILE_HAS_REVISION) ~= 0
             and tonumber(s.refused_revision) or nil,

@@ -39,6 +39,9 @@ local function info_table(info)
         members = tonumber(info.members), added = tonumber(info.added),
         removed = tonumber(info.removed), reweighted = tonumber(info.reweighted),
         replaced = tonumber(info.replaced),
+        has_availability = band(flags, K.CHR_RINGFILE_HAS_AVAILABILITY) ~= 0,
+        down = tonumber(info.down), panic_threshold = tonumber(info.panic_threshold),
+        availability = hex64(info.availability),
     }
 end
 

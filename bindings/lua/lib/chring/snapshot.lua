@@ -43,6 +43,8 @@ Snapshot.release, snap_ptr = handle_methods(C.chr_snapshot_release, "released sn
 
 -- Node i (1-based) as a table shared by every lookup on this snapshot: its
 -- strings are copied from the snapshot once, the first time it is needed.
+-- marked_down: the member is marked down, whether or not the mark is in
+-- effect (down is set only while it is: not in panic).
 function Snapshot:node(i)
     local node = self.nodes[i]
     if node then return node end
@@ -51,6 +53,9 @@ function Snapshot:node(i)
     local st = C.chr_snapshot_node(p, i - 1, view_out)
     if st ~= 0 then return failure(st) end
     node = node_table(view_out[0])
+    st = C.chr_snapshot_marked_down(p, i - 1, u32_out)
+    if st ~= 0 then return failure(st) end
+    node.marked_down = u32_out[0] ~= 0
     self.nodes[i] = node
     return node
 end

@@ -9,7 +9,7 @@ base.internal()
 local errors = require "chring.errors"
 
 local ffi_new, ffi_string, ffi_gc, ffi_cast = ffi.new, ffi.string, ffi.gc, ffi.cast
-local tonumber, tohex = tonumber, bit.tohex
+local tonumber, tohex, band = tonumber, bit.tohex, bit.band
 local K, raise, failure = base.K, base.raise, errors.failure
 
 local M = {}
@@ -51,9 +51,11 @@ local function hex64(v)
     return tohex(ffi_cast("uint64_t", v), 16)
 end
 
--- A node as a plain table: every field copied from a chr_node_ref or view.
+-- A node as a plain table: every field copied from a chr_node_ref or view;
+-- down: the member is marked down and lookups route around it now.
 local function node_table(n)
     return {
+        down = band(n.flags, K.CHR_NODE_DOWN) ~= 0,
         id = ffi_string(n.id, n.id_len),
         zone = ffi_string(n.zone, n.zone_len),
         tag = tonumber(n.tag),

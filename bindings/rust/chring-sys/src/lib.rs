@@ -111,7 +111,8 @@ pub const CHR_RINGFILE_SIZE_MAX: u32 = 268435456;
 pub const CHR_RINGFILE_HAS_REVISION: u32 = 0x1;
 pub const CHR_RINGFILE_HAS_FINGERPRINT: u32 = 0x2;
 pub const CHR_RINGFILE_HAS_OPTIONS: u32 = 0x4;
-pub const CHR_RINGFILE_INFO_VERSION: u32 = 1;
+pub const CHR_RINGFILE_HAS_AVAILABILITY: u32 = 0x8;
+pub const CHR_RINGFILE_INFO_VERSION: u32 = 2;
 pub const CHR_RINGFILE_MEMBER_VERSION: u32 = 1;
 pub const CHR_EXPORT_REVISION: u32 = 0x1;
 pub const CHR_EXPORT_JSON: u32 = 0x2;
@@ -119,7 +120,7 @@ pub const CHR_ESCAPE_HIDDEN: u32 = 0x1;
 pub const CHR_FOLLOW_UNCHANGED: i32 = 0;
 pub const CHR_FOLLOW_APPLIED: i32 = 1;
 pub const CHR_FOLLOW_REFUSED: i32 = 2;
-pub const CHR_FOLLOW_STATE_VERSION: u32 = 1;
+pub const CHR_FOLLOW_STATE_VERSION: u32 = 2;
 pub const CHR_FOLLOW_MESSAGE_MAX: usize = 512;
 
 pub const CHR_PLUGIN_ABI_VERSION: u32 = 1;
@@ -168,6 +169,8 @@ pub struct chr_node_view {
     pub index: u32,
     pub flags: u32,
 }
+
+pub const CHR_NODE_DOWN: u32 = 0x1;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -237,6 +240,9 @@ pub struct chr_ringfile_info {
     pub replaced: u32,
     pub error_line: u32,
     pub reserved0: u32,
+    pub availability: u64,
+    pub down: u32,
+    pub panic_threshold: u32,
 }
 
 /// One member line, decoded (`CHR_RINGFILE_MEMBER_VERSION`).
@@ -269,6 +275,23 @@ pub struct chr_follow_state {
     pub refused_revision: u64,
     pub refused_fingerprint: u64,
     pub message: [c_char; CHR_FOLLOW_MESSAGE_MAX],
+    pub applied_availability: u64,
+}
+
+pub const CHR_PANIC_THRESHOLD_DEFAULT: u32 = 50;
+pub const CHR_AVAILABILITY_INFO_VERSION: u32 = 1;
+
+/// A snapshot's availability state (`CHR_AVAILABILITY_INFO_VERSION`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct chr_availability_info {
+    pub version: u32,
+    pub panic: u32,
+    pub panic_threshold: u32,
+    pub down: u32,
+    pub down_weight: u64,
+    pub total_weight: u64,
+    pub digest: u64,
 }
 
 /// Opaque follower handle.
@@ -492,4 +515,10 @@ extern "C" {
     pub fn chr_tracker_set_available(tracker: *mut chr_tracker, id: *const c_void, id_len: usize, available: u32) -> chr_status;
     pub fn chr_tracker_load(tracker: *const chr_tracker, id: *const c_void, id_len: usize, load: *mut u64) -> chr_status;
     pub fn chr_tracker_total(tracker: *const chr_tracker, total: *mut u64) -> chr_status;
+    pub fn chr_availability_info_init(info: *mut chr_availability_info, version: u32) -> chr_status;
+    pub fn chr_ring_set_down(ring: *mut chr_ring, id: *const c_void, id_len: usize, down: u32) -> chr_status;
+    pub fn chr_ring_set_availability(ring: *mut chr_ring, ids: *const *const c_void, id_lens: *const usize, count: usize, panic_threshold: u32) -> chr_status;
+    pub fn chr_ring_availability(ring: *const chr_ring, info: *mut chr_availability_info) -> chr_status;
+    pub fn chr_snapshot_availability(snap: *const chr_snapshot, info: *mut chr_availability_info) -> chr_status;
+    pub fn chr_snapshot_marked_down(snap: *const chr_snapshot, index: usize, marked: *mut u32) -> chr_status;
 }

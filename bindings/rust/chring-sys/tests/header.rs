@@ -110,7 +110,23 @@ fn layouts() -> Vec<Layout> {
         layout!(chr_change { op, weight, id, id_len, zone, zone_len, tag }),
         layout!(chr_hasher { abi_version, struct_size, name, description, hash64, digest_size, digest, flags }),
         layout!(chr_hasher_info { name, description, origin, digest_size, reserved0 }),
-        layout!(chr_ringfile_info { version, flags, revision, fingerprint, format_version, members, added, removed, reweighted, replaced, error_line, reserved0 }),
+        layout!(chr_ringfile_info {
+            version,
+            flags,
+            revision,
+            fingerprint,
+            format_version,
+            members,
+            added,
+            removed,
+            reweighted,
+            replaced,
+            error_line,
+            reserved0,
+            availability,
+            down,
+            panic_threshold
+        }),
         layout!(chr_follow_state {
             version,
             last_outcome,
@@ -125,12 +141,28 @@ fn layouts() -> Vec<Layout> {
             applied_fingerprint,
             refused_revision,
             refused_fingerprint,
-            message
+            message,
+            applied_availability
         }),
+        layout!(chr_availability_info { version, panic, panic_threshold, down, down_weight, total_weight, digest }),
         layout!(chr_bound_options { version, factor_pct, spill, max_probes, slack }),
         layout!(chr_bound_result { index, home, probes, flags, load, capacity }),
         layout!(chr_ticket { slot, check }),
-        layout!(chr_error_info { version, status, flags, line, other_line, reserved0, change_index, function, message, reason, source, member, member_len }),
+        layout!(chr_error_info {
+            version,
+            status,
+            flags,
+            line,
+            other_line,
+            reserved0,
+            change_index,
+            function,
+            message,
+            reason,
+            source,
+            member,
+            member_len
+        }),
         layout!(chr_ringfile_member { version, weight, id_len, zone_len, id, zone }),
     ]
 }
@@ -283,7 +315,12 @@ fn every_header_function_is_declared() {
     assert!(header.len() >= 30, "parsed only {} functions from the header", header.len());
     let missing: Vec<_> = header.difference(&declared).collect();
     let extra: Vec<_> = declared.difference(&header).collect();
-    assert!(missing.is_empty() && extra.is_empty(), "missing in src/lib.rs: {:?}; not in the header: {:?}", missing, extra);
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing in src/lib.rs: {:?}; not in the header: {:?}",
+        missing,
+        extra
+    );
 }
 
 #[test]
@@ -294,7 +331,9 @@ fn every_header_integer_constant_is_declared() {
         .filter_map(|l| l.trim().strip_prefix("pub const "))
         .map(|l| l.split(':').next().unwrap().trim().to_string())
         .collect();
-    assert!(header.contains("CHR_EPLUGIN_DESC") && header.contains("CHR_NODE_ID_MAX") && header.contains("CHR_EXPORT_JSON"));
+    assert!(
+        header.contains("CHR_EPLUGIN_DESC") && header.contains("CHR_NODE_ID_MAX") && header.contains("CHR_EXPORT_JSON")
+    );
     let missing: Vec<_> = header.difference(&declared).collect();
     assert!(missing.is_empty(), "header constants missing in src/lib.rs: {:?}", missing);
 }

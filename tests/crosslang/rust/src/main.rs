@@ -26,16 +26,31 @@ fn put_hex(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// One key's line into `line`: its owner's id, then its replicas' ids.
+fn route_line(line: &mut String, owner: &[u8], replicas: &[chring::NodeView<'_>]) {
+    line.clear();
+    put_hex(line, owner);
+    for (r, node) in replicas.iter().enumerate() {
+        line.push(if r == 0 { ' ' } else { ',' });
+        put_hex(line, node.id());
+    }
+    line.push('\n');
+}
+
 fn field<'a>(line: Option<&'a str>, index: usize) -> &'a str {
     line.and_then(|l| l.split(' ').nth(index)).expect("truncated input")
 }
 
+mod availability;
 mod ringfile;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() > 1 && args[1] == "ringfile" {
         return ringfile::main(&args[2..]);
+    }
+    if args.len() > 1 && args[1] == "availability" {
+        return availability::main(&args[2..]);
     }
     if args.len() != 3 {
         eprintln!("usage: chring-crosslang DATA OUTPUT");
@@ -68,13 +83,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut line = String::new();
     for _ in 0..keys {
         let key = unhex(lines.next().expect("truncated keys"));
-        line.clear();
-        put_hex(&mut line, ring.lookup(&key)?.id());
-        for (r, node) in snap.replicas(&key, replicas)?.iter().enumerate() {
-            line.push(if r == 0 { ' ' } else { ',' });
-            put_hex(&mut line, node.id());
-        }
-        line.push('\n');
+        route_line(&mut line, ring.lookup(&key)?.id(), &snap.replicas(&key, replicas)?);
         out.write_all(line.as_bytes())?;
     }
     out.flush()?;
