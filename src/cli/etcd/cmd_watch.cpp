@@ -13,8 +13,8 @@
 // publish and refusal also goes to the watcher's report in etcd
 // (PREFIX.status/NAME, fleet_report.hpp), with --confirm. The file carries
 // the ring's availability (%%down, %%panic-threshold, %%availability:
-// availability.hpp); a revision that changes neither the ring nor its
-// availability (a checker's write that moves no quorum) is not published
+// availability.hpp); a revision of checkers' writes only that changes
+// neither the ring nor its availability (no quorum moved) is not published
 // again, only reported as seen.
 #include <signal.h>
 
@@ -166,6 +166,11 @@ private:
     chr_availability_info published_availability_ = CHR_AVAILABILITY_INFO_INIT;
     std::vector<std::string> ignored_views_;  // the checkers' views ignored, as logged last
     bool refused_since_publish_ = false;      // a revision was refused after the file's
+    // Since the file's revision only checkers' views changed (PREFIX/health/):
+    // a revision that then changes nothing a reader routes by is not
+    // published again. Any other write, or a list, is (the file says the
+    // revision it is current at, as the fleet's processes report it).
+    bool only_views_since_publish_ = false;
 
     // The guard key's mod_revision (0: absent). It lifts the guard rails
     // when written after lift_floor_: the revision last published, or the
@@ -235,6 +240,7 @@ void Watcher::list() {
     seen_revision_ = h.revision;
     if (h.revision < lift_floor_) lift_floor_ = h.revision;  // only a lift written from now on counts
     state_.clear();
+    only_views_since_publish_ = false;
     guard_revision_ = 0;
     const std::string guard_key = layout_.guard_key();
     for (KeyValue &kv : r.kvs) {
@@ -281,6 +287,8 @@ bool Watcher::handle(const std::string &line, bool &created) {
         const uint64_t mod_revision = json_u64(*kv, "mod_revision");
         const bool deleted = ev.value("type", std::string("PUT")) == "DELETE";
         if (key == layout_.guard_key()) guard_revision_ = deleted ? 0 : mod_revision;
+        if (key.compare(0, layout_.health_dir().size(), layout_.health_dir()) != 0)
+            only_views_since_publish_ = false;
         if (deleted)
             state_.erase(key);
         else
@@ -381,10 +389,11 @@ bool Watcher::publish() {
     std::string body = snap.export_text(0, 0);
     // --once writes the revision it read unless the file already has it.
     if (published_ && body == published_body_ && f_.once && published_revision_ == revision_) return true;
-    if (published_ && body == published_body_ && !f_.once && !refused_since_publish_) {
-        // Nothing any reader would route otherwise (a checker's write that
-        // moves no quorum, a re-list): the file stays, the report says the
-        // revision was seen. A lift written meanwhile is spent, as by a
+    if (published_ && body == published_body_ && !f_.once && !refused_since_publish_ &&
+        only_views_since_publish_) {
+        // Nothing any reader would route otherwise (checkers' writes that
+        // move no quorum): the file stays, the report says the revision was
+        // seen. A lift written meanwhile is spent, as by a
         // publish. (After a refusal the state that ends it is published,
         // even when it is the file's ring: the file says it is current.)
         lift_floor_ = std::max(lift_floor_, revision_);
@@ -415,6 +424,7 @@ bool Watcher::publish() {
     const bool had_file = published_;
     published_ = true;
     refused_since_publish_ = false;
+    only_views_since_publish_ = true;
     published_revision_ = revision_;
     lift_floor_ = std::max(lift_floor_, revision_);
     published_body_ = std::move(body);
