@@ -1178,9 +1178,9 @@ CHR_API chr_status chr_availability_info_init(chr_availability_info *info, uint3
  * Marks member `id` down (down != 0) or up (0), and publishes the result as
  * a new snapshot. Marking a member that is already in that state changes
  * nothing (no new snapshot).
- * @return CHR_OK; CHR_EINVAL (NULL ring, NULL id with a length); CHR_ERANGE
- *         (id length); CHR_ENOENT (not a member); CHR_ENOMEM (the ring is
- *         unchanged).
+ * @return CHR_OK; CHR_EINVAL (NULL ring, NULL id with a length, an empty
+ *         id, as chr_ring_add); CHR_ERANGE (id longer than CHR_NODE_ID_MAX);
+ *         CHR_ENOENT (not a member); CHR_ENOMEM (the ring is unchanged).
  * Thread-safety: as chr_ring_add (writers serialize; readers never wait).
  * Since: 0.1.
  */
@@ -1193,8 +1193,8 @@ CHR_API chr_status chr_ring_set_down(chr_ring *ring, const void *id, size_t id_l
  * every other member is up, and the panic threshold is `panic_threshold`
  * percent.
  * @return CHR_OK; CHR_EINVAL (NULL ring, NULL arrays with count > 0, NULL
- *         id with a length); CHR_ERANGE (an id length, panic_threshold over
- *         100); CHR_ENOENT (an id not a member: chr_last_error_info() names
+ *         id with a length, an empty id); CHR_ERANGE (an id longer than
+ *         CHR_NODE_ID_MAX, panic_threshold over 100); CHR_ENOENT (an id not a member: chr_last_error_info() names
  *         it and its position in change_index); CHR_ENOMEM. On any error the
  *         ring is unchanged.
  * Thread-safety: as chr_ring_add. Since: 0.1.

@@ -13,7 +13,8 @@ bool any_marked(const std::vector<NodeInfo> &nodes) {
 void add_availability_fields(Table &t, const chr_availability_info &a) {
     if (a.digest == 0) return;
     t.add_field("down", "members marked down", count_cell(a.down));
-    t.add_field("panic_threshold", "panic threshold", text_cell(std::to_string(a.panic_threshold) + "%"));
+    t.add_field("panic_threshold", "panic threshold",
+                Cell{std::to_string(a.panic_threshold) + "%", a.panic_threshold});  // JSON: the number
     t.add_field("panic", "panic",
                 text_cell(a.panic ? "yes: more than the threshold of the weight is down, marks ignored"
                                   : "no"));

@@ -93,7 +93,7 @@ void Snapshot::owners_of(const void *const *keys, const size_t *lens, size_t n,
 size_t Snapshot::member_bytes() const noexcept {
     size_t bytes = nodes_.capacity() * sizeof(Node) + cache_.bytes() +
                    (slot_node_.capacity() + node_slot_.capacity() + zone_of_slot_.capacity()) * sizeof(uint32_t) +
-                   weight_before_.capacity() * sizeof(uint64_t);
+                   weight_before_.capacity() * sizeof(uint64_t) + marks_.down.capacity() + down_slot_.capacity();
     if (member_keys_.load(std::memory_order_acquire)) bytes += nodes_.size() * sizeof(uint64_t);
     const std::string empty;
     for (const Node &n : nodes_) {  // heap beyond each string's own buffer

@@ -50,7 +50,7 @@ public:
     // over: a removed member's mark goes, an added member is up.
     Snapshot(const Snapshot &base, MembershipDelta delta, const Marks *marks = nullptr);
     // `base`'s members and tokens with other marks: no token is generated
-    // again, the index shares every chunk of the base's (snapshot_marks.cpp).
+    // again, the index shares every chunk of the base's (snapshot_build.cpp).
     Snapshot(const Snapshot &base, Marks marks);
     ~Snapshot();
     Snapshot(const Snapshot &) = delete;

@@ -74,6 +74,10 @@ GOLDEN = {
     "diff_small_json": (["diff", "small.members", "small_added.members", "--format", "json", "--replicas", "3",
                          "--policy", "zones-first"], None),
     "diff_small_csv": (["diff", "small.members", "small_after.members", "--format", "csv"], None),
+    "check_marks": (["check", "marks.ring"], None),
+    "inspect_marks_json": (["inspect", "-m", "marks.ring", "--format", "json"], None),
+    "export_marks": (["export", "-m", "marks.ring"], None),
+    "lookup_marks": (["lookup", "-m", "marks.ring", "--replicas", "3"], "keys.txt"),
 }
 
 
@@ -809,7 +813,7 @@ def ring_files(opts):
         if r.returncode != 1 or not err.startswith("chring: " + want) or err.count("\n") != 1 or r.stdout:
             failures.append(f"check {name}: exit {r.returncode}, stderr {err!r}, want 'chring: {want}...'")
     # Valid: check's fingerprint is inspect's, and chr_ring_fingerprint's of the same file.
-    for name in ("small.members", "mixed.members", "directives.ring", "canonical.ring", "empty.members"):
+    for name in ("small.members", "mixed.members", "directives.ring", "canonical.ring", "empty.members", "marks.ring"):
         c = json_of(opts, ["check", name])
         i = json_of(opts, ["inspect", "-m", name])
         capi = subprocess.run([opts.fingerprint, os.path.join(opts.data, name)], capture_output=True, text=True)

@@ -36,8 +36,9 @@ enum { POLICIES = sizeof kPolicies / sizeof kPolicies[0] };
 
 static void member_id(unsigned m, char *buf) { snprintf(buf, 16, "m%02u", m); }
 
-/* MEMBERS members of weight 1 in ZONES zones; member 0 in a zone of its own
- * so that marking it down removes a live zone. */
+/* MEMBERS members in ZONES zones; member 0 in a zone of its own so that
+ * marking it down removes a live zone; weights 1 and 2 (nginx: 1), and the
+ * last member drained (weight 0: no tokens, never in a walk). */
 static chr_ring *zoned_ring(int32_t placement) {
     chr_options opts = CHR_OPTIONS_INIT;
     opts.placement = placement;
@@ -48,7 +49,8 @@ static chr_ring *zoned_ring(int32_t placement) {
         char id[16], zone[8];
         member_id(m, id);
         snprintf(zone, sizeof zone, "z%u", m == 0 ? ZONES : m % ZONES);
-        assert_chr_ok(chr_ring_add(ring, id, strlen(id), 1, zone, strlen(zone), m));
+        const uint32_t weight = m == MEMBERS - 1 ? 0 : placement != CHR_PLACEMENT_NGINX && m % 3 == 1 ? 2 : 1;
+        assert_chr_ok(chr_ring_add(ring, id, strlen(id), weight, zone, strlen(zone), m));
     }
     return ring;
 }
@@ -396,6 +398,29 @@ static void test_marks_follow_membership(void **state) {
     chr_ring_free(ring);
 }
 
+/* Diffs compare tokens: a ring and the same ring with members down differ
+ * by nothing. */
+static void test_diff_ignores_marks(void **state) {
+    (void)state;
+    chr_ring *ring = zoned_ring(CHR_PLACEMENT_NATIVE);
+    chr_snapshot *before = NULL, *after = NULL;
+    assert_chr_ok(chr_ring_snapshot(ring, &before));
+    mark(ring, 2, 1);
+    mark(ring, 4, 1);
+    assert_chr_ok(chr_ring_snapshot(ring, &after));
+    chr_diff *diff = NULL;
+    assert_chr_ok(chr_diff_new(before, after, &diff));
+    chr_diff_info info = CHR_DIFF_INFO_INIT;
+    assert_chr_ok(chr_diff_describe(diff, &info));
+    assert_int_equal(info.ranges, 0);
+    assert_true(info.moved == 0.0);
+    assert_int_equal(info.old_fingerprint, info.new_fingerprint);
+    chr_diff_free(diff);
+    chr_snapshot_release(after);
+    chr_snapshot_release(before);
+    chr_ring_free(ring);
+}
+
 /* docs/semantics.md, "Availability digest", computed here from its
  * definition, and pinned. */
 static void test_digest_vector(void **state) {
@@ -498,6 +523,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_panic),
         cmocka_unit_test(test_bounded_and_tracker_skip_down),
         cmocka_unit_test(test_marks_follow_membership),
+        cmocka_unit_test(test_diff_ignores_marks),
         cmocka_unit_test(test_digest_vector),
         cmocka_unit_test(test_api_errors),
     };
