@@ -293,7 +293,8 @@ void Checker::round() {
     probe_all(probes, f_, [this] { if (!f_.once) leased_.flush(); });
     if (g_stop) return;
     for (auto &[id, m] : members_) {
-        auto p = std::find_if(probes.begin(), probes.end(), [&](const Probe &x) { return x.member == &m; });
+        const auto *member = &m;  // C++17 lambdas cannot capture a structured binding
+        auto p = std::find_if(probes.begin(), probes.end(), [member](const Probe &x) { return x.member == member; });
         if (p == probes.end()) {
             if (f_.once) std::printf("%s unknown (no usable address)\n", printable_id(id).c_str());
             continue;
