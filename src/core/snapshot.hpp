@@ -310,20 +310,11 @@ private:
                 if (!down_slot_[o] && test_and_set(bits, o)) emit(found++, as_emitted<kSlots>(o));
             }
         } else {
-            // zone_replicas_from_token's bitmap walk over the up members.
-            const bool firsts_first = policy == ReplicaPolicy::zones_first;
-            const size_t want_firsts = std::min(want_up, live_zones_up_), want_repeats = want_up - want_firsts;
-            size_t firsts = 0, repeats = 0;
-            for (size_t steps = 0; steps < tokens && found < want_up; ++steps, w.next()) {
-                const uint32_t o = w.slot();
-                if (down_slot_[o]) continue;
-                const bool first = test_and_set(bits, uint32_t(N + zone_of_slot_[o]));
-                if (!first && (repeats == want_repeats || !test_and_set(bits, o))) continue;
-                if (first) test_and_set(bits, o);
-                emit(!firsts_first ? found : first ? firsts : want_firsts + repeats, as_emitted<kSlots>(o));
-                (first ? firsts : repeats) += 1;
-                ++found;
-            }
+            // The zone policies' walk over the up members.
+            const size_t want_firsts = std::min(want_up, live_zones_up_);
+            found = zone_walk_bits<kSlots>(w, bits, want_firsts, want_up - want_firsts,
+                                           policy == ReplicaPolicy::zones_first,
+                                           [this](uint32_t o) { return down_slot_[o] != 0; }, emit);
         }
         TokenIndex::Walker d(index_, k);
         for (size_t steps = 0; steps < tokens && found < n; ++steps, d.next()) {
@@ -423,19 +414,31 @@ private:
             return firsts + repeats;
         }
         // Bitmaps: slots at bits 0..S-1, zones at S.. (zone numbers < N <= S).
-        const size_t N = slot_node_.size(), bit_count = N + zone_count_;
+        const size_t bit_count = slot_node_.size() + zone_count_;
         uint64_t stack_bits[kStackBitmapNodes / 64];
         uint64_t *bits = bit_count <= kStackBitmapNodes ? stack_bits : thread_bitmap(bit_count);
         std::fill(bits, bits + (bit_count + 63) / 64, 0);
-        for (size_t steps = 0; steps < tokens; ++steps) {
+        return zone_walk_bits<kSlots>(w, bits, want_firsts, want_repeats, firsts_first,
+                                      [](uint32_t) { return false; }, emit);
+    }
+    // The zone policies' walk with bitmaps (slots at bits 0..S-1, zones at
+    // S.., cleared by the caller) from w: the first want_firsts firsts and
+    // want_repeats repeats among the slots not refused(), emitted
+    // as zone_replicas_from_token places them; returns how many.
+    template <bool kSlots, class Refuse, class Emit>
+    size_t zone_walk_bits(TokenIndex::Walker &w, uint64_t *bits, size_t want_firsts, size_t want_repeats,
+                          bool firsts_first, Refuse &&refused, Emit &emit) const {
+        const size_t N = slot_node_.size(), tokens = index_.token_count();
+        size_t firsts = 0, repeats = 0;
+        for (size_t steps = 0; steps < tokens && (firsts < want_firsts || repeats < want_repeats);
+             ++steps, w.next()) {
             const uint32_t o = w.slot();
-            w.next();
+            if (refused(o)) continue;
             const bool first = test_and_set(bits, uint32_t(N + zone_of_slot_[o]));
             if (!first && (repeats == want_repeats || !test_and_set(bits, o))) continue;
             if (first) test_and_set(bits, o);
             emit(!firsts_first ? firsts + repeats : first ? firsts : want_firsts + repeats, as_emitted<kSlots>(o));
             (first ? firsts : repeats) += 1;
-            if (firsts == want_firsts && repeats == want_repeats) break;
         }
         return firsts + repeats;
     }
